@@ -1,0 +1,42 @@
+"""Composite-rigid-body algorithm for the joint-space inertia matrix M(q).
+
+Featherstone 2008, Table 6.2, LOCAL frames.  Composite inertias are accumulated as
+6x6 matrices transformed block-wise (``spatial.transform_inertia6``).  Output: the
+full symmetric nv x nv matrix; only entries (i, j) with j an ancestor-or-self dof of i
+are non-zero (branch-induced sparsity, Featherstone 2005 §3).
+"""
+from __future__ import annotations
+
+from ..model import Model
+from ..spatial import act_force, inertia_matrix, parent_transform, transform_inertia6
+from .common import qslice, subspaces
+
+
+def crba(model: Model, q, *, be):
+    S = subspaces(model, be)
+    Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
+    Ic = [inertia_matrix(b.inertia, be) for b in model.bodies]
+    for i in reversed(range(model.nbodies)):           # Ic_parent += X^* Ic_i X^-1
+        p = model.bodies[i].parent
+        if p != -1:
+            Ic[p] = Ic[p] + transform_inertia6(Xup[i], Ic[i], be)
+    be.mark("composite", *Ic)
+    M = be.zeros(model.nv, model.nv)
+    for i, b in enumerate(model.bodies):
+        F = Ic[i] @ S[i]                                # F = Ic_i S_i
+        si = slice(b.idx_v, b.idx_v + b.nv)
+        M[si, si] = S[i].T @ F
+        j = i
+        while model.bodies[j].parent != -1:             # walk F up the support of i
+            F = _act_force_cols(Xup[j], F, be)
+            j = model.bodies[j].parent
+            bj = model.bodies[j]
+            sj = slice(bj.idx_v, bj.idx_v + bj.nv)
+            block = S[j].T @ F
+            M[sj, si] = block
+            M[si, sj] = block.T
+    return (M,)
+
+
+def _act_force_cols(X, F, be):
+    return be.hcat([act_force(X, F[:, k:k + 1], be) for k in range(F.shape[1])])

@@ -1,0 +1,39 @@
+"""Recursive Newton-Euler inverse dynamics, ``tau = M(q) a + b(q, v)``.
+
+Featherstone, *Rigid Body Dynamics Algorithms* (2008), Table 5.1, in LOCAL body frames
+with Pinocchio's conventions (gravity enters as the world acceleration ``a_0 = -g``).
+Shapes: q (nq,1), v (nv,1), a (nv,1) -> tau (nv,1).
+"""
+from __future__ import annotations
+
+from ..model import Model
+from ..spatial import act_force, cross_force, inertia_matrix, inv_motion
+from .common import forward_velocities, gravity_acceleration, subspaces, vslice
+
+
+def rnea(model: Model, q, v, a, *, be):
+    S = subspaces(model, be)
+    Xup, vel, c = forward_velocities(model, q, v, S, be)
+    a0 = gravity_acceleration(model, be)
+    acc, f = [], []
+    for i, b in enumerate(model.bodies):
+        # a_i = Xup_i^-1 a_parent + S_i qdd_i + c_i
+        ap = a0 if b.parent == -1 else acc[b.parent]
+        ai = inv_motion(Xup[i], ap, be) + S[i] @ vslice(model, i, a) + c[i]
+        acc.append(ai)
+        # f_i = I_i a_i + v_i x* I_i v_i
+        I = inertia_matrix(b.inertia, be)
+        f.append(I @ ai + cross_force(vel[i], I @ vel[i], be))
+    be.mark("forward", *acc, *f)
+    tau = [None] * model.nbodies
+    for i in reversed(range(model.nbodies)):
+        b = model.bodies[i]
+        tau[i] = S[i].T @ f[i]                      # tau_i = S_i^T f_i
+        if b.parent != -1:
+            f[b.parent] = f[b.parent] + act_force(Xup[i], f[i], be)
+    return (be.vcat(tau),)
+
+
+def nle(model: Model, q, v, *, be):
+    """Nonlinear effects ``b(q, v) = rnea(q, v, 0)`` (Coriolis, centrifugal, gravity)."""
+    return rnea(model, q, v, be.zeros(model.nv, 1), be=be)

@@ -1,0 +1,251 @@
+"""The robot model: topology as plain ints, physics as NumPy constants.
+
+Conventions are Pinocchio's (DESIGN §4) so arrays move between rbdgen and Pinocchio
+unchanged:
+
+* bodies are numbered in Pinocchio's joint order (depth-first as its URDF loader
+  gives it); ``parent[i] < i`` and ``-1`` is the world ("universe");
+* body ``i`` moves with joint ``i``; the joint frame *is* the body frame;
+  ``placement`` is the joint frame in the parent body frame when ``q_i`` is neutral
+  (Pinocchio's ``jointPlacements``): ``parentMi(q) = placement * joint_motion(q_i)``;
+* an SE3 ``(R, p)`` maps child coordinates to parent coordinates, ``x_p = R x_c + p``;
+* spatial vectors are ``[linear; angular]``; gravity is ``(0, 0, -9.81)``;
+* joint kinds and their coordinates:
+
+  ============== ==== ==== =====================================================
+  kind            nq   nv  q / v
+  ============== ==== ==== =====================================================
+  revolute         1    1  angle about ``axis`` (bounded, URDF ``revolute``)
+  revolute_unb     2    1  ``[cos, sin]`` of the angle (URDF ``continuous``)
+  prismatic        1    1  displacement along ``axis``
+  free             7    6  ``[x y z qx qy qz qw]`` / ``[v_lin v_ang]`` in the LOCAL frame
+  ============== ==== ==== =====================================================
+
+* fixed joints are merged into their parent body (inertia lumped), and every link
+  and fixed joint is kept as a named :class:`Frame`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import RbdgenError
+
+JOINT_KINDS = {"revolute": (1, 1), "revolute_unb": (2, 1), "prismatic": (1, 1), "free": (7, 6)}
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+@dataclass(frozen=True)
+class SE3:
+    """Rigid transform ``x_parent = R @ x_child + p`` (R 3x3, p shape (3,))."""
+
+    R: np.ndarray
+    p: np.ndarray
+
+    @staticmethod
+    def identity() -> "SE3":
+        return SE3(np.eye(3), np.zeros(3))
+
+    def __mul__(self, other: "SE3") -> "SE3":
+        return SE3(self.R @ other.R, self.R @ other.p + self.p)
+
+    def inverse(self) -> "SE3":
+        return SE3(self.R.T, -self.R.T @ self.p)
+
+
+@dataclass(frozen=True)
+class Inertia:
+    """Rigid-body inertia: mass, centre of mass ``com`` and rotational inertia ``I_c``
+    about the centre of mass, all in the body frame (Pinocchio's ``Inertia``)."""
+
+    mass: float
+    com: np.ndarray
+    I_c: np.ndarray
+
+    @staticmethod
+    def zero() -> "Inertia":
+        return Inertia(0.0, np.zeros(3), np.zeros((3, 3)))
+
+    def transformed(self, M: SE3) -> "Inertia":
+        """This inertia, given in frame c, expressed in frame p where ``M = pMc``."""
+        return Inertia(self.mass, M.R @ self.com + M.p, M.R @ self.I_c @ M.R.T)
+
+    def __add__(self, other: "Inertia") -> "Inertia":
+        m = self.mass + other.mass
+        if m <= 0.0:
+            return Inertia(0.0, np.zeros(3), self.I_c + other.I_c)
+        c = (self.mass * self.com + other.mass * other.com) / m
+
+        def shift(I: Inertia) -> np.ndarray:  # parallel-axis term m (|d|^2 1 - d d^T)
+            d = I.com - c
+            return I.mass * (d @ d * np.eye(3) - np.outer(d, d))
+
+        return Inertia(m, c, self.I_c + other.I_c + shift(self) + shift(other))
+
+    def matrix(self) -> np.ndarray:
+        """6x6 spatial inertia about the body origin, ``[linear; angular]`` ordering."""
+        C = skew(self.com)
+        out = np.zeros((6, 6))
+        out[:3, :3] = self.mass * np.eye(3)
+        out[:3, 3:] = -self.mass * C
+        out[3:, :3] = self.mass * C
+        out[3:, 3:] = self.I_c - self.mass * C @ C
+        return out
+
+
+def skew(x) -> np.ndarray:
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+@dataclass
+class Body:
+    """One moving body and the joint that moves it (Pinocchio's joint ``i+1``)."""
+
+    name: str            # the joint's name (Pinocchio ``model.names``)
+    link: str            # the URDF link carried by the joint (its body frame)
+    parent: int          # parent body index, -1 for the world
+    kind: str            # one of JOINT_KINDS
+    axis: np.ndarray     # unit axis in the joint frame (unused for "free")
+    placement: SE3       # joint frame in the parent body frame at q neutral
+    inertia: Inertia     # lumped inertia in the body frame
+    idx_q: int = 0
+    idx_v: int = 0
+
+    @property
+    def nq(self) -> int:
+        return JOINT_KINDS[self.kind][0]
+
+    @property
+    def nv(self) -> int:
+        return JOINT_KINDS[self.kind][1]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A named frame rigidly attached to ``body`` (-1 = world) at ``placement``
+    (frame in body coordinates).  ``kind`` is ``body`` (a link), ``fixed_joint``
+    or ``joint``."""
+
+    name: str
+    body: int
+    placement: SE3
+    kind: str
+
+
+@dataclass
+class Model:
+    name: str
+    bodies: list[Body]
+    frames: list[Frame] = field(default_factory=list)
+    gravity: np.ndarray = field(default_factory=lambda: GRAVITY.copy())
+    source: str = ""     # URDF path or synthetic spec, for messages
+
+    def __post_init__(self) -> None:
+        iq = iv = 0
+        for i, b in enumerate(self.bodies):
+            if b.kind not in JOINT_KINDS:
+                raise RbdgenError(f"{self.name}: joint '{b.name}' has unknown kind '{b.kind}' "
+                                  f"(expected one of {', '.join(JOINT_KINDS)})")
+            if not -1 <= b.parent < i:
+                raise RbdgenError(f"{self.name}: joint '{b.name}' has parent {b.parent}, "
+                                  f"bodies must be numbered parents first")
+            b.idx_q, b.idx_v = iq, iv
+            iq += b.nq
+            iv += b.nv
+        self.nq, self.nv = iq, iv
+
+    # --- topology --------------------------------------------------------------------
+    @property
+    def nbodies(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def parents(self) -> list[int]:
+        return [b.parent for b in self.bodies]
+
+    @property
+    def frame_names(self) -> list[str]:
+        return [f.name for f in self.frames]
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [b.name for b in self.bodies]
+
+    def ancestors(self, i: int) -> list[int]:
+        """Bodies from ``i`` up to the root, ``i`` included."""
+        out = []
+        while i != -1:
+            out.append(i)
+            i = self.bodies[i].parent
+        return out
+
+    def dof_parents(self) -> list[int]:
+        """Featherstone 2005's expanded parent array λ over velocity coordinates: the
+        dofs of a multi-DoF joint form a chain, the first hanging from the last dof of
+        the parent joint (-1 for the world)."""
+        lam = []
+        for b in self.bodies:
+            up = -1 if b.parent == -1 else self.bodies[b.parent].idx_v + self.bodies[b.parent].nv - 1
+            for k in range(b.nv):
+                lam.append(up if k == 0 else b.idx_v + k - 1)
+        return lam
+
+    def frame(self, name: str) -> Frame:
+        for f in self.frames:
+            if f.name == name:
+                return f
+        close = [n for n in self.frame_names if name.lower() in n.lower()][:8]
+        hint = f"; similar: {', '.join(close)}" if close else f"; {len(self.frames)} frames, see `rbdgen robots --frames {self.name}`"
+        raise RbdgenError(f"{self.name}: unknown frame '{name}'{hint}")
+
+    # --- configurations ----------------------------------------------------------------
+    def neutral(self) -> np.ndarray:
+        q = np.zeros(self.nq)
+        for b in self.bodies:
+            if b.kind == "free":
+                q[b.idx_q + 6] = 1.0
+            elif b.kind == "revolute_unb":
+                q[b.idx_q] = 1.0
+        return q
+
+    def random_q(self, rng: np.random.Generator) -> np.ndarray:
+        """A random configuration: angles and displacements uniform in [-pi, pi] (or
+        [-0.5, 0.5] for prismatic), a uniformly random unit quaternion, a random base
+        position in [-1, 1]^3."""
+        q = np.zeros(self.nq)
+        for b in self.bodies:
+            s = b.idx_q
+            if b.kind == "free":
+                quat = rng.normal(size=4)
+                q[s:s + 3] = rng.uniform(-1, 1, 3)
+                q[s + 3:s + 7] = quat / np.linalg.norm(quat)
+            elif b.kind == "revolute_unb":
+                a = rng.uniform(-np.pi, np.pi)
+                q[s:s + 2] = np.cos(a), np.sin(a)
+            elif b.kind == "prismatic":
+                q[s] = rng.uniform(-0.5, 0.5)
+            else:
+                q[s] = rng.uniform(-np.pi, np.pi)
+        return q
+
+    def check_singular_inertia(self) -> None:
+        """Raise if some joint moves only massless, inertia-free bodies: the joint-space
+        inertia matrix is then singular (real URDFs contain such links)."""
+        subtree_mass = [b.inertia.mass for b in self.bodies]
+        subtree_rot = [float(np.trace(b.inertia.I_c)) for b in self.bodies]
+        for i in reversed(range(self.nbodies)):
+            p = self.bodies[i].parent
+            if p >= 0:
+                subtree_mass[p] += subtree_mass[i]
+                subtree_rot[p] += subtree_rot[i]
+        bad = [b.name for i, b in enumerate(self.bodies)
+               if subtree_mass[i] <= 1e-12 and subtree_rot[i] <= 1e-12]
+        if bad:
+            raise RbdgenError(
+                f"{self.source or self.name}: joint(s) {', '.join(repr(n) for n in bad)} move links "
+                f"with zero mass and inertia, so the joint-space inertia matrix is singular; "
+                f"lock them (lock_joints=[...], CLI --lock) or give the links inertia")
+
+    def describe(self) -> str:
+        return f"{self.name}: nq={self.nq} nv={self.nv} bodies={self.nbodies} frames={len(self.frames)}"

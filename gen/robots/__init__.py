@@ -1,0 +1,29 @@
+"""Robot lookup: named robots (example-robot-data), synthetic trees, or a URDF path."""
+from __future__ import annotations
+
+import os
+
+from ..errors import RbdgenError
+from ..model import Model
+from .synthetic import SYNTHETIC, load_synthetic
+
+
+def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()) -> Model:
+    """A :class:`~gen.model.Model` for a named robot (``talos``), a synthetic spec
+    (``chain:10``, ``bintree:15``, ``humanoid30``, ``fourbar``) or a URDF path.
+    ``floating_base`` and ``lock_joints`` apply to URDF paths."""
+    from .named import NAMED_ROBOTS, load_named
+
+    if isinstance(name_or_path, Model):
+        return name_or_path
+    spec = str(name_or_path)
+    if spec in NAMED_ROBOTS:
+        return load_named(spec)
+    if spec.split(":")[0] in ("chain", "bintree") or spec in ("humanoid30", "fourbar"):
+        return load_synthetic(spec)
+    if spec.endswith(".urdf") or os.path.sep in spec:
+        from ..urdf import load_urdf
+
+        return load_urdf(spec, floating_base=floating_base, lock_joints=lock_joints)
+    choices = ", ".join(list(NAMED_ROBOTS) + list(SYNTHETIC))
+    raise RbdgenError(f"unknown robot '{spec}' (choose from {choices}, or give a .urdf path)")

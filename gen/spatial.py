@@ -1,0 +1,199 @@
+"""Spatial algebra over a backend, in Pinocchio's conventions (DESIGN §4).
+
+A transform is a pair ``(R, p)`` (``x_parent = R x_child + p``); motions and forces
+are 6x1 columns ``[linear; angular]``.  Transforms act through their rotation and
+translation separately, never as 6x6 matrices, so traced graphs stay small
+(Featherstone, *Rigid Body Dynamics Algorithms*, §2.8 and Table 2.5):
+
+* ``act_motion``   ``(v, w) -> (R v + p x R w, R w)``          (child -> parent)
+* ``inv_motion``   ``(v, w) -> (R^T (v - p x w), R^T w)``      (parent -> child)
+* ``act_force``    ``(f, n) -> (R f, R n + p x R f)``          (child -> parent)
+* ``cross_motion`` ``(v, w) x (v2, w2) = (w x v2 + v x w2, w x w2)``
+* ``cross_force``  ``(v, w) x* (f, n) = (w x f, w x n + v x f)``
+
+Constants (rotations, axes, inertias) are cast to the backend once per call site with
+``be.asarray`` so CasADi sees literal zeros and ones and drops them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .model import Body, Inertia
+
+
+def cross3(a, b, be):
+    """``a x b`` for 3x1 columns, written out so SX drops zero factors."""
+    return be.vcat([a[1, 0] * b[2, 0] - a[2, 0] * b[1, 0],
+                    a[2, 0] * b[0, 0] - a[0, 0] * b[2, 0],
+                    a[0, 0] * b[1, 0] - a[1, 0] * b[0, 0]])
+
+
+def lin(m):
+    return m[0:3, 0:1]
+
+
+def ang(m):
+    return m[3:6, 0:1]
+
+
+def act_motion(M, m, be):
+    R, p = M
+    w = R @ ang(m)
+    return be.vcat([R @ lin(m) + cross3(p, w, be), w])
+
+
+def inv_motion(M, m, be):
+    R, p = M
+    return be.vcat([R.T @ (lin(m) - cross3(p, ang(m), be)), R.T @ ang(m)])
+
+
+def act_force(M, f, be):
+    R, p = M
+    fl = R @ lin(f)
+    return be.vcat([fl, R @ ang(f) + cross3(p, fl, be)])
+
+
+def inv_force(M, f, be):
+    R, p = M
+    return be.vcat([R.T @ lin(f), R.T @ (ang(f) - cross3(p, lin(f), be))])
+
+
+def cross_motion(v, m, be):
+    return be.vcat([cross3(ang(v), lin(m), be) + cross3(lin(v), ang(m), be),
+                    cross3(ang(v), ang(m), be)])
+
+
+def cross_force(v, f, be):
+    return be.vcat([cross3(ang(v), lin(f), be),
+                    cross3(ang(v), ang(f), be) + cross3(lin(v), lin(f), be)])
+
+
+def compose(A, B):
+    """``A * B`` for transforms."""
+    return A[0] @ B[0], A[0] @ B[1] + A[1]
+
+
+def const_transform(M, be):
+    """A model SE3 as a backend transform pair."""
+    return be.asarray(M.R), be.asarray(M.p)
+
+
+# --- joints --------------------------------------------------------------------------
+
+def _axis_index(axis: np.ndarray) -> int | None:
+    """k if ``axis == +e_k``, else None (exploit axis-aligned joints, DESIGN §3.2)."""
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = 1.0
+        if np.allclose(axis, e, atol=0.0, rtol=0.0):
+            return k
+    return None
+
+
+def axis_rotation(axis: np.ndarray, c, s, be):
+    """Rotation by angle (cos c, sin s) about a constant unit ``axis``.
+    Rodrigues: ``R = c 1 + s [u]x + (1 - c) u u^T``; about +x, +y, +z written directly."""
+    k = _axis_index(axis)
+    if k is not None:
+        i, j = (k + 1) % 3, (k + 2) % 3
+        R = be.zeros(3, 3)
+        R[k, k] = 1.0
+        R[i, i] = c
+        R[j, j] = c
+        R[j, i] = s
+        R[i, j] = -s
+        return R
+    u = [float(x) for x in axis]
+    t = 1.0 - c
+    R = be.zeros(3, 3)
+    for r in range(3):
+        for col in range(3):
+            R[r, col] = t * (u[r] * u[col]) + (c if r == col else 0.0)
+    R[2, 1] += s * u[0]
+    R[1, 2] -= s * u[0]
+    R[0, 2] += s * u[1]
+    R[2, 0] -= s * u[1]
+    R[1, 0] += s * u[2]
+    R[0, 1] -= s * u[2]
+    return R
+
+
+def quat_rotation(x, y, z, w, be):
+    """Rotation of the unit quaternion (x, y, z, w), Eigen's ``toRotationMatrix``."""
+    R = be.zeros(3, 3)
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - z * w)
+    R[0, 2] = 2 * (x * z + y * w)
+    R[1, 0] = 2 * (x * y + z * w)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - x * w)
+    R[2, 0] = 2 * (x * z - y * w)
+    R[2, 1] = 2 * (y * z + x * w)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+def joint_motion(body: Body, qi, be):
+    """The joint's own transform ``jMi(q_i)`` (rotation/translation of the joint)."""
+    if body.kind == "revolute":
+        return axis_rotation(body.axis, be.cos(qi[0, 0]), be.sin(qi[0, 0]), be), be.zeros(3, 1)
+    if body.kind == "revolute_unb":
+        return axis_rotation(body.axis, qi[0, 0], qi[1, 0], be), be.zeros(3, 1)
+    if body.kind == "prismatic":
+        return be.eye(3), be.asarray(body.axis) * qi[0, 0]
+    if body.kind == "free":
+        return quat_rotation(qi[3, 0], qi[4, 0], qi[5, 0], qi[6, 0], be), qi[0:3, 0:1]
+    raise ValueError(body.kind)
+
+
+def motion_subspace(body: Body) -> np.ndarray:
+    """Constant 6 x nv motion subspace S of the joint in its own (LOCAL) frame."""
+    if body.kind in ("revolute", "revolute_unb"):
+        return np.concatenate([np.zeros(3), body.axis]).reshape(6, 1)
+    if body.kind == "prismatic":
+        return np.concatenate([body.axis, np.zeros(3)]).reshape(6, 1)
+    return np.eye(6)
+
+
+def parent_transform(body: Body, qi, be):
+    """``parentMi(q_i) = placement * jMi(q_i)``."""
+    return compose(const_transform(body.placement, be), joint_motion(body, qi, be))
+
+
+# --- inertias ------------------------------------------------------------------------
+
+def inertia_matrix(inertia: Inertia, be):
+    """Constant 6x6 spatial inertia of a body, about its origin."""
+    return be.asarray(inertia.matrix())
+
+
+def transform_inertia6(M, I6, be):
+    """Express a 6x6 spatial (composite or articulated) inertia given in the child frame
+    in the parent frame: ``X^* I X^{-1}`` with ``M = parentMchild``.  Block form with
+    ``I = [[A, B], [B^T, C]]``: rotate each block (``R A R^T`` ...), then shift by
+    ``P = [p]x``: ``[[A, B - A P], [B^T + P A, C + P B - B^T P - P A P]]``."""
+    R, p = M
+    A = R @ I6[0:3, 0:3] @ R.T
+    B = R @ I6[0:3, 3:6] @ R.T
+    C = R @ I6[3:6, 3:6] @ R.T
+    P = skew3(p, be)
+    AP = A @ P
+    top_right = B - AP
+    bottom_right = C + P @ B + (P @ B).T - P @ AP
+    out = be.zeros(6, 6)
+    out[0:3, 0:3] = A
+    out[0:3, 3:6] = top_right
+    out[3:6, 0:3] = top_right.T
+    out[3:6, 3:6] = bottom_right
+    return out
+
+
+def skew3(p, be):
+    P = be.zeros(3, 3)
+    P[0, 1] = -p[2, 0]
+    P[0, 2] = p[1, 0]
+    P[1, 0] = p[2, 0]
+    P[1, 2] = -p[0, 0]
+    P[2, 0] = -p[1, 0]
+    P[2, 1] = p[0, 0]
+    return P
