@@ -90,7 +90,8 @@ class Inertia:
         out[:3, :3] = self.mass * np.eye(3)
         out[:3, 3:] = -self.mass * C
         out[3:, :3] = self.mass * C
-        out[3:, 3:] = self.I_c - self.mass * C @ C
+        Ib = self.I_c - self.mass * C @ C
+        out[3:, 3:] = 0.5 * (Ib + Ib.T)        # exactly symmetric
         return out
 
 

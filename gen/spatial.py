@@ -168,23 +168,40 @@ def inertia_matrix(inertia: Inertia, be):
 
 
 def transform_inertia6(M, I6, be):
-    """Express a 6x6 spatial (composite or articulated) inertia given in the child frame
-    in the parent frame: ``X^* I X^{-1}`` with ``M = parentMchild``.  Block form with
-    ``I = [[A, B], [B^T, C]]``: rotate each block (``R A R^T`` ...), then shift by
-    ``P = [p]x``: ``[[A, B - A P], [B^T + P A, C + P B - B^T P - P A P]]``."""
+    """Express a symmetric 6x6 spatial (composite or articulated) inertia given in the
+    child frame in the parent frame: ``X^* I X^{-1}`` with ``M = parentMchild``.  Block
+    form with ``I = [[A, B], [B^T, C]]``: rotate each block (``R A R^T`` ...), then shift
+    by ``P = [p]x``: ``[[A, B - A P], [(B - A P)^T, C + P B + (P B)^T - P A P]]``.
+    Symmetric blocks are computed on their upper triangle and mirrored, so the result is
+    exactly symmetric and no product is formed twice."""
     R, p = M
-    A = R @ I6[0:3, 0:3] @ R.T
+    A = _rotate_sym(R, I6[0:3, 0:3], be)
     B = R @ I6[0:3, 3:6] @ R.T
-    C = R @ I6[3:6, 3:6] @ R.T
+    C = _rotate_sym(R, I6[3:6, 3:6], be)
     P = skew3(p, be)
     AP = A @ P
     top_right = B - AP
-    bottom_right = C + P @ B + (P @ B).T - P @ AP
+    PB = P @ B
+    PAP = P @ AP
     out = be.zeros(6, 6)
     out[0:3, 0:3] = A
     out[0:3, 3:6] = top_right
     out[3:6, 0:3] = top_right.T
-    out[3:6, 3:6] = bottom_right
+    for i in range(3):
+        for j in range(i, 3):
+            out[3 + i, 3 + j] = C[i, j] + PB[i, j] + PB[j, i] - PAP[i, j]
+            out[3 + j, 3 + i] = out[3 + i, 3 + j]
+    return out
+
+
+def _rotate_sym(R, A, be):
+    """``R A R^T`` for symmetric A, upper triangle computed and mirrored."""
+    T = R @ A
+    out = be.zeros(3, 3)
+    for i in range(3):
+        for j in range(i, 3):
+            out[i, j] = T[i, 0] * R[j, 0] + T[i, 1] * R[j, 1] + T[i, 2] * R[j, 2]
+            out[j, i] = out[i, j]
     return out
 
 
