@@ -73,9 +73,19 @@ def compose(A, B):
     return A[0] @ B[0], A[0] @ B[1] + A[1]
 
 
+SNAP_TOL = 1e-14
+
+
+def snap(a: np.ndarray) -> np.ndarray:
+    """Round float noise in model constants (``cos(pi/2) = 6e-17``) to exact 0 and +-1 so
+    the traced graph drops those terms; changes values by at most ``SNAP_TOL``."""
+    a = np.where(np.abs(a) < SNAP_TOL, 0.0, a)
+    return np.where(np.abs(np.abs(a) - 1.0) < SNAP_TOL, np.sign(a), a)
+
+
 def const_transform(M, be):
     """A model SE3 as a backend transform pair."""
-    return be.asarray(M.R), be.asarray(M.p)
+    return be.asarray(snap(M.R)), be.asarray(snap(M.p))
 
 
 # --- joints --------------------------------------------------------------------------
@@ -158,6 +168,16 @@ def motion_subspace(body: Body) -> np.ndarray:
 def parent_transform(body: Body, qi, be):
     """``parentMi(q_i) = placement * jMi(q_i)``."""
     return compose(const_transform(body.placement, be), joint_motion(body, qi, be))
+
+
+def inertia_to_parent(body: Body, qi, I6, be):
+    """``X^* I X^-1`` for ``X = parentMi(q_i)``, applied as the joint's own motion first
+    (an axis rotation or a translation, cheap) and the constant placement second, rather
+    than through the composed rotation, which is dense whenever the placement rotates."""
+    inner = transform_inertia6(joint_motion(body, qi, be), I6, be)
+    if np.allclose(snap(body.placement.R), np.eye(3), rtol=0.0, atol=0.0) and not np.any(snap(body.placement.p)):
+        return inner
+    return transform_inertia6(const_transform(body.placement, be), inner, be)
 
 
 # --- inertias ------------------------------------------------------------------------

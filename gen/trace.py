@@ -42,5 +42,5 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Tra
     extra = {"cset": cset} if algo.constrained else {}
     outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **options)
     names = [n for n, _, _ in algo.outputs(model, cset)]
-    exprs = [ca.cse(ca.SX(o)) for o in outs]          # merge repeated sub-expressions
+    exprs = ca.cse([ca.SX(o) for o in outs])          # merge repeated sub-expressions, jointly
     return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs)), be.phases)

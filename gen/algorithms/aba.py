@@ -15,8 +15,8 @@ LDL^T.  Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1).
 from __future__ import annotations
 
 from ..model import Model
-from ..spatial import act_force, cross_force, inertia_matrix, inv_motion, transform_inertia6
-from .common import forward_velocities, gravity_acceleration, subspaces, vslice
+from ..spatial import act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion
+from .common import forward_velocities, gravity_acceleration, qslice, subspaces, vslice
 from .dense import ldlt_solve
 
 
@@ -45,9 +45,9 @@ def aba(model: Model, q, v, tau, *, be, fext=None):
             sol = ldlt_solve(D, be.hcat([u, U[i].T]), be)
             Dinv_u[i], Dinv_Ut[i] = sol[:, 0:1], sol[:, 1:]
         if b.parent != -1:
-            Ia = IA[i] - U[i] @ Dinv_Ut[i]
+            Ia = _minus_sym_product(IA[i], U[i], Dinv_Ut[i], be)
             pa = pA[i] + Ia @ c[i] + U[i] @ Dinv_u[i]
-            IA[b.parent] = IA[b.parent] + transform_inertia6(Xup[i], Ia, be)
+            IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
             pA[b.parent] = pA[b.parent] + act_force(Xup[i], pa, be)
     be.mark("backward", *U, *Dinv_u, *Dinv_Ut)
 
@@ -60,3 +60,13 @@ def aba(model: Model, q, v, tau, *, be, fext=None):
         ddq.append(qdd)
         acc.append(a + S[i] @ qdd)
     return (be.vcat(ddq),)
+
+
+def _minus_sym_product(IA, U, DinvUt, be):
+    """``Ia = IA - U D^-1 U^T`` (symmetric): upper triangle computed, then mirrored."""
+    Ia = be.zeros(6, 6)
+    for r in range(6):
+        for col in range(r, 6):
+            Ia[r, col] = IA[r, col] - (U[r:r + 1, :] @ DinvUt[:, col:col + 1])[0, 0]
+            Ia[col, r] = Ia[r, col]
+    return Ia

@@ -8,7 +8,7 @@ are non-zero (branch-induced sparsity, Featherstone 2005 §3).
 from __future__ import annotations
 
 from ..model import Model
-from ..spatial import act_force, inertia_matrix, parent_transform, transform_inertia6
+from ..spatial import act_force, inertia_matrix, inertia_to_parent, parent_transform
 from .common import qslice, subspaces
 
 
@@ -19,7 +19,7 @@ def crba(model: Model, q, *, be):
     for i in reversed(range(model.nbodies)):           # Ic_parent += X^* Ic_i X^-1
         p = model.bodies[i].parent
         if p != -1:
-            Ic[p] = Ic[p] + transform_inertia6(Xup[i], Ic[i], be)
+            Ic[p] = Ic[p] + inertia_to_parent(model.bodies[i], qslice(model, i, q), Ic[i], be)
     be.mark("composite", *Ic)
     M = be.zeros(model.nv, model.nv)
     for i, b in enumerate(model.bodies):
