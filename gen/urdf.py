@@ -25,8 +25,10 @@ rbdgen and Pinocchio unchanged:
 * ``lock_joints`` turns the named moving joints into fixed joints at q = 0, as
   ``pinocchio.buildReducedModel`` at the neutral configuration.
 
-Meshes, materials, transmissions and gazebo tags are ignored.  Every malformed input
-raises :class:`~gen.errors.RbdgenError` with one line naming the file and element.
+Meshes, materials, transmissions, gazebo tags and joint limits are ignored (urdfdom
+requires ``<limit>`` on revolute and prismatic joints; rbdgen does not).  Every
+malformed input raises :class:`~gen.errors.RbdgenError` with one line naming the file
+and element.
 """
 from __future__ import annotations
 
@@ -76,7 +78,8 @@ class _Parser:
         text = elem.get(attr) if elem is not None else None
         if text is None:
             if default is None:
-                raise self.error(what, f"missing attribute '{attr}'")
+                missing = f"missing attribute '{attr}'" if elem is not None else "missing element"
+                raise self.error(what, missing)
             return np.array(default, dtype=float)
         try:
             vals = np.array([float(t) for t in text.split()])
@@ -106,8 +109,6 @@ class _Parser:
         I = np.array([[c["ixx"], c["ixy"], c["ixz"]],
                       [c["ixy"], c["iyy"], c["iyz"]],
                       [c["ixz"], c["iyz"], c["izz"]]])
-        if min(c["ixx"], c["iyy"], c["izz"]) < 0.0:
-            raise self.error(f"{what} <inertial><inertia>", "negative diagonal moment of inertia")
         M = self.origin(inertial, f"{what} <inertial>")
         return Inertia(mass, M.p, M.R @ I @ M.R.T)
 
@@ -138,7 +139,7 @@ class _Parser:
 
 
 def _read(path: str):
-    """Parse the file into (robot name, {link: Inertia}, [_Joint])."""
+    """Parse the file into (robot name, {link: Inertia}, {joint name: _Joint})."""
     p = _Parser(path)
     if not os.path.isfile(path):
         raise RbdgenError(f"{path}: URDF file not found")
@@ -191,9 +192,10 @@ def load_urdf(path, *, floating_base: bool = False, lock_joints=(), name: str | 
     the conventions).  ``lock_joints``: names of moving joints fixed at q = 0.  ``name``
     overrides the ``<robot name>`` attribute."""
     path = os.fspath(path)
+    lock_joints = set(lock_joints)
     robot_name, links, joints = _read(path)
     moving = [j for j in joints.values() if j.kind != "fixed"]
-    for n in lock_joints:
+    for n in sorted(lock_joints):
         if n not in joints or joints[n].kind == "fixed":
             raise RbdgenError(f"{path}: cannot lock unknown joint '{n}' "
                               f"(moving joints: {', '.join(j.name for j in moving)})")

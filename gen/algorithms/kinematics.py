@@ -49,7 +49,7 @@ def frame_jacobian(model: Model, name: str, q, *, be):
     while j != -1:
         b = model.bodies[j]
         for k in range(b.nv):
-            J[:, b.idx_v + k] = act_motion(fMj, S[j][:, k:k + 1], be)
+            J[:, b.idx_v + k:b.idx_v + k + 1] = act_motion(fMj, S[j][:, k:k + 1], be)
         fMj = compose(fMj, _inverse(Xup[j]))               # frame <- parent of j
         j = b.parent
     return J
