@@ -1,23 +1,32 @@
 """Small dense symmetric positive-definite solves, unrolled over the backend (used for
-the 6x6 D block of a free-flyer joint in ABA).  ``A = L D L^T`` without square roots."""
+the 6x6 D block of a free-flyer joint in ABA).  ``A = L diag(d) L^T`` without square
+roots; factor once, solve for as many right-hand sides as needed."""
 from __future__ import annotations
 
 
-def ldlt_solve(A, B, be):
-    """``X = A^-1 B`` for a small SPD matrix A (n x n) and B (n x k)."""
+def ldlt_factor(A):
+    """Return (L, d): L as nested lists (strict lower part), d the pivots, for a small
+    SPD matrix A (n x n) given as a backend matrix."""
     n = A.shape[0]
     L = [[None] * n for _ in range(n)]
-    D = [None] * n
+    d = [None] * n
     for j in range(n):
-        d = A[j, j]
+        dj = A[j, j]
         for k in range(j):
-            d = d - L[j][k] * L[j][k] * D[k]
-        D[j] = d
+            dj = dj - L[j][k] * L[j][k] * d[k]
+        d[j] = dj
         for i in range(j + 1, n):
             s = A[i, j]
             for k in range(j):
-                s = s - L[i][k] * L[j][k] * D[k]
-            L[i][j] = s / d
+                s = s - L[i][k] * L[j][k] * d[k]
+            L[i][j] = s / dj
+    return L, d
+
+
+def ldlt_solve(factor, B, be):
+    """``X = A^-1 B`` from ``ldlt_factor(A)``, B n x k."""
+    L, d = factor
+    n = len(d)
     cols = []
     for c in range(B.shape[1]):
         y = [None] * n
@@ -27,8 +36,8 @@ def ldlt_solve(A, B, be):
                 s = s - L[i][k] * y[k]
             y[i] = s
         x = [None] * n
-        for i in reversed(range(n)):             # D L^T x = y
-            s = y[i] / D[i]
+        for i in reversed(range(n)):             # diag(d) L^T x = y
+            s = y[i] / d[i]
             for k in range(i + 1, n):
                 s = s - L[k][i] * x[k]
             x[i] = s
