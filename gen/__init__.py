@@ -4,8 +4,11 @@ Public API (DESIGN §4): :func:`load_robot`, :func:`run`, :func:`opcount`, :func
 :class:`RbdgenError`.
 """
 from .api import run
+from .build import Kernel, build  # noqa: E402  gen.build(): trace, emit, compile (gen/build.py)
+from .constraints import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (DESIGN §4)
 from .errors import RbdgenError
 from .robots import load_robot
+from opcount import opcount  # noqa: E402,F401  gen.opcount, the op counter's API (DESIGN §4)
 
-__all__ = ["RbdgenError", "load_robot", "run"]
+__all__ = ["Kernel", "RbdgenError", "build", "load_robot", "run"]
 __version__ = "0.1.0"

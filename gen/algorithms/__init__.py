@@ -11,8 +11,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .aba import aba
+from .constrained_aba import constrained_aba
 from .crba import crba
 from .ltdl import crba_solve, ltdl, ltl
+from .prox_ltl import prox_ltl
+from .prox_ltls import prox_ltls
+from .prox_pv import prox_pv
+from .proximal import constrained_inputs, constrained_outputs
 from .rnea import nle, rnea
 
 
@@ -58,4 +63,16 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "x = M(q)^-1 b by CRBA + LTDL + sparse substitution", "Featherstone 2005 §5"),
     Algorithm("aba", aba, _qvx("tau"), _vec("ddq"),
               "forward dynamics ddq = M^-1 (tau - b)", "Featherstone 2008 Table 7.1"),
+    Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs,
+              "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
+              "Carpentier 2021 Alg. 1, eq. 18", constrained=True),
+    Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs,
+              "constrained dynamics (ddq, lam): ALM on the sparse LTDL of M + J^T J / mu",
+              "Sathya 2024 eq. 16, 24", constrained=True),
+    Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs,
+              "constrained dynamics (ddq, lam): ALM in maximal coordinates, O(n + m) sweeps",
+              "Sathya 2024 Alg. 1-3", constrained=True),
+    Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs,
+              "constrained dynamics (ddq, lam): Popov-Vereshchagin with proximal dual iterations",
+              "Sathya 2024 Alg. 4", constrained=True),
 ]}

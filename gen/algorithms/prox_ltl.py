@@ -1,0 +1,79 @@
+"""proxLTL: proximal constrained dynamics through the sparse factorisation of the KKT
+matrix with the constraint rows first.
+
+Carpentier, Budhiraja, Mansard, "Proximal and Sparse Resolution of Constrained Dynamic
+Equations", RSS 2021 (``../shared/papers/carpentier2021-...``):
+
+* the proximal KKT system, eq. (18), in Pinocchio's sign (``x = -lam``)::
+
+      K_mu [x; ddq] = [a_c* + rho lam_{k-1}; tau - b],    K_mu = [[-rho I, J], [J^T, M]]
+
+  so ``J ddq_k - a_c* = rho (lam_{k-1} - lam_k)`` and ``M ddq_k + b = tau + J^T lam_k``;
+* its factorisation ``K_mu = U D U^T`` (eq. 24), written here as ``L^T D L`` with L unit
+  lower (Featherstone's form), eliminating joints leaves-to-root and then the
+  constraints (Algorithm 1): the joint block has the tree's sparsity (no fill), constraint
+  rows are non-zero only on the supporting joints (eq. 25-27), and the m x m block left
+  at the end is the damped Delassus matrix ``-(J M^-1 J^T + rho)``, dense;
+* a fixed number of proximal iterations, each one sparse solve with the same factors.
+
+The sparsity pattern, fill-in included, is computed at trace time from the tree and the
+constraint supports (:func:`proximal.fill_pattern`), so loop closures between two moving
+bodies are handled too.  Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1),
+iterations (1,1), residual (1,1).  ``mu`` is Pinocchio's damping (default 1e-6; Sathya's
+penalty 1/mu); see :mod:`gen.algorithms.proximal` for the options and the stopping test.
+"""
+from __future__ import annotations
+
+from ..model import Model
+from .crba import crba
+from .proximal import Proximal, column, fill_pattern, ldl_factor, ldl_solve, tree_lower
+from .rnea import nle
+
+
+def prox_ltl(model: Model, q, v, tau, *, be, cset=None, **options):
+    prox = Proximal(model, cset, be, **options)
+    cset, m, n = prox.cset, prox.cset.m, model.nv
+    (M,) = crba(model, q, be=be)
+    (b,) = nle(model, q, v, be=be)
+    be.mark("dynamics", M, b)
+    ev = cset.evaluate(model, q, v, be=be) if m else None
+    if m:
+        be.mark("constraints", ev.J, ev.a_star)
+    pattern, dinv, L = kkt_factor(model, cset, M, ev.J if m else None, prox.rho, be)
+    be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
+
+    rhs_v = [tau[i, 0] - b[i, 0] for i in range(n)]
+    lam, ddq = None, None
+    for _ in range(prox.n if m else 1):
+        top = [ev.a_star[r, 0] + (prox.rho[r] * lam[r, 0] if lam is not None else 0.0)
+               for r in range(m)]
+        sol = ldl_solve(pattern, dinv, L, top + rhs_v)
+        ddq = column(sol[m:], be)
+        if not m:
+            break
+        new = column([-x for x in sol[:m]], be)                     # lam_k = -x
+        prev = lam if lam is not None else be.zeros(m, 1)
+        r = be.vcat([prox.rho[i] * (prev[i, 0] - new[i, 0]) for i in range(m)])
+        lam = new
+        if prox.step(r):
+            break
+    return prox.outputs(ddq, lam)
+
+
+def kkt_factor(model: Model, cset, M, J, rho, be):
+    """``K_mu = L^T D L`` with constraint rows 0..m-1 first, joints after (Carpentier 2021
+    Algorithm 1).  Returns (pattern, 1/D, L)."""
+    m, n = cset.m, model.nv
+    lower = [set() for _ in range(m)] + [{m + i for i in anc} for anc in tree_lower(model)]
+    off, diag = {}, [-float(rho[r]) for r in range(m)] + [M[k, k] for k in range(n)]
+    for k in range(n):
+        for i in lower[m + k]:
+            off[(m + k, i)] = M[k, i - m]
+    for c in range(len(cset)):
+        for d in cset.support(model, c):
+            for r in cset.rows(c):
+                lower[m + d].add(r)
+                off[(m + d, r)] = J[r, d]
+    pattern = fill_pattern(lower)
+    dinv, L = ldl_factor(pattern, diag, off, be)
+    return pattern, dinv, L

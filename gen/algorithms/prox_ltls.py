@@ -1,0 +1,116 @@
+"""proxLTLs: augmented-Lagrangian constrained dynamics through the sparse factorisation
+of the augmented joint-space inertia matrix.
+
+Sathya & Carpentier, "Constrained Articulated Body Dynamics Algorithms", 2024
+(``../shared/papers/sathya2024-...``), §II-D2 and §II-F, in Pinocchio's sign and with
+Pinocchio's damping ``rho = mu / weight`` (Sathya's penalty is ``1/rho``):
+
+* ALM iterations, eq. (16)::
+
+      M_mu ddq_k = tau - b + J^T (lam_{k-1} + rho^-1 a_c*),     M_mu = M + J^T rho^-1 J
+      lam_k = lam_{k-1} - rho^-1 (J ddq_k - a_c*)
+
+* ``M_mu`` by the inertia update of eq. (24): for a constraint relative to the world,
+  ``rho^-1 K^T K`` is the spatial inertia of a point of mass ``1/rho`` at the frame origin
+  (3D), plus a rotational inertia ``(1/rho) I`` (6D) — Pinocchio's constraint inertia.  It
+  is added to the body's (constant) inertia at trace time, so CRBA computes ``M_mu`` at the
+  cost of ``M``.  Loop closures between two moving bodies (and a 6D constraint whose
+  frame A is the world) add ``J_c^T rho^-1 J_c`` to ``M_mu`` instead; the fill-in they
+  cause is in the trace-time pattern;
+* ``M_mu = L^T D L`` by Featherstone's sparse LTDL (2005, Table 2), once; each iteration
+  is one sparse solve.
+
+Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1),
+residual (1,1).  Options and the stopping test: :mod:`gen.algorithms.proximal`.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..model import Inertia, Model
+from .crba import crba
+from .proximal import (Proximal, column, constant_constraint_inertia, fill_pattern, ldl_factor,
+                       ldl_solve, tree_lower)
+from .rnea import nle
+
+
+def prox_ltls(model: Model, q, v, tau, *, be, cset=None, **options):
+    prox = Proximal(model, cset, be, **options)
+    cset, m, n = prox.cset, prox.cset.m, model.nv
+    aug, additive = augmented_model(model, cset, prox.rho)
+    (Mmu,) = crba(aug, q, be=be)
+    (b,) = nle(model, q, v, be=be)
+    ev = cset.evaluate(model, q, v, be=be) if m else None
+    lower = tree_lower(model)
+    diag = [Mmu[k, k] for k in range(n)]
+    off = {(k, i): Mmu[k, i] for k in range(n) for i in lower[k]}
+    for c in additive:                               # + J_c^T rho^-1 J_c on the support
+        sup, rows = cset.support(model, c), list(cset.rows(c))
+        for a, i in enumerate(sup):
+            for j in sup[a:]:                        # j >= i: entry (j, i)
+                s = sum_terms([ev.J[r, j] * ev.J[r, i] * (1.0 / prox.rho[r]) for r in rows])
+                if i == j:
+                    diag[i] = diag[i] + s
+                else:
+                    lower[j].add(i)
+                    off[(j, i)] = off.get((j, i), 0.0) + s
+    be.mark("augmented_crba", Mmu, b, *([ev.J, ev.a_star] if m else []))
+    pattern = fill_pattern(lower)
+    dinv, L = ldl_factor(pattern, diag, off, be)
+    be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
+
+    base = tau - b
+    lam, ddq = be.zeros(m, 1), None
+    for _ in range(prox.n if m else 1):
+        rhs = base
+        if m:
+            w = be.vcat([lam[r, 0] + ev.a_star[r, 0] * (1.0 / prox.rho[r]) for r in range(m)])
+            rhs = base + ev.J.T @ w
+        ddq = column(ldl_solve(pattern, dinv, L, [rhs[i, 0] for i in range(n)]), be)
+        if not m:
+            break
+        r = ev.J @ ddq - ev.a_star
+        lam = be.vcat([lam[i, 0] - r[i, 0] * (1.0 / prox.rho[i]) for i in range(m)])
+        if prox.step(r):
+            break
+    return prox.outputs(ddq, lam if m else None)
+
+
+def augmented_model(model: Model, cset, rho):
+    """The model whose body inertias include ``rho^-1 K^T K`` for every constraint where
+    that is a constant inertia (Sathya 2024 eq. 24), and the indices of the others."""
+    extra: dict[int, np.ndarray] = {}
+    additive = []
+    for c, con in enumerate(cset.constraints):
+        const = constant_constraint_inertia(con, 1.0 / float(rho[cset.offsets[c]]))
+        if const is None:
+            additive.append(c)
+            continue
+        body, X = const
+        extra[body] = X if body not in extra else extra[body] + X
+    if not extra:
+        return model, additive
+    bodies = [dataclasses.replace(b, inertia=AugmentedInertia(b.inertia.mass, b.inertia.com, b.inertia.I_c,
+                                                               extra[i])) if i in extra else b
+              for i, b in enumerate(model.bodies)]
+    return dataclasses.replace(model, bodies=bodies), additive
+
+
+@dataclasses.dataclass(frozen=True)
+class AugmentedInertia(Inertia):
+    """A body inertia plus the constant constraint term ``rho^-1 K^T K`` (6x6), added as
+    matrices (not as masses: a 1e6 point mass would swamp the body's own inertia)."""
+
+    extra: np.ndarray = None
+
+    def matrix(self) -> np.ndarray:
+        return super().matrix() + self.extra
+
+
+def sum_terms(terms):
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out

@@ -1,0 +1,271 @@
+"""Pieces shared by the four proximal constrained-dynamics solvers (``prox_ltl``,
+``prox_ltls``, ``constrained_aba``, ``prox_pv``).
+
+**The proximal parameter mu, in both senses.**  Options take ``mu`` in Pinocchio's sense:
+the *damping* of the dual (Carpentier 2021 eq. 18, the ``-mu I`` block of ``K_mu``; default
+``1e-6``).  Sathya 2024 writes the same method with the *penalty* ``mu_S = 1/mu`` (``1e6``):
+``M_mu = M + mu_S J^T J`` (eq. 16a), ``Lambda_mu^-1 = Lambda^-1 + (1/mu_S) I`` (eq. 13b).
+A constraint of weight ``w`` gets the damping ``rho = mu / w`` on its rows (Sathya 2024
+Remark 2, ``R_E^-1``), see :meth:`gen.constraints.ConstraintSet.damping`.
+
+**One iteration sequence.**  In Pinocchio's sign (``M ddq + b = tau + J^T lam``), each
+solver produces, from ``lam_0 = 0``, the iterates of the proximal-point method on the dual,
+equivalently the augmented-Lagrangian method (Sathya 2024 §II-D3)::
+
+    M ddq_k = tau - b + J^T lam_k,    J ddq_k - a_c* = rho (lam_{k-1} - lam_k),
+
+so at equal ``mu`` and iteration count the four agree iterate by iterate, and ``lam``
+fed back as external forces reproduces ``ddq`` exactly at every iterate.
+
+**Iterations.**  ``iterations`` (default 3) proximal steps are unrolled; the SX trace always
+runs that many (``be.converged`` is False for SX: the count is static and recorded).  With
+a tolerance ``tol`` the NumPy run exits early when ``|r_k|_inf <= tol`` with
+``r_k = J ddq_k - a_c*`` (the primal residual); ``max_iter`` (if given) replaces
+``iterations`` as the cap.  Without ``tol`` both backends run exactly the cap.  (Sathya
+2024 Alg. 3 also stops when the iterates stagnate, which detects the least-squares
+solution of an infeasible set; near a singular configuration the convergence is slow
+enough (rate ``rho / (rho + sigma_min(J M^-1 J^T))``) to look like stagnation, so only the
+residual is used: an infeasible set runs to the cap and returns the least-squares
+iterate.)
+
+**Accuracy.**  The dual methods (``prox_ltl``, ``prox_pv``) never form ``1/mu``-sized
+numbers and reach the KKT solution to ~1e-13.  The augmented-Lagrangian ones
+(``prox_ltls``, ``constrained_aba``) add ``J^T J / mu`` to the inertia, so rounding enters
+at ~``eps / (mu lambda_min(M))``: at ``mu = 1e-6`` their ``ddq`` and ``lam`` agree with the
+dual methods to ~1e-9 relative (5e-9 on solo12's light legs), at ``mu = 1e-4`` to ~1e-10,
+at the cost of a few more iterations.  Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations``
+(1x1, the number of proximal steps taken; 0 with no constraints) and ``residual`` (1x1,
+``|r_k|_inf`` of the returned iterate).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints import ConstraintSet, as_constraint_set
+from ..errors import RbdgenError
+from ..model import Model, skew
+from ..spatial import act_force, inertia_to_parent, inv_motion, motion_subspace
+from .common import gravity_acceleration, qslice, vslice
+from .dense import ldlt_factor, ldlt_solve
+
+DEFAULT_ITERATIONS = 3
+DEFAULT_MU = 1e-6
+
+
+# --- registry helpers ------------------------------------------------------------------
+
+def constrained_inputs(model: Model, cset) -> list[tuple[str, int]]:
+    as_constraint_set(model, cset)          # validate the spec early, with its own message
+    return [("q", model.nq), ("v", model.nv), ("tau", model.nv)]
+
+
+def constrained_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
+    m = as_constraint_set(model, cset).m
+    return [("ddq", model.nv, 1), ("lam", m, 1), ("iterations", 1, 1), ("residual", 1, 1)]
+
+
+# --- the iteration controller ------------------------------------------------------------
+
+class Proximal:
+    """Options, damping and the stopping test shared by the solvers."""
+
+    def __init__(self, model: Model, cset, be, iterations=DEFAULT_ITERATIONS, mu=DEFAULT_MU,
+                 tol=None, max_iter=None):
+        self.cset: ConstraintSet = as_constraint_set(model, cset)
+        cap = iterations if max_iter is None else max_iter
+        if int(cap) != cap or cap < 1:
+            raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
+        if tol is not None and not tol >= 0:
+            raise RbdgenError(f"tolerance tol={tol} must be non-negative")
+        self.be, self.n, self.mu = be, int(cap), float(mu)
+        self.tol = None if tol is None else float(tol)
+        self.rho = self.cset.damping(mu) if self.cset.m else None
+        self.k, self.res = 0, 0.0
+
+    def step(self, r) -> bool:
+        """Record the residual ``r = J ddq_k - a_c*`` of a new iterate; True to stop."""
+        be = self.be
+        self.k += 1
+        self.res = norm_inf(r, be)
+        if self.k >= self.n:
+            return True
+        return self.tol is not None and be.converged(self.res, self.tol)
+
+    def outputs(self, ddq, lam):
+        be = self.be
+        if lam is None:
+            lam = be.zeros(0, 1)
+        res = self.res if self.k else 0.0
+        return ddq, lam, be.asarray([[float(self.k)]]), be.vcat([res])
+
+
+def norm_inf(x, be):
+    out = 0.0
+    for i in range(x.shape[0]):
+        a = be.fmax(x[i, 0], -x[i, 0])
+        out = a if i == 0 else be.fmax(out, a)
+    return out
+
+
+# --- sparse LDL on a symbolic pattern (Featherstone 2005 Table 2, Carpentier 2021 Alg. 1) --
+
+def fill_pattern(lower: list) -> list[list[int]]:
+    """``lower[k]``: indices ``i < k`` with ``A[k, i]`` possibly non-zero.  Returns the
+    pattern of L in ``A = L^T D L`` (unit lower L, elimination from the last index to the
+    first), fill-in included, each row sorted descending.  For a tree's expanded parent
+    array it is the ancestor chain (no fill, Featherstone 2005 §4); for the KKT matrix
+    with constraint rows first it adds the dense constraint block (Carpentier 2021 §IV-C)."""
+    pat = [set(s) for s in lower]
+    for k in reversed(range(len(pat))):
+        row = sorted(pat[k], reverse=True)
+        for a, i in enumerate(row):
+            pat[i].update(row[a + 1:])
+        pat[k] = row
+    return [list(p) for p in pat]
+
+
+def ldl_factor(pattern, diag, off, be):
+    """In place on scalars: ``A = L^T D L``.  ``diag[k] = A[k, k]``, ``off[(k, i)] =
+    A[k, i]`` for ``i`` in ``pattern[k]`` (missing entries are 0).  Returns ``(1/D, L)``
+    with ``L`` a dict over the pattern.  Loops run over the pattern at trace time."""
+    d = list(diag)
+    H = dict(off)
+    for k in reversed(range(len(d))):
+        row = pattern[k]
+        for a, i in enumerate(row):
+            hki = H.get((k, i), 0.0)
+            x = hki / d[k]
+            d[i] = d[i] - x * hki
+            for j in row[a + 1:]:
+                H[(i, j)] = H.get((i, j), 0.0) - x * H.get((k, j), 0.0)
+            H[(k, i)] = x
+    return [1.0 / dk for dk in d], H
+
+
+def ldl_solve(pattern, dinv, L, b):
+    """``x = A^-1 b`` for ``A = L^T D L``: ``L^-T`` leaves to root, ``D^-1``, ``L^-1``."""
+    y = list(b)
+    for i in reversed(range(len(y))):
+        for j in pattern[i]:
+            y[j] = y[j] - L[(i, j)] * y[i]
+    y = [yi * di for yi, di in zip(y, dinv)]
+    for i in range(len(y)):
+        for j in pattern[i]:
+            y[i] = y[i] - L[(i, j)] * y[j]
+    return y
+
+
+def tree_lower(model: Model) -> list[set[int]]:
+    """Ancestor dofs of every dof (the pattern of M below the diagonal)."""
+    lam = model.dof_parents()
+    out = []
+    for k in range(model.nv):
+        s, i = set(), lam[k]
+        while i != -1:
+            s.add(i)
+            i = lam[i]
+        out.append(s)
+    return out
+
+
+def column(xs, be):
+    return be.vcat(xs) if xs else be.zeros(0, 1)
+
+
+# --- articulated-body pieces (Featherstone 2008 Table 7.1), shared by cABA and proxPV ----
+
+def joint_terms(model: Model, i: int, S, IA, pA, tau, be):
+    """``U = IA S``, the factor of ``D = S^T U`` (``1/D`` for a 1-DoF joint, an unrolled
+    LDL^T otherwise), ``D^-1 u`` and ``D^-1 U^T`` with ``u = tau_i - S^T pA``."""
+    U = IA[i] @ S[i]
+    D = S[i].T @ U
+    u = vslice(model, i, tau) - S[i].T @ pA[i]
+    Dfac = 1.0 / D[0, 0] if model.bodies[i].nv == 1 else ldlt_factor(D)
+    return U, Dfac, dsolve(Dfac, u, be), dsolve(Dfac, U.T, be)
+
+
+def dsolve(Dfac, x, be):
+    """``D^-1 x`` from :func:`joint_terms`' factor."""
+    return x * Dfac if not isinstance(Dfac, tuple) else ldlt_solve(Dfac, x, be)
+
+
+def propagate_inertia(model: Model, i: int, q, Xup, c, IA, pA, U, Dinv_u, Dinv_Ut, be):
+    """``IA_p += X^* Ia X^-1`` with ``Ia = IA - U D^-1 U^T`` and
+    ``pA_p += X^* (pA + Ia c + U D^-1 u)`` (Featherstone 2008 Table 7.1)."""
+    b = model.bodies[i]
+    Ia = articulated_inertia(IA[i], U, Dinv_Ut, null_axis(b), be)
+    pa = pA[i] + Ia @ c[i] + U @ Dinv_u
+    IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
+    pA[b.parent] = pA[b.parent] + act_force(Xup[i], pa, be)
+
+
+def null_axis(body):
+    """k if the joint's motion subspace is the coordinate axis e_k (then row and column k
+    of ``Ia`` are exactly zero, since ``Ia S = 0``), else None."""
+    if body.nv != 1:
+        return None
+    s = motion_subspace(body).reshape(-1)
+    k = int(np.argmax(np.abs(s)))
+    return k if s[k] == 1.0 and np.count_nonzero(s) == 1 else None
+
+
+def articulated_inertia(IA, U, DinvUt, axis, be):
+    """``Ia = IA - U D^-1 U^T``, upper triangle computed and mirrored."""
+    Ia = be.zeros(6, 6)
+    for r in range(6):
+        for col in range(r, 6):
+            if axis in (r, col):
+                continue
+            Ia[r, col] = IA[r, col] - (U[r:r + 1, :] @ DinvUt[:, col:col + 1])[0, 0]
+            Ia[col, r] = Ia[r, col]
+    return Ia
+
+
+def project_force(U, Dinv_Ut, S, f):
+    """``P f = f - U D^-1 S^T f`` (Sathya 2024 eq. 38: the part of a force on body i
+    that its parent feels through the articulated joint)."""
+    return f - Dinv_Ut.T @ (S.T @ f)
+
+
+def body_gravity(model: Model, Xup, bodies, be) -> dict:
+    """The world's gravity offset ``a_0 = -g`` seen in the LOCAL frame of each listed body
+    (and its ancestors): ``g_i = Xup_i^-1 g_parent``; angular part zero."""
+    a0 = gravity_acceleration(model, be)
+    g: dict[int, object] = {}
+
+    def get(i):
+        if i not in g:
+            p = model.bodies[i].parent
+            g[i] = inv_motion(Xup[i], a0 if p == -1 else get(p), be)
+        return g[i]
+
+    for b in bodies:
+        get(b)
+    return g
+
+
+def supporting_bodies(model: Model, cset: ConstraintSet) -> list[int]:
+    """``S_E`` of Sathya 2024: bodies supporting at least one constraint, ascending."""
+    out = set()
+    for con in cset.constraints:
+        for b in (con.body1, con.body2):
+            if b >= 0:
+                out.update(model.ancestors(b))
+    return sorted(out)
+
+
+def constant_constraint_inertia(con, w: float):
+    """``w K^T K`` as a constant 6x6 matrix when it is one (Sathya 2024 eq. 24): for a
+    frame held by the world it is a point mass ``w`` at the frame origin, plus the
+    rotational inertia ``w I`` for 6D (independent of the frame's orientation);
+    returns (body, matrix), or None when it depends on q (a loop between two moving
+    bodies, a 6D constraint whose frame A is the world)."""
+    if con.body2 < 0:
+        body, p, rot = con.body1, con.placement1.p, con.kind == "6D"
+    elif con.body1 < 0 and con.kind == "3D":
+        body, p, rot = con.body2, con.placement2.p, False
+    else:
+        return None
+    P = skew(np.asarray(p, dtype=float))
+    X = np.block([[np.eye(3), -P], [P, -P @ P + (np.eye(3) if rot else 0.0)]])
+    return body, w * X

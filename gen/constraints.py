@@ -1,0 +1,529 @@
+"""Kinematic constraints: the spec parser and the :class:`ConstraintSet` (DESIGN §4).
+
+Spec syntax: comma-separated tokens ``TYPE:FRAME`` (the frame is held fixed in the world)
+or ``TYPE:FRAME_A~FRAME_B`` (a loop closure between two frames), TYPE ``3D`` (the frame
+origin's position) or ``6D`` (position and orientation), e.g.
+``6D:left_sole_link,6D:right_sole_link`` or ``3D:tip~anchor``.
+
+Conventions are those of Pinocchio's ``RigidConstraintModel`` with ``reference_frame =
+LOCAL``, ``joint1 = frame A``, ``joint2 = frame B`` (the world for anchored constraints),
+so ``J``, ``gamma`` and ``lam`` move between rbdgen and Pinocchio unchanged:
+
+* velocity rows, expressed in frame A's LOCAL axes (c1 = frame A, c2 = frame B,
+  ``c1Mc2`` their relative placement, ``v1``, ``v2`` their LOCAL spatial velocities):
+
+  - 3D: ``J v = lin(v1) - c1R2 lin(v2)``  (``= R1^T (dp1/dt - dp2/dt)``)
+  - 6D: ``J v = v1 - c1Xc2 v2``           (columns of joints supporting both frames are 0)
+
+* drift ``gamma`` (constraint acceleration at ``ddq = 0``, no gravity), with ``a1``, ``a2``
+  the frames' LOCAL spatial acceleration drifts:
+
+  - 3D, the points' *classical* accelerations:
+    ``gamma = (lin(a1) + w1 x lin(v1)) - c1R2 (lin(a2) + w2 x lin(v2))``
+  - 6D, the *spatial* accelerations plus the transport term of ``c1Xc2``:
+    ``gamma = a1 - c1Xc2 a2 + (v1 - c1Xc2 v2) x (c1Xc2 v2)``
+
+  (For 3D this is Pinocchio's convention: it differs from ``d(J v)/dt`` by
+  ``-w1 x (J v)``, which vanishes once the velocity constraint holds.)
+
+* desired constraint acceleration (Tedrake 2012 §1, Carpentier 2021 eq. 3b, written as
+  the right-hand side of ``J ddq = a_c*``)::
+
+      a_c* = -gamma - Kd (J v) - Kp e
+
+  with the position error ``e = -c1Mc2.translation`` (3D) or ``e = -log6(c1Mc2)`` (6D),
+  exactly Pinocchio's Baumgarte corrector; for anchored constraints ``c2`` is the
+  anchor placement in the world (the identity, as in Pinocchio, unless ``reference_q``
+  is given to :func:`parse_constraints`).
+
+* forces: ``M ddq + b = tau + J^T lam`` (Pinocchio's ``constraintDynamics`` sign).
+
+Weights (Sathya 2024, Remark 2): a constraint with weight ``w`` gets the proximal damping
+``mu / w`` on its rows (``R_E^{-1}`` of the paper), i.e. ``w`` multiplies Sathya's penalty
+``1/mu``.  The solution of a feasible problem does not depend on the weights.
+
+Maximal-coordinate view (Sathya 2024 eq. 20c/22): each constraint is a sum of *terms*
+``(body, K)`` with ``K`` (size x 6) acting on the body's LOCAL spatial velocity or
+acceleration: ``J v = sum_t K_t v_body(t)``, and the constraint force on that body is
+``K_t^T lam``.  Anchored constraints have one term with a constant ``K``.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import RbdgenError
+from .model import SE3, Model
+from .spatial import (act_motion, ang, compose, cross3, cross_motion, inv_motion, lin, skew3,
+                      snap)
+
+TYPES = {"3D": 3, "6D": 6}
+SPEC_HELP = ("comma-separated TYPE:FRAME or TYPE:FRAME_A~FRAME_B with TYPE 3D or 6D, "
+             "e.g. '6D:left_sole_link,3D:FL_FOOT'")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One 3D or 6D constraint between frame A (``frame1``) and frame B (``frame2``, None
+    for the world).  ``body1``/``body2`` are the bodies carrying them (-1: the world);
+    ``placement1``/``placement2`` the frames in those bodies (in the world for -1)."""
+
+    kind: str
+    frame1: str
+    frame2: str | None
+    body1: int
+    body2: int
+    placement1: SE3
+    placement2: SE3
+    weight: float = 1.0
+    token: str = ""
+
+    @property
+    def size(self) -> int:
+        return TYPES[self.kind]
+
+    @property
+    def moving(self) -> list[int]:
+        """Sides (1, 2) whose frame moves."""
+        return [s for s, b in ((1, self.body1), (2, self.body2)) if b >= 0]
+
+    @property
+    def anchored(self) -> bool:
+        """Exactly one moving side: a constraint relative to the world (Sathya 2024's
+        maximal-coordinate algorithms handle only these)."""
+        return len(self.moving) == 1
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.frame1}" + (f"~{self.frame2}" if self.frame2 else "")
+
+
+@dataclass
+class ConstraintSet:
+    """An ordered list of constraints with Baumgarte gains ``Kp``, ``Kd`` (default 0).
+    Rows are stacked in list order; ``offsets[c]`` is the first row of constraint c."""
+
+    model: Model = field(repr=False)
+    constraints: list[Constraint]
+    Kp: float = 0.0
+    Kd: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, g in (("Kp", self.Kp), ("Kd", self.Kd)):
+            if not np.isfinite(g) or g < 0:
+                raise RbdgenError(f"Baumgarte gain {name}={g} must be finite and non-negative")
+        self.offsets, m = [], 0
+        for c in self.constraints:
+            self.offsets.append(m)
+            m += c.size
+        self.m = m
+
+    # --- structure (plain ints, resolved at trace time) ------------------------------
+    def __len__(self) -> int:
+        return len(self.constraints)
+
+    @property
+    def spec(self) -> str:
+        return ",".join(str(c) for c in self.constraints)
+
+    def __str__(self) -> str:
+        return self.spec or "(no constraints)"
+
+    def rows(self, c: int) -> range:
+        return range(self.offsets[c], self.offsets[c] + self.constraints[c].size)
+
+    def damping(self, mu: float) -> np.ndarray:
+        """Per-row proximal damping ``rho = mu / weight`` (Pinocchio's sense of mu)."""
+        if not mu > 0:
+            raise RbdgenError(f"proximal parameter mu={mu} must be positive (Pinocchio's damping, "
+                              f"e.g. 1e-6; Sathya's penalty is 1/mu)")
+        return np.concatenate([np.full(c.size, mu / c.weight) for c in self.constraints]) \
+            if self.constraints else np.zeros(0)
+
+    def support(self, model: Model, c: int) -> list[int]:
+        """Dofs whose Jacobian columns may be non-zero for constraint c (ascending): the
+        supports of the moving frames; for a 6D loop, joints supporting both frames
+        cancel and are left out."""
+        con = self.constraints[c]
+        sets = [_dofs(model, model.ancestors(b)) for b in (con.body1, con.body2) if b >= 0]
+        dofs = set().union(*sets)
+        if con.kind == "6D" and len(sets) == 2:
+            dofs -= sets[0] & sets[1]
+        return sorted(dofs)
+
+    def require_anchored(self, algorithm: str) -> None:
+        for con in self.constraints:
+            if not con.anchored:
+                raise RbdgenError(
+                    f"{algorithm} handles constraints relative to the world only (Sathya 2024 §II-E); "
+                    f"'{con}' closes a loop between two moving bodies: use prox_ltl or prox_ltls")
+
+    # --- numbers, over the backend -----------------------------------------------------
+    def evaluate(self, model: Model, q, v, *, be, kin=None, jacobian: bool = True,
+                 drift: bool = True) -> "ConstraintEval":
+        """Constraint quantities at (q, v).  ``kin = (Xup, vel, c)`` from
+        ``algorithms.common.forward_velocities`` may be passed to share the forward pass.
+        ``jacobian``/``drift`` skip J (m x nv) and the drift pass when not needed (the
+        maximal-coordinate solvers need neither)."""
+        from .algorithms.common import forward_velocities, subspaces
+
+        S = subspaces(model, be)
+        if kin is None:
+            kin = forward_velocities(model, q, v, S, be)
+        return _evaluate(self, model, S, kin, be, jacobian, drift)
+
+    def jacobian(self, model: Model, q, *, be):
+        """The stacked LOCAL constraint Jacobian J (m x nv)."""
+        return self.evaluate(model, q, be.zeros(model.nv, 1), be=be, drift=False).J
+
+    def body_forces(self, model: Model, ev: "ConstraintEval", lam, be) -> list:
+        """External spatial forces per body (LOCAL frames, ABA's ``fext``) exerted by the
+        constraint forces ``lam``: ``sum_t K_t^T lam_c``; None for untouched bodies."""
+        f = [None] * model.nbodies
+        for ci, terms in enumerate(ev.terms):
+            r = self.rows(ci)
+            lc = lam[r.start:r.stop, 0:1]
+            for body, K in terms:
+                fb = K.T @ lc
+                f[body] = fb if f[body] is None else f[body] + fb
+        return f
+
+
+@dataclass
+class ConstraintEval:
+    """Constraint quantities at one state (backend values, columns m x 1):
+    ``J`` (m x nv or None), ``Jv``, ``gamma`` (None without drift), ``a_star``
+    (``a_c*``, None without drift), ``a_rest = -gamma_x - Kd Jv - Kp e`` where
+    ``gamma_x`` is the part of gamma not of the form ``K a_body`` (so that, in maximal
+    coordinates, ``K a_body = k`` with ``k = K a0_body + a_rest``, ``a0`` the body's
+    acceleration at ddq = 0 including the gravity offset), ``terms[c] = [(body, K)]``."""
+
+    J: object
+    Jv: object
+    gamma: object
+    a_star: object
+    a_rest: object
+    terms: list
+
+
+def _dofs(model: Model, bodies) -> set[int]:
+    return {model.bodies[b].idx_v + k for b in bodies for k in range(model.bodies[b].nv)}
+
+
+def _inverse(M):
+    R, p = M
+    return R.T, -(R.T @ p)
+
+
+def _const(M: SE3, be):
+    return be.asarray(snap(M.R)), be.asarray(snap(M.p).reshape(3, 1))
+
+
+def motion_matrix(M, be):
+    """6x6 matrix of ``act_motion(M, .)``: ``[[R, [p]x R], [0, R]]``."""
+    R, p = M
+    X = be.zeros(6, 6)
+    X[0:3, 0:3] = R
+    X[0:3, 3:6] = skew3(p, be) @ R
+    X[3:6, 3:6] = R
+    return X
+
+
+def _placements(model: Model, Xup, bodies, be) -> dict:
+    """World placements oMi of the listed bodies and their ancestors."""
+    oM: dict[int, tuple] = {}
+
+    def get(i):
+        if i not in oM:
+            p = model.bodies[i].parent
+            oM[i] = Xup[i] if p == -1 else compose(get(p), Xup[i])
+        return oM[i]
+
+    for b in bodies:
+        get(b)
+    return oM
+
+
+def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_drift: bool):
+    Xup, vel, c = kin
+    acc = None
+    if want_drift:                       # a_i = Xup_i^-1 a_parent + c_i, no gravity
+        acc = []
+        for i, b in enumerate(model.bodies):
+            acc.append(c[i] if b.parent == -1 else inv_motion(Xup[i], acc[b.parent], be) + c[i])
+    need_oM = [b for con in cset.constraints for b in (con.body1, con.body2)
+               if b >= 0 and (con.body2 >= 0 or cset.Kp != 0.0)]
+    oM = _placements(model, Xup, need_oM, be)
+
+    J = be.zeros(cset.m, model.nv) if want_J else None
+    Jv, gam, ast, rest, terms = [], [], [], [], []
+    for ci, con in enumerate(cset.constraints):
+        F1, F2 = _const(con.placement1, be), _const(con.placement2, be)
+        rel = None
+        if con.body2 >= 0 or cset.Kp != 0.0:                        # c1Mc2 = oMc1^-1 oMc2
+            oMc1 = F1 if con.body1 < 0 else compose(oM[con.body1], F1)
+            oMc2 = F2 if con.body2 < 0 else compose(oM[con.body2], F2)
+            rel = compose(_inverse(oMc1), oMc2)
+        v1 = inv_motion(F1, vel[con.body1], be) if con.body1 >= 0 else None
+        v2 = inv_motion(F2, vel[con.body2], be) if con.body2 >= 0 else None
+        a1 = inv_motion(F1, acc[con.body1], be) if want_drift and con.body1 >= 0 else None
+        a2 = inv_motion(F2, acc[con.body2], be) if want_drift and con.body2 >= 0 else None
+        if con.kind == "3D":
+            jv, gk, gx = _rows3(rel, v1, v2, a1, a2, be)
+            err = None if cset.Kp == 0.0 else -rel[1]
+        else:
+            jv, gk, gx = _rows6(rel, v1, v2, a1, a2, be)
+            err = None if cset.Kp == 0.0 else -log6(rel[0], rel[1], be)
+        r = -gx if gx is not None else be.zeros(con.size, 1)
+        if cset.Kd != 0.0:
+            r = r - cset.Kd * jv
+        if err is not None:
+            r = r - cset.Kp * err
+        Jv.append(jv)
+        rest.append(r)
+        if want_drift:
+            g = gk if gx is None else gk + gx
+            gam.append(g)
+            ast.append(r - gk)
+        terms.append(_terms(con, rel, be))
+        if want_J:
+            _fill_jacobian(model, cset, ci, con, rel, Xup, S, J, be)
+    cat = (lambda xs: be.vcat(xs) if xs else be.zeros(0, 1))
+    return ConstraintEval(J, cat(Jv), cat(gam) if want_drift else None,
+                          cat(ast) if want_drift else None, cat(rest), terms)
+
+
+def _rows3(rel, v1, v2, a1, a2, be):
+    """3D: (J v, K-part of gamma, quadratic part of gamma)."""
+    jv = gk = gx = None
+    if v1 is not None:
+        jv = lin(v1)
+        gx = cross3(ang(v1), lin(v1), be)
+        gk = lin(a1) if a1 is not None else None
+    if v2 is not None:
+        R12 = rel[0]
+        jv2 = -(R12 @ lin(v2))
+        gx2 = -(R12 @ cross3(ang(v2), lin(v2), be))
+        jv = jv2 if jv is None else jv + jv2
+        gx = gx2 if gx is None else gx + gx2
+        if a2 is not None:
+            gk2 = -(R12 @ lin(a2))
+            gk = gk2 if gk is None else gk + gk2
+    return jv, gk, gx
+
+
+def _rows6(rel, v1, v2, a1, a2, be):
+    """6D: (J v, K-part of gamma, quadratic part of gamma)."""
+    jv, gk, gx = v1, a1, None
+    if v2 is not None:
+        v2p = act_motion(rel, v2, be)
+        jv = -v2p if jv is None else jv - v2p
+        if a2 is not None:
+            a2p = act_motion(rel, a2, be)
+            gk = -a2p if gk is None else gk - a2p
+        if v1 is not None:                 # (v1 - v2') x v2'; zero when frame A is fixed
+            gx = cross_motion(jv, v2p, be)
+    return jv, gk, gx
+
+
+def _terms(con: Constraint, rel, be):
+    """[(body, K)]: K maps the body's LOCAL spatial motion to the constraint rows."""
+    out = []
+    if con.body1 >= 0:
+        X = _motion_matrix_np(con.placement1.inverse())
+        out.append((con.body1, be.asarray(snap(X[:con.size]))))
+    if con.body2 >= 0:
+        X2 = _motion_matrix_np(con.placement2.inverse())          # c2 <- body2, constant
+        if con.kind == "3D":
+            K = -(rel[0] @ be.asarray(snap(X2[:3])))
+        else:
+            K = -(motion_matrix(rel, be) @ be.asarray(snap(X2)))
+        out.append((con.body2, K))
+    return out
+
+
+def _motion_matrix_np(M: SE3) -> np.ndarray:
+    X = np.zeros((6, 6))
+    P = np.array([[0, -M.p[2], M.p[1]], [M.p[2], 0, -M.p[0]], [-M.p[1], M.p[0], 0]])
+    X[:3, :3] = M.R
+    X[:3, 3:] = P @ M.R
+    X[3:, 3:] = M.R
+    return X
+
+
+def _side_columns(model: Model, body: int, start, stop: set[int], Xup, S, be, rows: int):
+    """LOCAL Jacobian columns ``fXj S_j`` of the frame whose body->frame transform is
+    ``start``, for the joints j supporting ``body`` and not in ``stop``.  The transform
+    is walked up the chain (Featherstone 2008 §8.1), so axis-aligned joints give
+    columns of rotation entries directly."""
+    cols = {}
+    fMj = start
+    j = body
+    while j != -1 and j not in stop:
+        b = model.bodies[j]
+        for k in range(b.nv):
+            col = act_motion(fMj, S[j][:, k:k + 1], be)
+            cols[b.idx_v + k] = col[0:rows, 0:1]
+        fMj = compose(fMj, _inverse(Xup[j]))
+        j = b.parent
+    return cols
+
+
+def _fill_jacobian(model, cset, ci, con, rel, Xup, S, J, be):
+    size = con.size
+    common: set[int] = set()
+    if con.kind == "6D" and con.body1 >= 0 and con.body2 >= 0:
+        common = set(model.ancestors(con.body1)) & set(model.ancestors(con.body2))
+    cols: dict[int, object] = {}
+    if con.body1 >= 0:
+        start = _const(con.placement1.inverse(), be)
+        cols = _side_columns(model, con.body1, start, common, Xup, S, be, size)
+    if con.body2 >= 0:
+        if con.kind == "6D":       # c1Xj S_j through c1Mb2 = c1Mc2 c2Mb2
+            start = compose(rel, _const(con.placement2.inverse(), be))
+            cols2 = _side_columns(model, con.body2, start, common, Xup, S, be, 6)
+        else:                      # c1R2 lin(c2Xj S_j): the point c2's velocity, rotated
+            start = _const(con.placement2.inverse(), be)
+            cols2 = {d: rel[0] @ col for d, col in
+                     _side_columns(model, con.body2, start, set(), Xup, S, be, 3).items()}
+        for d, col in cols2.items():
+            cols[d] = -col if d not in cols else cols[d] - col
+    r0 = cset.offsets[ci]
+    for d, col in cols.items():
+        J[r0:r0 + size, d:d + 1] = col
+
+
+# --- SE(3) logarithm (Baumgarte position error of 6D constraints) --------------------------
+
+SMALL_ANGLE = 1e-4
+
+
+def _atan2(y, x, be):
+    fn = getattr(be, "atan2", None)
+    if fn is not None:
+        return fn(y, x)
+    if not be.symbolic:
+        return np.arctan2(y, x)
+    raise RbdgenError("6D Baumgarte position feedback (Kp > 0) needs atan2, which this backend "
+                      "does not provide; use Kp = 0 or 3D constraints")
+
+
+def log3(R, be):
+    """``w`` with ``exp([w]x) = R`` and its angle ``theta`` in [0, pi) (Pinocchio's log3;
+    a Taylor branch for ``theta < 1e-4``; not meant for theta near pi)."""
+    s3 = be.vcat([0.5 * (R[2, 1] - R[1, 2]), 0.5 * (R[0, 2] - R[2, 0]), 0.5 * (R[1, 0] - R[0, 1])])
+    s = be.sqrt(s3[0, 0] * s3[0, 0] + s3[1, 0] * s3[1, 0] + s3[2, 0] * s3[2, 0])
+    co = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    theta = _atan2(s, co, be)
+    small = theta < SMALL_ANGLE
+    ratio = be.if_else(small, 1.0 + theta * theta / 6.0, theta / be.fmax(s, 1e-300))
+    return ratio * s3, theta, s, co
+
+
+def log6(R, p, be):
+    """Twist ``[v; w]`` with ``exp6([v; w]) = (R, p)`` (Pinocchio's log6)."""
+    w, theta, s, co = log3(R, be)
+    small = theta < SMALL_ANGLE
+    t2 = theta * theta
+    alpha = be.if_else(small, 1.0 / 12.0 + t2 / 720.0,
+                       (1.0 - theta * s / be.fmax(2.0 * (1.0 - co), 1e-300)) / be.fmax(t2, 1e-300))
+    W = skew3(w, be)
+    Wp = W @ p
+    v = p - 0.5 * Wp + alpha * (W @ Wp)
+    return be.vcat([v, w])
+
+
+# --- parsing --------------------------------------------------------------------------
+
+def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, weights=None,
+                      reference_q=None) -> ConstraintSet:
+    """Parse a constraint spec (DESIGN §4) for ``robot`` (a Model or anything
+    ``gen.load_robot`` accepts).  ``weights``: one positive weight per constraint
+    (default 1).  ``reference_q``: anchor each world-anchored constraint at the frame's
+    placement in that configuration (default: the world origin, Pinocchio's default),
+    which only matters for the position feedback ``Kp``.  Errors name the offending
+    token and the valid choices."""
+    from .robots import load_robot
+
+    model = robot if isinstance(robot, Model) else load_robot(robot)
+    if isinstance(spec, ConstraintSet):
+        return spec
+    tokens = list(spec) if isinstance(spec, (list, tuple)) else str(spec).split(",")
+    tokens = [t.strip() for t in tokens]
+    if not any(tokens):
+        raise RbdgenError(f"empty constraint spec; expected {SPEC_HELP}")
+    if weights is None:
+        weights = [1.0] * len(tokens)
+    weights = [float(w) for w in weights]
+    if len(weights) != len(tokens):
+        raise RbdgenError(f"{len(weights)} constraint weights given for {len(tokens)} constraints '{spec}'")
+    ref = None
+    if reference_q is not None:
+        from .algorithms.kinematics import frame_placement
+        from .backend import NUMPY
+        ref = (lambda name: _se3(frame_placement(model, name, NUMPY.asarray(reference_q), be=NUMPY)))
+    cons = [_parse_token(model, tok, i, w, ref) for i, (tok, w) in enumerate(zip(tokens, weights))]
+    return ConstraintSet(model, cons, float(Kp), float(Kd))
+
+
+def _se3(M) -> SE3:
+    return SE3(np.asarray(M[0], dtype=float), np.asarray(M[1], dtype=float).reshape(3))
+
+
+def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constraint:
+    if not tok:
+        raise RbdgenError(f"constraint #{i + 1} is empty (stray comma?); expected {SPEC_HELP}")
+    kind, colon, rest = tok.partition(":")
+    if not colon or not rest.strip():
+        raise RbdgenError(f"constraint '{tok}': expected TYPE:FRAME or TYPE:FRAME_A~FRAME_B "
+                          f"with TYPE 3D or 6D")
+    kind = kind.strip().upper()
+    if kind not in TYPES:
+        raise RbdgenError(f"constraint '{tok}': unknown type '{kind}' (choose from {', '.join(TYPES)})")
+    if not weight > 0 or not np.isfinite(weight):
+        raise RbdgenError(f"constraint '{tok}': weight {weight} must be positive and finite")
+    names = [n.strip() for n in rest.split("~")]
+    if len(names) > 2 or not all(names):
+        raise RbdgenError(f"constraint '{tok}': a loop closure joins exactly two frames, FRAME_A~FRAME_B")
+    frames = [_frame(model, tok, n) for n in names]
+    f1 = frames[0]
+    if len(frames) == 1:
+        if f1.body < 0:
+            raise RbdgenError(f"constraint '{tok}': frame '{f1.name}' is fixed to the world, "
+                              f"so constraining it to the world does nothing")
+        anchor = ref(f1.name) if ref is not None else SE3.identity()
+        return Constraint(kind, f1.name, None, f1.body, -1, f1.placement, anchor, weight, tok)
+    f2 = frames[1]
+    if f1.name == f2.name:
+        raise RbdgenError(f"constraint '{tok}': a loop closure needs two different frames, got '{f1.name}' twice")
+    if f1.body == f2.body:
+        where = "the world" if f1.body < 0 else f"body '{model.bodies[f1.body].link}'"
+        raise RbdgenError(f"constraint '{tok}': frames '{f1.name}' and '{f2.name}' are both fixed to "
+                          f"{where}, so the loop constrains nothing")
+    return Constraint(kind, f1.name, f2.name, f1.body, f2.body, f1.placement, f2.placement, weight, tok)
+
+
+def _frame(model: Model, tok: str, name: str):
+    for f in model.frames:
+        if f.name == name:
+            return f
+    names = model.frame_names
+    close = difflib.get_close_matches(name, names, n=8, cutoff=0.6)
+    close += [n for n in names if name.lower() in n.lower() and n not in close][:8 - len(close)]
+    if len(names) <= 40:
+        hint = f"choose from {', '.join(names)}"
+    elif close:
+        hint = f"similar: {', '.join(close)}; {len(names)} frames in all"
+    else:
+        hint = f"{len(names)} frames, see `rbdgen robots --frames {model.name}`"
+    raise RbdgenError(f"constraint '{tok}': unknown frame '{name}' on {model.name} ({hint})")
+
+
+def as_constraint_set(model: Model, cset) -> ConstraintSet:
+    """None -> the empty set; a spec string or token list -> parsed; a set -> itself."""
+    if cset is None:
+        return ConstraintSet(model, [])
+    if isinstance(cset, ConstraintSet):
+        return cset
+    return parse_constraints(model, cset)

@@ -1,0 +1,64 @@
+"""``gen.opcount(robot, algorithm, constraints=None, **options)`` (DESIGN §4)."""
+from __future__ import annotations
+
+from .counter import CLASSES, count_trace
+
+
+def _model(robot):
+    from gen.model import Model
+    from gen.robots import load_robot
+
+    return robot if isinstance(robot, Model) else load_robot(robot)
+
+
+def _cset(model, algo, constraints):
+    """A constraint set for ``algo`` from a spec string, an already-parsed set, or None."""
+    from gen.errors import RbdgenError
+
+    if constraints is None or constraints == "":
+        if algo.constrained:
+            raise RbdgenError(f"{algo.name} is a constrained algorithm: give constraints, "
+                              f"e.g. '6D:FRAME' or '3D:FRAME_A,3D:FRAME_B'")
+        return None
+    if not algo.constrained:
+        raise RbdgenError(f"{algo.name} takes no constraints (got '{constraints}')")
+    if isinstance(constraints, str):
+        from gen.constraints import parse_constraints
+
+        return parse_constraints(model, constraints)
+    return constraints
+
+
+def _spec(constraints):
+    if constraints is None or isinstance(constraints, str):
+        return constraints or None
+    return getattr(constraints, "spec", None) or str(constraints)
+
+
+def opcount(robot, algorithm: str, constraints=None, **options) -> dict:
+    """Operation counts of ``algorithm`` traced on ``robot`` (a name, synthetic spec,
+    URDF path or :class:`~gen.model.Model`), by op class and by phase.
+
+    Returns ``{"robot", "algorithm", "constraints", "options", "nq", "nv", "total",
+    "classes": {add, mul, div, sqrt, trig, neg, other}, "phases": [{"name", "total",
+    add, ...}, ...]}`` (plus ``"m"``, the constraint dimension, for constrained
+    algorithms).  ``total`` is the number of floating-point operations of the emitted
+    C after common-subexpression elimination; inputs, outputs and constants are free.
+    The phases partition ``total`` (see :func:`opcount.counter.count_trace`).
+    """
+    from gen.api import get_algorithm
+    from gen.trace import trace
+
+    model = _model(robot)
+    algo = get_algorithm(algorithm)
+    cset = _cset(model, algo, constraints)
+    counts = count_trace(trace(model, algo, cset, **options))
+    out = {"robot": model.name, "algorithm": algo.name, "constraints": _spec(constraints),
+           "options": {k: options[k] for k in sorted(options)}, "nq": model.nq, "nv": model.nv,
+           "total": counts["total"]["total"],
+           "classes": {c: counts["total"][c] for c in CLASSES},
+           "phases": counts["phases"]}
+    m = getattr(cset, "m", None) if cset is not None else None
+    if isinstance(m, int):
+        out["m"] = m
+    return out

@@ -1,0 +1,97 @@
+"""Committed op-count reports are up to date (DESIGN §3.7-3.8, §6d golden files), and
+the report renderers used by ``rbdgen opcount`` work."""
+import csv
+import io
+import json
+
+import pytest
+
+import gen
+from gen.errors import RbdgenError
+from opcount import report
+
+REFRESH = "run `python -m opcount.report` to refresh the committed reports in opcount/reports/"
+GOLDEN_ROBOTS = ["ur5", "solo12"]
+
+
+def _named_or_skip(name):
+    try:
+        return gen.load_robot(name)
+    except RbdgenError as e:                       # example-robot-data missing
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("robot", GOLDEN_ROBOTS)
+def test_committed_robot_json_is_current(robot, tmp_path):
+    model = _named_or_skip(robot)
+    committed = report.REPORTS_DIR / f"{robot}.json"
+    assert committed.exists(), f"{committed} missing: {REFRESH}"
+    report.write_robot(model, tmp_path, plot=False)
+    fresh = (tmp_path / f"{robot}.json").read_text()
+    assert fresh == committed.read_text(), f"op counts of {robot} changed: {REFRESH}"
+
+
+def test_committed_featherstone_json_is_current():
+    committed = json.loads((report.REPORTS_DIR / "featherstone.json").read_text())
+    fresh = json.loads(report.to_json(report.featherstone_table(["humanoid30", "bintree:31"])))
+    for name in fresh:
+        assert fresh[name] == committed[name], f"Featherstone table for {name} changed: {REFRESH}"
+
+
+def test_committed_reports_cover_every_named_robot():
+    from gen.robots.named import NAMED_ROBOTS
+
+    missing = [r for r in NAMED_ROBOTS if not (report.REPORTS_DIR / f"{r}.json").exists()
+               or not (report.REPORTS_DIR / f"{r}.md").exists()]
+    assert not missing, f"no committed report for {missing}: {REFRESH}"
+    summary = (report.REPORTS_DIR / "summary.md").read_text()
+    assert all(f"| {r} |" in summary for r in NAMED_ROBOTS), REFRESH
+
+
+def test_json_is_deterministic_and_sorted():
+    a = report.render("chain:5", ["all"], "json")
+    assert a == report.render("chain:5", ["all"], "json")
+    data = json.loads(a)
+    assert list(data) == sorted(data)
+    assert list(data["algorithms"]) == sorted(data["algorithms"])
+
+
+def test_render_formats():
+    md = report.render("humanoid30", ["aba", "crba"], "md")
+    assert "| aba |" in md and "| crba |" in md and "forward" in md
+    rows = list(csv.DictReader(io.StringIO(report.render("humanoid30", ["aba", "crba"], "csv"))))
+    assert [r["algorithm"] for r in rows] == ["aba", "crba"]
+    aba = rows[0]
+    assert int(aba["total"]) == sum(int(aba[c]) for c in report.CLASSES)
+    assert int(aba["total"]) == sum(int(aba[k]) for k in aba if k.startswith("phase:") and aba[k])
+    assert rows[1]["phase:backward"] == ""                  # crba has no backward phase
+    data = json.loads(report.render("humanoid30", ["aba"], "json"))
+    assert data["algorithms"]["aba"]["total"] == gen.opcount("humanoid30", "aba")["total"]
+
+
+def test_render_all_and_errors():
+    data = json.loads(report.render("chain:3", ["all"], "json"))
+    from gen.algorithms import ALGORITHMS
+
+    assert set(data["algorithms"]) == {a for a, alg in ALGORITHMS.items() if not alg.constrained}
+    with pytest.raises(RbdgenError, match="unknown format"):
+        report.render("chain:3", ["aba"], "xml")
+    with pytest.raises(RbdgenError, match="unknown algorithm"):
+        report.render("chain:3", ["aba", "nope"], "md")
+
+
+def test_write_reports_smoke(tmp_path):
+    """The whole pipeline on two cheap synthetic robots (the PNG only with matplotlib)."""
+    lines = []
+    report.write_reports(tmp_path, robots=["chain:4", "bintree:5"], plot=True, log=lines.append,
+                         featherstone_robots=["humanoid30", "bintree:7"])
+    for stem in ("chain_4", "bintree_5"):
+        assert (tmp_path / f"{stem}.json").exists() and (tmp_path / f"{stem}.md").exists()
+    assert (tmp_path / "summary.md").exists() and (tmp_path / "featherstone.md").exists()
+    assert "yes" in (tmp_path / "featherstone.md").read_text()
+    assert len(lines) == 3
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (tmp_path / "chain_4.png").stat().st_size > 0
