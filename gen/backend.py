@@ -42,6 +42,7 @@ class NumpyBackend:
     cos = staticmethod(np.cos)
     sqrt = staticmethod(np.sqrt)
     fmax = staticmethod(np.fmax)
+    atan2 = staticmethod(np.arctan2)
 
     @staticmethod
     def if_else(cond, a, b):
@@ -99,6 +100,9 @@ class SXBackend:
 
     def fmax(self, a, b):
         return self.ca.fmax(a, b)
+
+    def atan2(self, y, x):
+        return self.ca.atan2(y, x)
 
     def if_else(self, cond, a, b):
         return self.ca.if_else(cond, a, b)

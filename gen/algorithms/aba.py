@@ -9,8 +9,8 @@ Featherstone 2008, Table 7.1, LOCAL frames, Pinocchio's conventions.  Passes:
 3. forward:  ``a' = X^-1 a_parent + c_i``, ``ddq_i = D_i^-1 (u_i - U_i^T a')``,
    ``a_i = a' + S_i ddq_i``, with ``a_0 = -g``.
 
-Operation savings (all exact in real arithmetic): one division per 1-DoF joint
-(``1/D_i`` then products); a multi-DoF joint's ``D_i`` is factored once (unrolled LDL^T) and solved against ``U_i^T``
+Operation savings (all exact in real arithmetic): one reciprocal ``1/D_i`` per 1-DoF
+joint, then products (CasADi rewrites some ``x * (1/D)`` back to ``x / D``); a multi-DoF joint's ``D_i`` is factored once (unrolled LDL^T) and solved against ``U_i^T``
 only if it has a parent, and against one right-hand side in pass 3.  ``Ia S_i = U_i - U_i D_i^-1 D_i = 0``, so for a
 joint along a coordinate axis the matching row and column of ``Ia`` are set to
 structural zeros (CasADi's on-the-fly simplification finds this only on some trees:

@@ -44,21 +44,33 @@ def chain(n: int) -> Model:
 
 def bintree(n: int) -> Model:
     """A balanced binary tree of ``n`` links in branches of three (Sathya 2024 Fig. 3):
-    each branch is a 3-link chain whose end carries two child branches.  Leaf links
-    (those with no children) carry the frames ``leaf<k>``."""
+    each branch is a 3-link chain whose end carries two child branches; branches are
+    filled breadth-first (so the tree stays balanced) and numbered depth-first (as
+    Pinocchio requires).  Leaf links carry the frames ``leaf<k>``."""
+    sizes, children = [], []                       # per branch: link count, child branches
+    remaining, queue = n, [None]
+    while remaining > 0:
+        parent_branch = queue.pop(0)
+        sizes.append(min(3, remaining))
+        children.append([])
+        remaining -= sizes[-1]
+        if parent_branch is not None:
+            children[parent_branch].append(len(sizes) - 1)
+        queue += [len(sizes) - 1] * 2
     bodies, frames = [], []
-    queue = [(-1, 0)]                                  # (parent body, branch depth)
-    while len(bodies) < n:
-        parent, depth = queue.pop(0)
+
+    def emit(branch: int, parent: int) -> None:
         prev = parent
-        for j in range(3):
-            if len(bodies) == n:
-                break
-            side = 0.0 if parent == -1 and j == 0 else (0.1 if len(bodies) % 2 else -0.1)
+        for j in range(sizes[branch]):
+            k = len(bodies)
+            side = 0.0 if prev == -1 or j > 0 else (0.1 if branch % 2 else -0.1)
             placement = SE3.identity() if prev == -1 else _offset(LINK_LENGTH, side)
-            prev = _add_link(bodies, frames, f"link{len(bodies) + 1}", prev, placement,
-                             AXES[(len(bodies)) % 3], rod(LINK_MASS, LINK_LENGTH))
-        queue += [(prev, depth + 1), (prev, depth + 1)]
+            prev = _add_link(bodies, frames, f"link{k + 1}", prev, placement, AXES[k % 3],
+                             rod(LINK_MASS, LINK_LENGTH))
+        for child in children[branch]:
+            emit(child, prev)
+
+    emit(0, -1)
     has_child = {b.parent for b in bodies}
     leaves = [i for i in range(len(bodies)) if i not in has_child]
     for k, i in enumerate(leaves):
