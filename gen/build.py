@@ -1,0 +1,195 @@
+"""Building: a build folder compiled with cffi into an importable extension (DESIGN §1, §4).
+
+``gen.build(robot, algorithm)`` traces, emits (:mod:`gen.emit`) and compiles, and returns
+a :class:`Kernel`: callable on NumPy arrays with the same inputs and outputs as
+``gen.run`` (vectors 1-D, matrices 2-D, a tuple for several outputs), with
+``.manifest``, ``.header_path`` and ``.sources``.
+
+Compiled extensions are cached by a content hash of the sources, header and cdef, the
+compiler flags and the Python/cffi ABI, in ``$RBDGEN_CACHE`` or ``~/.cache/rbdgen``:
+building an unchanged kernel again imports the cached module instead of compiling.
+Flags default to ``-O3 -march=native`` (``flags=`` or ``$RBDGEN_CFLAGS``); ``-g0`` is
+appended because the debug info distutils asks for costs ~70 % of the compile time of a
+large kernel.  Progress (trace / codegen / compile, with elapsed times) goes to the
+``progress`` callback, or the ``rbdgen`` logger at INFO.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .api import check_inputs, get_algorithm
+from .errors import RbdgenError
+
+# gen.emit (casadi, jinja2) is imported where it is used, so that importing gen stays
+# light and ``python -m gen.emit`` does not find gen.emit already imported.
+
+DEFAULT_FLAGS = ("-O3", "-march=native")
+RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)"}
+
+
+def cache_dir(path=None) -> Path:
+    """``path``, else ``$RBDGEN_CACHE``, else ``~/.cache/rbdgen``."""
+    p = Path(path or os.environ.get("RBDGEN_CACHE") or Path.home() / ".cache" / "rbdgen")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def compile_flags(flags=None) -> list[str]:
+    if flags is None:
+        env = os.environ.get("RBDGEN_CFLAGS")
+        return shlex.split(env) if env else list(DEFAULT_FLAGS)
+    return shlex.split(flags) if isinstance(flags, str) else list(flags)
+
+
+def _folder_files(folder: Path, manifest: dict) -> dict[str, bytes]:
+    names = [manifest["header"], manifest["cdef"], *manifest["sources"]]
+    return {n: (folder / n).read_bytes() for n in names}
+
+
+def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
+    import cffi
+
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    abi = [sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or "",
+           cffi.__version__, os.environ.get("CC", "")]
+    h.update(json.dumps([list(flags), abi]).encode())
+    return h.hexdigest()
+
+
+def compile_folder(folder, *, flags=None, cache=None, progress=None):
+    """Compile the build folder ``folder`` (cached); returns the imported module
+    (``.ffi``, ``.lib``)."""
+    import cffi
+
+    from .emit import timed
+
+    folder = Path(folder).resolve()
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    prefix = manifest["functions"][0]["symbol"]
+    flags = compile_flags(flags)
+    files = _folder_files(folder, manifest)
+    key = content_key(files, flags)
+    modname = f"_rbdgen_{prefix}_{key[:16]}"
+    root = cache_dir(cache)
+    target = root / f"{modname}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    if target.exists():
+        with timed(progress, f"compile {prefix}") as info:
+            info["detail"] = "cached"
+            return _import(modname, target)
+    with timed(progress, f"compile {prefix} ({' '.join(flags)})", announce=True):
+        work = Path(tempfile.mkdtemp(prefix=f".{modname}.", dir=root))
+        try:
+            for name, data in files.items():      # compile a snapshot, not the live folder
+                (work / name).write_bytes(data)
+            ffi = cffi.FFI()
+            ffi.cdef(files[manifest["cdef"]].decode("utf-8"))
+            ffi.set_source(modname, f'#include "{manifest["header"]}"',
+                           sources=[str(work / s) for s in manifest["sources"]],
+                           include_dirs=[str(work)], extra_compile_args=flags + ["-g0"],
+                           libraries=["m"])
+            built = Path(ffi.compile(tmpdir=str(work), verbose=False))
+            os.replace(built, target)            # atomic: concurrent builders agree
+        except Exception as e:                     # distutils' CompileError and friends
+            raise RbdgenError(f"compiling {folder} failed: {e}") from e
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return _import(modname, target)
+
+
+def _import(modname: str, path: Path):
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[modname] = mod
+    return mod
+
+
+class Kernel:
+    """A compiled kernel.  ``kernel(*inputs)`` validates the inputs like ``gen.run``
+    and returns the same outputs; ``call_raw`` exposes the C return code."""
+
+    def __init__(self, folder, module, model, algorithm, cset=None):
+        self.folder = folder
+        self.model, self.algorithm, self.cset = model, algorithm, cset
+        self.module, self.ffi, self.lib = module, module.ffi, module.lib
+        self.manifest: dict = folder.manifest
+        self.function: dict = self.manifest["functions"][0]
+        self.symbol: str = self.function["symbol"]
+        self.work_size: int = self.function["work_size"]
+        self._c = getattr(self.lib, self.symbol)
+
+    @property
+    def header_path(self) -> Path:
+        return self.folder.header_path
+
+    @property
+    def sources(self) -> list[Path]:
+        return self.folder.sources
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.symbol} at {self.folder.path}>"
+
+    def _ptr(self, a: np.ndarray):
+        return self.ffi.cast("double *", a.ctypes.data)
+
+    def call_raw(self, inputs, outputs, work=None) -> int:
+        """Call the C function on contiguous float64 arrays as they are (no checks);
+        returns its return code.  ``work`` defaults to a fresh buffer of ``work_size``."""
+        arrays = [np.ascontiguousarray(a, dtype=float) for a in inputs]
+        for o in outputs:
+            if not (isinstance(o, np.ndarray) and o.dtype == np.float64 and o.flags.c_contiguous):
+                raise TypeError("outputs must be C-contiguous float64 arrays")
+        if work is None:
+            work = np.empty(max(1, self.work_size))
+        return self._c(*[self._ptr(a) for a in arrays], *[self._ptr(o) for o in outputs], self._ptr(work))
+
+    def __call__(self, *inputs):
+        args = check_inputs(self.model, self.algorithm, inputs, self.cset)
+        outs = [np.empty(o["size"]) for o in self.function["outputs"]]
+        rc = self.call_raw([a.reshape(-1) for a in args], outs)
+        if rc != 0:
+            raise RbdgenError(f"{self.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
+        shaped = [o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
+                  for o, spec in zip(outs, self.function["outputs"])]
+        return shaped[0] if len(shaped) == 1 else tuple(shaped)
+
+
+def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
+          progress: Callable[[str], None] | None = None, prefix: str | None = None,
+          avoid_stack: bool = False, **options) -> Kernel:
+    """Trace, emit and compile ``algorithm`` on ``robot``; returns a :class:`Kernel`.
+
+    ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>``);
+    ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
+    ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
+    ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); other keyword
+    ``options`` go to the algorithm (e.g. iteration counts)."""
+    from .emit import constraint_info, emit_trace, sanitize, symbol_prefix, trace_for
+
+    tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
+    if out_dir is None:
+        name = prefix or symbol_prefix(tr.model.name, tr.algorithm.name, constraint_info(tr.cset)[0])
+        out_dir = cache_dir(cache) / "build" / sanitize(name)
+    folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress)
+    module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
+    return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset)

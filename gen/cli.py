@@ -1,0 +1,413 @@
+"""The ``rbdgen`` command line (DESIGN §4).
+
+Commands: ``robots`` (list; ``--frames ROBOT`` lists a robot's frames), ``opcount``,
+``build``, ``verify`` (compiled C vs NumPy vs Pinocchio on random states) and ``demo``
+(op counts, emission, compilation and verification of every unconstrained algorithm on
+:data:`DEFAULT_ROBOT`).  Every command that prints a table takes ``--format md|csv|json``.
+Progress with timings goes to stderr (``--quiet`` silences it).  User errors print one
+line ``rbdgen: error: ...`` to stderr and exit with status 2; failed verifications
+exit with status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import inspect
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import RbdgenError
+
+DEFAULT_ROBOT = "solo12"
+FALLBACK_ROBOT = "humanoid30"        # when example-robot-data is not installed
+FORMATS = ("md", "csv", "json")
+VERIFY_TOL = 1e-9                     # relative: max|x - ref| / max(1, max|ref|)
+# The augmented-Lagrangian solvers put 1/mu into the inertia: compiled C and NumPy round
+# differently (FMA contraction) and the gap grows to ~eps / (mu lambda_min(M)), see
+# gen/algorithms/proximal.py "Accuracy"; their verification tolerance is floored here.
+TOL_FLOOR = {"prox_ltls": 1e-7, "constrained_aba": 1e-7}
+DEMO_CONSTRAINTS = {"solo12": "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT",
+                    "humanoid30": "6D:left_foot,6D:right_foot"}
+
+
+# --- output --------------------------------------------------------------------------------
+
+def _cell(x) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.1e}" if x == 0.0 or abs(x) < 1e-3 else f"{x:.3g}"
+    return str(x)
+
+
+def render_table(rows: list[dict], columns: list[str], fmt: str) -> str:
+    """``rows`` (dicts keyed by ``columns``) as a markdown table, CSV or JSON list."""
+    if fmt == "json":
+        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow(["" if r.get(c) is None else r.get(c) for c in columns])
+        return buf.getvalue().rstrip("\n")
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    width = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    numeric = [all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) and rows
+               for c in columns]
+
+    def line(vals):
+        return "| " + " | ".join(v.rjust(w) if num else v.ljust(w)
+                                 for v, w, num in zip(vals, width, numeric)) + " |"
+
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(width, numeric)) + "|"
+    return "\n".join([line(columns), sep] + [line(r) for r in cells])
+
+
+class _Progress:
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __call__(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"rbdgen: {msg}", file=sys.stderr, flush=True)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def _algorithms(spec: str, constraints=None) -> list[str]:
+    from .algorithms import ALGORITHMS
+    from .api import get_algorithm
+
+    names = []
+    for name in spec.split(","):
+        name = name.strip()
+        if name == "all":
+            names += [a for a, alg in ALGORITHMS.items() if constraints or not alg.constrained]
+        else:
+            names.append(get_algorithm(name).name)
+    return list(dict.fromkeys(names))
+
+
+def _algorithm_options(algorithm: str, args) -> dict:
+    """``--iterations``, ``--tol``, ``--max-iter`` as algorithm options, checked against
+    the algorithm's signature."""
+    from .api import get_algorithm
+
+    given = {k: v for k, v in (("iterations", getattr(args, "iterations", None)),
+                                ("tol", getattr(args, "tol", None)),
+                                ("max_iter", getattr(args, "max_iter", None))) if v is not None}
+    if given:
+        params = inspect.signature(get_algorithm(algorithm).fn).parameters
+        bad = [k for k in given if k not in params]
+        if bad:
+            flags = ", ".join("--" + k.replace("_", "-") for k in bad)
+            raise RbdgenError(f"{algorithm} has no iterations or tolerance ({flags} not applicable)")
+    return given
+
+
+def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:
+    """Random inputs for ``algorithm``: a random configuration for ``q``, standard
+    normal vectors for the others."""
+    from .api import get_algorithm
+
+    return [model.random_q(rng) if name == "q" else rng.normal(size=n)
+            for name, n in get_algorithm(algorithm).inputs(model, cset)]
+
+
+def _relerr(got, ref) -> float:
+    got = got if isinstance(got, tuple) else (got,)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    return max(float(np.max(np.abs(np.asarray(g) - np.asarray(r)))) / max(1.0, float(np.max(np.abs(r))))
+               for g, r in zip(got, ref))
+
+
+def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
+    """Worst relative errors of a compiled kernel against NumPy and Pinocchio over
+    ``samples`` random states: ``{"c_numpy", "c_pinocchio", "numpy_pinocchio"}``
+    (``None`` where there is no Pinocchio reference)."""
+    from . import pinref
+    from .api import run
+
+    model, name = kernel.model, kernel.algorithm.name
+    pm = None
+    if pinref.available() and pinref.supports(model, name) and kernel.cset is None:
+        pm = pinref.pin_model(model)
+    rng = np.random.default_rng(seed)
+    worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None else 0.0,
+             "numpy_pinocchio": None if pm is None else 0.0}
+    for _ in range(samples):
+        ins = random_inputs(model, name, rng, kernel.cset)
+        c = kernel(*ins)
+        ref = run(model, name, *ins, constraints=kernel.cset)
+        worst["c_numpy"] = max(worst["c_numpy"], _relerr(c, ref))
+        if pm is not None:
+            p = pinref.reference(model, name, *ins, pmodel=pm)
+            worst["c_pinocchio"] = max(worst["c_pinocchio"], _relerr(c, p))
+            worst["numpy_pinocchio"] = max(worst["numpy_pinocchio"], _relerr(ref, p))
+    return worst
+
+
+def _ok(w: dict, tol: float) -> bool:
+    return all(v is None or v <= tol for v in w.values())
+
+
+# --- commands ------------------------------------------------------------------------------
+
+def cmd_robots(args) -> int:
+    from .robots import load_robot
+    from .robots.named import NAMED_ROBOTS
+    from .robots.synthetic import SYNTHETIC
+
+    if args.frames:
+        model = load_robot(args.frames)
+        rows = [{"frame": f.name, "kind": f.kind,
+                 "body": model.bodies[f.body].link if f.body >= 0 else "world"} for f in model.frames]
+        print(render_table(rows, ["frame", "kind", "body"], args.format))
+        return 0
+    rows = []
+    for name, (_, _, _, desc) in NAMED_ROBOTS.items():
+        try:
+            m = load_robot(name)
+            nq, nv = m.nq, m.nv
+        except RbdgenError:
+            nq = nv = None
+            desc += " (unavailable: needs example-robot-data)"
+        rows.append({"robot": name, "kind": "named", "nq": nq, "nv": nv, "description": desc})
+    for spec, desc in SYNTHETIC.items():
+        nq = nv = None
+        if ":" not in spec:
+            m = load_robot(spec)
+            nq, nv = m.nq, m.nv
+        rows.append({"robot": spec, "kind": "synthetic", "nq": nq, "nv": nv, "description": desc})
+    print(render_table(rows, ["robot", "kind", "nq", "nv", "description"], args.format))
+    return 0
+
+
+def cmd_opcount(args) -> int:
+    from .robots import load_robot
+
+    try:
+        from opcount.report import render
+    except ImportError:
+        raise RbdgenError("the op counter (opcount package) is not installed") from None
+    model = load_robot(args.robot, floating_base=args.floating_base)
+    algorithms = _algorithms(args.algorithm, args.constraints)
+    print(render(model, algorithms, args.format, constraints=args.constraints))
+    return 0
+
+
+def cmd_build(args) -> int:
+    from .build import build
+
+    progress = _Progress(args.quiet)
+    model = _load(args)
+    opts = _algorithm_options(args.algorithm, args)
+    t0 = time.perf_counter()
+    k = build(model, args.algorithm, args.constraints, out_dir=args.out, flags=args.flags,
+              progress=progress, avoid_stack=args.avoid_stack, **opts)
+    f = k.function
+    row = {"symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"),
+           "work_size": f["work_size"], "folder": str(k.path), "header": k.header_path.name,
+           "seconds": round(time.perf_counter() - t0, 2)}
+    print(render_table([row], list(row), args.format))
+    return 0
+
+
+def _load(args):
+    from .robots import load_robot
+
+    return load_robot(args.robot, floating_base=getattr(args, "floating_base", False))
+
+
+def _verify_rows(model, algorithms, args, progress, out_root=None) -> list[dict]:
+    from .build import build
+
+    rows = []
+    for name in algorithms:
+        cons = args.constraints if _is_constrained(name) else None
+        t0 = time.perf_counter()
+        out_dir = None if out_root is None else Path(out_root) / name
+        k = build(model, name, cons, out_dir=out_dir, flags=args.flags, progress=progress)
+        build_s = time.perf_counter() - t0
+        with _timed(progress, f"verify {model.name}/{name} on {args.samples} random states"):
+            w = verify_kernel(k, args.samples, args.seed)
+        rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
+                     "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
+                     "err_numpy_pinocchio": w["numpy_pinocchio"],
+                     "status": "ok" if _ok(w, max(args.tol, TOL_FLOOR.get(name, 0.0))) else "FAIL",
+                     "build_s": round(build_s, 2), "folder": str(k.path)})
+    return rows
+
+
+def _timed(progress, label):
+    from .emit import timed
+
+    return timed(progress, label)
+
+
+def _is_constrained(name: str) -> bool:
+    from .api import get_algorithm
+
+    return get_algorithm(name).constrained
+
+
+def cmd_verify(args) -> int:
+    progress = _Progress(args.quiet)
+    model = _load(args)
+    algorithms = _algorithms(args.algorithm, args.constraints)
+    rows = _verify_rows(model, algorithms, args, progress)
+    cols = ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "status"]
+    print(render_table(rows, cols, args.format))
+    bad = [r["algorithm"] for r in rows if r["status"] != "ok"]
+    if bad:
+        print(f"rbdgen: verification failed for {', '.join(bad)} (tolerance {args.tol:g})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .robots import load_robot
+
+    progress = _Progress(args.quiet)
+    robot = args.robot
+    try:
+        model = load_robot(robot)
+    except RbdgenError as e:
+        if robot != DEFAULT_ROBOT:
+            raise
+        print(f"rbdgen: {DEFAULT_ROBOT} is unavailable ({e}); falling back to {FALLBACK_ROBOT}",
+              file=sys.stderr)
+        model = load_robot(FALLBACK_ROBOT)
+    from . import pinref
+
+    if not pinref.available():
+        progress("Pinocchio is not installed: the Pinocchio column is n/a (pip install pin)")
+    args.constraints = DEMO_CONSTRAINTS.get(model.name)
+    progress(f"demo on {model.describe()}, constrained solvers with {args.constraints or 'no constraints'}, "
+             f"build folders under {args.out}")
+    t0 = time.perf_counter()
+    rows = _verify_rows(model, _algorithms("all", args.constraints), args, progress, out_root=args.out)
+    progress(f"demo done in {time.perf_counter() - t0:.1f} s")
+    cols = ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "build_s", "folder"]
+    print(render_table(rows, cols, args.format))
+    bad = [r["algorithm"] for r in rows if r["status"] != "ok"]
+    if bad:
+        print(f"rbdgen: verification failed for {', '.join(bad)} (tolerance {args.tol:g})", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- parser --------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``rbdgen: error: ...``, exit status 2."""
+
+    def error(self, message):
+        raise _UsageError(message)
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _common(p, *, table=True):
+    if table:
+        p.add_argument("--format", choices=FORMATS, default="md", help="table format (default: md)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")
+
+
+def _robot_args(p):
+    p.add_argument("robot", help="named robot, synthetic spec (chain:N, bintree:N, humanoid30, fourbar) or URDF path")
+    p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
+
+
+def parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = _Parser(prog="rbdgen", description="Robot-specific rigid-body dynamics: op counts, "
+                "generated C, compiled kernels verified against NumPy and Pinocchio.")
+    p.add_argument("--version", action="version", version=f"rbdgen {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    s = sub.add_parser("robots", help="list robots (--frames ROBOT: list a robot's frames)")
+    s.add_argument("--frames", metavar="ROBOT", help="list the frames of ROBOT instead")
+    _common(s)
+    s.set_defaults(func=cmd_robots)
+
+    s = sub.add_parser("opcount", help="operation counts by class and phase")
+    _robot_args(s)
+    s.add_argument("--algorithm", "-a", default="all", help="algorithm name, comma list, or 'all' (default)")
+    s.add_argument("--constraints", "-c", help="constraint spec, e.g. 6D:left_sole_link,6D:right_sole_link")
+    _common(s)
+    s.set_defaults(func=cmd_opcount)
+
+    s = sub.add_parser("build", help="emit and compile one kernel into a build folder")
+    _robot_args(s)
+    s.add_argument("--algorithm", "-a", required=True)
+    s.add_argument("--constraints", "-c")
+    s.add_argument("--iterations", type=int, help="fixed iteration count (iterative algorithms)")
+    s.add_argument("--tol", type=float, help="tolerance (iterative algorithms)")
+    s.add_argument("--max-iter", type=int, help="iteration cap with --tol")
+    s.add_argument("--out", "-o", required=True, help="build folder to write")
+    s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
+    s.add_argument("--avoid-stack", action="store_true",
+                   help="keep intermediates in the caller's work buffer instead of locals")
+    _common(s)
+    s.set_defaults(func=cmd_build)
+
+    for name, helptext in (("verify", "compiled C vs NumPy vs Pinocchio on random states"),
+                           ("demo", f"the whole pipeline on {DEFAULT_ROBOT}: ops, C, compile, verify")):
+        s = sub.add_parser(name, help=helptext)
+        if name == "verify":
+            _robot_args(s)
+            s.add_argument("--algorithm", "-a", default="all", help="algorithm, comma list or 'all' (default)")
+            s.add_argument("--constraints", "-c")
+        else:
+            s.add_argument("--robot", default=DEFAULT_ROBOT, help=f"robot (default: {DEFAULT_ROBOT})")
+            s.add_argument("--out", "-o", default="rbdgen-demo", help="folder for the build folders (default: ./rbdgen-demo)")
+        s.add_argument("--samples", "-n", type=int, default=10, help="random states (default: 10)")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--tol", type=float, default=VERIFY_TOL, help=f"relative tolerance (default: {VERIFY_TOL:g})")
+        s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
+        _common(s)
+        s.set_defaults(func=cmd_verify if name == "verify" else cmd_demo)
+    return p
+
+
+def _one_line(msg) -> str:
+    return " ".join(str(msg).split())
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``rbdgen`` console script; returns the exit status."""
+    try:
+        args = parser().parse_args(argv)
+        if getattr(args, "samples", 1) < 1:
+            raise _UsageError("--samples must be at least 1")
+        return args.func(args)
+    except _UsageError as e:
+        print(f"rbdgen: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except RbdgenError as e:
+        print(f"rbdgen: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:          # `rbdgen robots | head`
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except KeyboardInterrupt:
+        print("rbdgen: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as e:          # --help, --version
+        return e.code if isinstance(e.code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,470 @@
+"""Emission: a traced kernel becomes a self-contained C build folder (DESIGN §3.6-3.9, §4).
+
+``emit(robot, algorithm, out_dir=...)`` (or :func:`emit_trace` on a
+:class:`gen.trace.Trace`) writes, for a kernel prefix ``P`` such as ``rbd_talos_aba``:
+
+==================  =====================================================================
+``P.h``             the documented public API: conventions, sizes as macros, return
+                    codes, op counts in a comment (from :func:`opcount.count_trace`)
+``P.c``             the wrapper(s): ``int P(const double *in0, ..., double *out0, ...,
+                    double *work)`` -- input checks, workspace mapping, output checks
+``P_kernel.c``      the math: CasADi code generation of the traced SX graph
+``P.cdef``          the cffi ``cdef`` text (what :mod:`gen.build` compiles against)
+``manifest.json``   robot, algorithm, constraints, sizes, functions, work sizes, op counts
+``Makefile``        ``make`` -> ``libP.a`` (C99, no other dependency than libm)
+``CMakeLists.txt``  the same as a CMake target ``P``
+==================  =====================================================================
+
+Every text file except the CasADi math is rendered by jinja2 (``templates/``,
+StrictUndefined, layout only) from ONE context dict (:func:`context`), so the header, the
+wrapper, the cdef, the manifest and the build files cannot disagree on a signature.
+Output is deterministic: no timestamps, no absolute paths; emitting twice gives identical
+bytes (the CasADi and rbdgen versions are recorded, so upgrading either may change them).
+
+Symbols: every exported symbol of a folder starts with ``P``: the public functions
+(``P``), the CasADi entry points (``P_kernel``, ``P_kernel_work``, ...) and CasADi's
+internal helpers (``P_cg_*``; the rest are ``static``), so kernels of different robots
+and algorithms link together into one program.
+
+Codegen options
+---------------
+Measured on talos (nv = 50; CasADi 3.8.2, gcc 12.2, ``-march=native``, 2-core x86-64 VM
+shared with other jobs).  All variants linked into one program and interleaved: 201
+rounds x 500 calls cycling 64 random states; µs per call, min / median over rounds;
+compile = gcc time for the kernel file alone (noisy: the machine was loaded):
+
+========================  ===============  ===============  ===============  =========
+variant                    aba              rnea             crba             compile
+                                                                              aba
+========================  ===============  ===============  ===============  =========
+locals, -O1                3.11 / 3.53      1.76 / 1.82      3.23 / 3.31      2.8 s
+locals, -O2                2.81 / 3.02      1.64 / 1.68      2.35 / 2.41      5.0 s
+locals, -O3 (default)      2.83 / 3.10      1.63 / 1.69      2.35 / 2.40      5.7 s
+work array, -O2            3.52 / 4.65      1.94 / 2.01      2.97 / 3.04      12.0 s
+work array, -O3            3.54 / 3.75      1.96 / 2.03      2.97 / 3.06      13.6 s
+========================  ===============  ===============  ===============  =========
+
+(For scale, DESIGN §5 quotes Pinocchio at 10.2 / 5.2 / 3.0 µs on this machine kind;
+that is a different run, the real comparison belongs to ``gen.bench``.)
+
+* ``avoid_stack``: CasADi either declares the intermediates as local variables
+  (``avoid_stack`` off) or keeps them in its ``w`` work array.  Locals are 17-26 %
+  faster and compile 2x faster: gcc allocates registers instead of storing every
+  intermediate to memory it must assume aliases the outputs.  The price is stack:
+  ``-fstack-usage`` gives 7.7 kB for talos aba with locals, 1.2 kB with the work array
+  (plus the 6.5 kB work buffer).  Default: locals; ``work_size`` is then 0 and the
+  header states the bound ``P_STACK_DOUBLES`` (CasADi's ``sz_w``, the number of locals).
+  ``avoid_stack=True`` is kept for small-stack targets: ``work_size`` is then exactly
+  ``sz_w`` (+ ``sz_iw`` ints, 0 for SX) and the kernel uses the caller's buffer.
+* ``cse``: the trace already applies ``casadi.cse``; the Function option ``cse=True`` on
+  top finds nothing more (talos aba: 16360 instructions with and without).
+* ``-O2`` vs ``-O3``: equal within 1 %; ``-O1`` is 5-37 % slower.  ``-O3 -march=native``
+  is the default of :mod:`gen.build` (``-O2`` would compile ~10 % faster for the same
+  speed), the Makefile uses ``-O3``.  The ``-g`` that cffi/distutils adds costs +70 %
+  compile time (5.4 -> 9.1 s), so :mod:`gen.build` appends ``-g0``.
+* ``casadi_int`` is ``int`` and ``casadi_real`` is ``double``; ``with_header`` is off
+  (the API header is ours), ``with_export`` off, ``static_aux`` on (``casadi_sq`` and
+  friends are ``static``), ``verbose`` off (it changes nothing in the SX kernels' text).
+* Outputs are densified before codegen, so matrices are written in full, column-major.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import casadi as ca
+import jinja2
+
+from .algorithms import Algorithm
+from .api import get_algorithm
+from .errors import RbdgenError
+from .model import Model
+from .trace import Trace, trace
+
+STAMP = "generated by rbdgen — do not edit"
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = ROOT / "templates"
+GENERATED_DIR = ROOT / "generated"
+REFERENCE_SET = tuple((r, a) for r in ("ur5", "solo12", "talos") for a in ("rnea", "crba", "aba"))
+CODEGEN_DEFAULTS = {"avoid_stack": False}
+MAX_TAG = 48
+
+IO_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint acceleration",
+           "tau": "joint torque", "b": "right-hand side", "ddq": "joint acceleration",
+           "M": "joint-space inertia matrix (full, symmetric)", "L": "unit lower factor",
+           "D": "diagonal factor", "x": "solution",
+           "lam": "constraint forces (local frames, M ddq + b = tau + J^T lam)",
+           "iterations": "proximal iterations performed", "residual": "|J ddq - a_c*|_inf of the result"}
+
+log = logging.getLogger("rbdgen")
+
+
+# --- progress ----------------------------------------------------------------------------
+
+@contextmanager
+def timed(progress: Callable[[str], None] | None, label: str, announce: bool = False):
+    """Report ``label: <elapsed> s`` to ``progress`` (default: the ``rbdgen`` logger at
+    INFO) when the block ends; ``announce`` also reports ``label ...`` when it starts.
+    The block may add a detail with ``info["detail"] = ...``."""
+    say = progress or log.info
+    if announce:
+        say(f"{label} ...")
+    info: dict = {}
+    t0 = time.perf_counter()
+    yield info
+    detail = f" ({info['detail']})" if info.get("detail") else ""
+    say(f"{label}{detail}: {time.perf_counter() - t0:.2f} s")
+
+
+# --- names -------------------------------------------------------------------------------
+
+def sanitize(name: str) -> str:
+    """A C-identifier fragment: lower case, ``:`` dropped, other non-alphanumerics
+    collapsed to ``_`` (``chain:12`` -> ``chain12``, ``6D:left_sole`` -> ``6d_left_sole``)."""
+    s = re.sub(r"[^a-z0-9]+", "_", str(name).lower().replace(":", "")).strip("_")
+    return s or "x"
+
+
+def symbol_prefix(robot_name: str, algorithm: str, constraints: str | None = None) -> str:
+    """``rbd_<robot>_<algorithm>[_<constraints>]``, e.g. ``rbd_talos_aba`` or
+    ``rbd_talos_prox_ltl_6d_left_sole_link_6d_right_sole_link``; a constraint tag
+    longer than ``MAX_TAG`` characters becomes ``c<10 hex digits of its hash>``."""
+    out = f"rbd_{sanitize(robot_name)}_{sanitize(algorithm)}"
+    if constraints:
+        tag = sanitize(str(constraints).replace(":", "_"))
+        if len(tag) > MAX_TAG:
+            tag = "c" + hashlib.sha256(str(constraints).encode()).hexdigest()[:10]
+        out += f"_{tag}"
+    return out
+
+
+def resolve_constraints(model: Model, algo: Algorithm, constraints):
+    """A constraint set for ``algo`` from a spec string, a parsed set, or None."""
+    if constraints is None or constraints == "":
+        if algo.constrained:
+            raise RbdgenError(f"{algo.name} is a constrained algorithm: give constraints, e.g. '6D:FRAME'")
+        return None
+    if not algo.constrained:
+        raise RbdgenError(f"{algo.name} takes no constraints (got '{constraints}')")
+    if isinstance(constraints, str):
+        try:
+            from .constraints import parse_constraints
+        except ImportError:
+            raise RbdgenError("constraint specs are not supported by this rbdgen yet") from None
+        return parse_constraints(model, constraints)
+    return constraints
+
+
+def constraint_info(cset) -> tuple[str | None, int]:
+    """(spec string, constraint dimension m) of a constraint set or None."""
+    if cset is None:
+        return None, 0
+    spec = cset if isinstance(cset, str) else getattr(cset, "spec", None) or str(cset)
+    m = getattr(cset, "m", 0)
+    return spec, int(m) if isinstance(m, int) else 0
+
+
+# --- the context -------------------------------------------------------------------------
+
+def _opcount(tr: Trace) -> dict | None:
+    """Op counts for the header and manifest, ``None`` when the op counter is missing."""
+    try:
+        from opcount import CLASSES, count_trace
+    except ImportError:          # the opcount package is optional for emission
+        return None
+    c = count_trace(tr)
+    return {"total": c["total"]["total"], "classes": {k: c["total"][k] for k in CLASSES},
+            "phases": [{"name": p["name"], "total": p["total"], **{k: p[k] for k in CLASSES}}
+                       for p in c["phases"]]}
+
+
+def _opcount_layout(oc: dict | None) -> dict | None:
+    """The op counts as lists for the templates (zero classes left out)."""
+    if oc is None:
+        return None
+
+    def classes(d):
+        return [{"name": k, "count": d[k]} for k in oc["classes"] if d[k]]
+
+    return {"total": oc["total"], "classes": classes(oc["classes"]),
+            "phases": [{"name": p["name"], "total": p["total"], "classes": classes(p)} for p in oc["phases"]]}
+
+
+def _jsonable(x):
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _jsonable(x[k]) for k in sorted(x)}
+    return repr(x)
+
+
+def _traced_iterations(tr: Trace) -> int | None:
+    """The fixed iteration count of an iterative kernel: its ``iterations`` output, which
+    the trace makes a constant (``be.converged`` is False for SX)."""
+    for name, e in tr.outputs:
+        e = ca.SX(e)
+        if name == "iterations" and e.numel() == 1 and e.is_constant():
+            return int(float(ca.DM(e)))
+    return None
+
+
+def _kernel_function(symbol: str, tr: Trace) -> ca.Function:
+    return ca.Function(f"{symbol}_kernel", [s for _, s in tr.inputs],
+                       [ca.densify(ca.SX(e)) for _, e in tr.outputs],
+                       [n for n, _ in tr.inputs], [n for n, _ in tr.outputs])
+
+
+def _casadi_code(funcs: list[ca.Function], cg_prefix: str, avoid_stack: bool) -> str:
+    cg = ca.CodeGenerator(f"{cg_prefix}.c", {
+        "casadi_int": "int", "casadi_real": "double", "prefix": cg_prefix,
+        "avoid_stack": bool(avoid_stack), "with_header": False, "with_export": False,
+        "static_aux": True, "verbose": False})
+    for f in funcs:
+        cg.add(f)
+    code = cg.dump()
+    if not avoid_stack and re.search(r"\bw\[", code):
+        raise RuntimeError("CasADi kernel uses its work array although avoid_stack is off")
+    return "\n".join(line.rstrip() for line in code.strip().splitlines())
+
+
+def _function_context(symbol: str, tr: Trace, f: ca.Function, avoid_stack: bool, oc) -> dict:
+    out_shapes = {n: (r, c) for n, r, c in tr.algorithm.outputs(tr.model, tr.cset)}
+    w_size = f.sz_w() if avoid_stack else 0
+    iw_doubles = math.ceil(f.sz_iw() * 4 / 8)      # ints stored after the doubles
+    inputs = [{"name": n, "size": int(s.numel()), "rows": int(s.numel()), "cols": 1,
+               "doc": IO_DOCS.get(n, "")} for n, s in tr.inputs]
+    outputs = []
+    for n, e in tr.outputs:
+        rows, cols = out_shapes[n]
+        outputs.append({"name": n, "size": rows * cols, "rows": rows, "cols": cols, "doc": IO_DOCS.get(n, "")})
+    return {"symbol": symbol, "SYMBOL": symbol.upper(), "kernel": f.name(),
+            "summary": tr.algorithm.summary, "inputs": inputs, "outputs": outputs,
+            "sz_arg": int(f.sz_arg()), "sz_res": int(f.sz_res()), "sz_w": int(w_size),
+            "sz_iw": int(f.sz_iw()), "work_size": int(w_size + iw_doubles),
+            "uses_work": bool(w_size + iw_doubles),
+            "stack_doubles": 0 if avoid_stack else int(f.sz_w()),
+            "opcount_raw": oc, "opcount": _opcount_layout(oc)}
+
+
+_UNSET = object()
+
+
+def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET) -> dict:
+    """The one context dict every template of a build folder renders from.  ``opcount``:
+    precomputed :func:`_opcount` of ``tr`` (computed here when not given)."""
+    from . import __version__
+
+    model, algo = tr.model, tr.algorithm
+    spec, m = constraint_info(tr.cset)
+    prefix = prefix or symbol_prefix(model.name, algo.name, spec)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+        raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
+    f = _kernel_function(prefix, tr)
+    cg_prefix = f"{prefix}_cg"
+    oc = _opcount(tr) if opcount is _UNSET else opcount
+    fn = _function_context(prefix, tr, f, avoid_stack, oc)
+    files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
+             "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
+             "cmake": "CMakeLists.txt"}
+    sources = [files["wrapper"], files["kernel"]]
+    options = _jsonable(tr.options)
+    if options.get("tol") is not None:
+        raise RbdgenError("a tolerance needs the early-exit C driver, which this rbdgen does not emit yet; "
+                          "give a fixed iteration count (iterations=K, CLI --iterations K)")
+    manifest = {
+        "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
+        "robot": model.name, "algorithm": algo.name, "constraints": spec,
+        "nq": model.nq, "nv": model.nv, "m": m,
+        "iterations": _traced_iterations(tr), "tolerance": None,
+        "options": options,
+        "layout": "column-major", "header": files["header"], "sources": sources,
+        "cdef": files["cdef"], "library": f"lib{prefix}.a",
+        "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)",
+                         "-2": "non-finite output"},
+        "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
+        "functions": [{"symbol": fn["symbol"],
+                       "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
+                       "outputs": [{"name": y["name"], "size": y["size"], "rows": y["rows"], "cols": y["cols"]}
+                                   for y in fn["outputs"]],
+                       "work_size": fn["work_size"], "stack_doubles": fn["stack_doubles"],
+                       "opcount": fn["opcount_raw"]}],
+    }
+    return {
+        "stamp": STAMP, "prefix": prefix, "PREFIX": prefix.upper(), "guard": f"{prefix.upper()}_H",
+        "robot": {"name": model.name, "nq": model.nq, "nv": model.nv, "nbodies": model.nbodies,
+                  "floating": any(b.kind == "free" for b in model.bodies)},
+        "algorithm": {"name": algo.name, "summary": algo.summary, "source": algo.source},
+        "constraints": spec, "m": m, "iterations": manifest["iterations"],
+        "tolerance": manifest["tolerance"],
+        "versions": {"rbdgen": __version__, "casadi": ca.__version__},
+        "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
+        "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
+        "kernel_code": _casadi_code([f], cg_prefix, avoid_stack),
+    }
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+TEMPLATE_OF = {"header": "header.h.j2", "wrapper": "wrapper.c.j2", "kernel": "kernel.c.j2",
+               "cdef": "cdef.j2", "manifest": "manifest.json.j2", "makefile": "Makefile.j2",
+               "cmake": "CMakeLists.txt.j2"}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters["json"] = lambda x: json.dumps(x, indent=2, ensure_ascii=False)
+    return env
+
+
+def render(ctx: dict) -> dict[str, str]:
+    """File name -> text for every file of the build folder."""
+    env = _environment()
+    return {ctx["files"][key]: env.get_template(tpl).render(ctx) for key, tpl in TEMPLATE_OF.items()}
+
+
+@dataclass
+class BuildFolder:
+    """An emitted build folder: ``path``, kernel ``prefix``, ``manifest`` (dict),
+    ``files`` (name -> text as written)."""
+
+    path: Path
+    prefix: str
+    manifest: dict
+    files: dict[str, str] = field(repr=False)
+
+    @property
+    def header_path(self) -> Path:
+        return self.path / self.manifest["header"]
+
+    @property
+    def sources(self) -> list[Path]:
+        return [self.path / s for s in self.manifest["sources"]]
+
+    @property
+    def cdef(self) -> str:
+        return self.files[self.manifest["cdef"]]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    data = text.encode("utf-8")
+    if path.exists() and path.read_bytes() == data:
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def write(files: dict[str, str], out_dir) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        _write_atomic(out / name, text)
+    return out
+
+
+def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
+               progress: Callable[[str], None] | None = None) -> BuildFolder:
+    """Write the build folder of a traced kernel into ``out_dir``."""
+    label = f"{tr.model.name}/{tr.algorithm.name}"
+    with timed(progress, f"opcount {label}"):
+        oc = _opcount(tr)
+    with timed(progress, f"codegen {label}") as info:
+        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc)
+        files = render(ctx)
+        path = write(files, out_dir)
+        info["detail"] = f"{sum(len(t) for t in files.values()) // 1000} kB of C"
+    return BuildFolder(path, ctx["prefix"], ctx["manifest"], files)
+
+
+def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **options) -> Trace:
+    """Load ``robot``, resolve ``constraints`` and trace ``algorithm``, reporting the time."""
+    from .robots import load_robot
+
+    model = robot if isinstance(robot, Model) else load_robot(robot)
+    algo = get_algorithm(algorithm)
+    cset = resolve_constraints(model, algo, constraints)
+    with timed(progress, f"trace {model.name}/{algo.name}"):
+        return trace(model, algo, cset, **options)
+
+
+def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
+         avoid_stack: bool = False, progress=None, **options) -> BuildFolder:
+    """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``."""
+    tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
+    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress)
+
+
+# --- the committed reference set (generated/) --------------------------------------------
+
+def render_reference(robot: str, algorithm: str) -> tuple[str, dict[str, str]]:
+    """(folder name, files) of one reference kernel, as committed under ``generated/``."""
+    tr = trace_for(robot, algorithm)
+    ctx = context(tr)
+    return ctx["prefix"], render(ctx)
+
+
+def update_generated(root=GENERATED_DIR, reference=REFERENCE_SET, progress=None) -> list[str]:
+    """Regenerate ``generated/<prefix>/`` for the reference set; returns the folders
+    whose content changed.  Stale files inside those folders are removed."""
+    changed = []
+    root = Path(root)
+    for robot, algorithm in reference:
+        with timed(progress, f"generated/{robot}/{algorithm}"):
+            name, files = render_reference(robot, algorithm)
+        folder = root / name
+        old = {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()} if folder.is_dir() else {}
+        if old != files:
+            changed.append(name)
+            for stale in set(old) - set(files):
+                (folder / stale).unlink()
+            write(files, folder)
+    return changed
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m gen.emit", description=__doc__.split("\n\n")[0])
+    p.add_argument("--update-generated", action="store_true",
+                   help=f"regenerate the committed reference C under {GENERATED_DIR}")
+    p.add_argument("robot", nargs="?", help="robot to emit (with --algorithm and --out)")
+    p.add_argument("--algorithm", "-a")
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+
+    def say(msg):
+        print(f"rbdgen: {msg}", file=sys.stderr)
+
+    try:
+        if args.update_generated:
+            changed = update_generated(progress=say)
+            print("updated: " + (", ".join(changed) if changed else "nothing changed"))
+            return 0
+        if not (args.robot and args.algorithm and args.out):
+            p.error("give --update-generated, or ROBOT --algorithm A --out DIR")
+        bf = emit(args.robot, args.algorithm, out_dir=args.out, progress=say)
+        print(bf.path)
+        return 0
+    except RbdgenError as e:
+        print(f"rbdgen: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+/*
+ * rbg.h -- generic rigid-body dynamics in C99, the robot passed as DATA.
+ *
+ * This is rbdgen's hand-written baseline: one library for every robot, the kinematic
+ * tree and its constants held in an `rbg_model` struct and walked by loops at run time
+ * (the specialised C that rbdgen emits unrolls the same loops per robot).  It is written
+ * the way Featherstone's spatial_v2 or RBDL are: LOCAL body frames, transforms applied
+ * as (3x3 rotation, translation) rather than 6x6 matrices, rigid-body inertias as 10
+ * parameters, 1-DoF joints special-cased (axis-aligned axes pick a column) and free
+ * joints handled as 6-DoF blocks.  RNEA and ABA run in LOCAL frames; CRBA runs in
+ * world coordinates (as Pinocchio's crba does), so each entry of M is one 6-term dot
+ * product instead of a force transform per ancestor.
+ *
+ * Conventions are Pinocchio's (rbdgen DESIGN §4):
+ *   - bodies numbered parents first, parent[i] < i, -1 = world; body i moves with
+ *     joint i and the joint frame is the body frame;
+ *   - an SE3 (R, p) maps child to parent coordinates, x_parent = R x_child + p;
+ *     the parent<-child transform of body i is placement_i * joint_i(q_i);
+ *   - spatial vectors are [linear; angular]; gravity enters as a_0 = -g;
+ *   - free joint: q = [x y z qx qy qz qw] (unit quaternion, not re-normalised),
+ *     v = [v_lin v_ang] of the body in its LOCAL frame; continuous joint
+ *     (RBG_REVOLUTE_UNB): q = [cos, sin] of the angle, used as given.
+ *
+ * Every algorithm has the form
+ *     int rbg_<algo>(const rbg_model *m, const double *in0, ..., double *out0, ...,
+ *                    double *work);
+ * It allocates nothing, writes no globals and is thread-safe given distinct `work`
+ * buffers.  `work` holds at least rbg_work_size(m, RBG_ALGO_<ALGO>) doubles (equal
+ * to the RBG_WORK_<ALGO>(nbodies, nv) macro, usable for static buffers).  Matrices
+ * are row-major.  Return codes: RBG_OK (0), RBG_EINPUT (an input holds NaN or inf),
+ * RBG_ESINGULAR (a pivot of M, of a joint's articulated inertia or of a free
+ * joint's 6x6 block is not positive: the model is singular at q).
+ *
+ * Do not compile with -ffast-math / -ffinite-math-only: the NaN checks rely on IEEE
+ * semantics.
+ *
+ * References: R. Featherstone, Rigid Body Dynamics Algorithms, Springer 2008 (RBDA;
+ * Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA, Table 2.5 spatial arithmetic);
+ * R. Featherstone, Efficient Factorization of the Joint-Space Inertia Matrix for
+ * Branched Kinematic Trees, IJRR 24(6) 2005 (Table 2 LTDL / LTL, §5 solves).
+ */
+#ifndef RBG_H
+#define RBG_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+#define RBG_RESTRICT __restrict
+extern "C" {
+#else
+#define RBG_RESTRICT restrict
+#endif
+
+/* ===================================================================== */
+/*  Model                                                                */
+/* ===================================================================== */
+
+/* Joint kinds (rbg_model.jtype). */
+enum {
+    RBG_REVOLUTE = 0,       /* nq 1, nv 1: angle about axis                     */
+    RBG_REVOLUTE_UNB = 1,   /* nq 2, nv 1: [cos, sin] of the angle about axis   */
+    RBG_PRISMATIC = 2,      /* nq 1, nv 1: displacement along axis              */
+    RBG_FREE = 3            /* nq 7, nv 6: [x y z qx qy qz qw] / [v_lin v_ang]  */
+};
+
+/* Number of doubles per body in rbg_model.inertia. */
+#define RBG_INERTIA_STRIDE 10
+
+/*
+ * The robot as data.  All arrays are owned by the caller and indexed by body
+ * i in [0, nbodies) (or dof k in [0, nv) for dof_parent).
+ *
+ *   parent[i]      parent body, -1 for the world; parent[i] < i
+ *   jtype[i]       RBG_REVOLUTE, RBG_REVOLUTE_UNB, RBG_PRISMATIC or RBG_FREE
+ *   axis_k[i]      k in {0,1,2} if axis i is exactly +e_k (x, y, z), else -1;
+ *                  -1 for free joints.  Selects the axis-aligned fast paths.
+ *   idx_q[i]       first configuration coordinate of joint i in q
+ *   idx_v[i]       first velocity coordinate of joint i in v
+ *   nvj[i]         number of velocity coordinates of joint i (1, or 6 for free)
+ *   dof_parent[k]  Featherstone 2005's expanded parent array lambda over dofs: the
+ *                  dofs of a free joint form a chain, its first dof hangs from the
+ *                  last dof of the parent joint; -1 for the world; dof_parent[k] < k
+ *   axis[3i..]     unit joint axis in the joint frame (unused for free joints)
+ *   plc_R[9i..]    joint placement rotation, row-major (parent <- joint at q neutral)
+ *   plc_p[3i..]    joint placement translation, in the parent body frame
+ *   inertia[10i..] rigid-body inertia about the BODY ORIGIN in the body frame:
+ *                  m, h = m c (3), I_O = I_c + m (|c|^2 1 - c c^T) packed as
+ *                  Ixx Ixy Ixz Iyy Iyz Izz   (see rbg_inertia_params)
+ *   gravity        gravity vector in the world frame, e.g. (0, 0, -9.81)
+ */
+typedef struct rbg_model {
+    int nbodies;
+    int nq;
+    int nv;
+    const int *parent;
+    const int *jtype;
+    const int *axis_k;
+    const int *idx_q;
+    const int *idx_v;
+    const int *nvj;
+    const int *dof_parent;
+    const double *axis;
+    const double *plc_R;
+    const double *plc_p;
+    const double *inertia;
+    double gravity[3];
+} rbg_model;
+
+/* Status codes. */
+enum {
+    RBG_OK = 0,
+    RBG_EINPUT = 1,         /* an input contains NaN or inf                  */
+    RBG_ESINGULAR = 2,      /* non-positive pivot: singular inertia at q     */
+    RBG_EALGO = 3,          /* unknown algorithm id (rbg_work_size returns 0) */
+    RBG_EMODEL = 4          /* inconsistent rbg_model (rbg_check_model)      */
+};
+
+/* Algorithm ids for rbg_work_size. */
+typedef enum rbg_algo {
+    RBG_ALGO_RNEA = 0,
+    RBG_ALGO_NLE = 1,
+    RBG_ALGO_CRBA = 2,
+    RBG_ALGO_LTDL = 3,
+    RBG_ALGO_LTL = 4,
+    RBG_ALGO_CRBA_SOLVE = 5,
+    RBG_ALGO_ABA = 6
+} rbg_algo;
+#define RBG_NALGO 7
+
+/* Workspace sizes in doubles (nb = nbodies).  Per body: a transform is 12 doubles
+ * (R, p), a spatial vector 6, a rigid-body inertia 10, an articulated inertia 36. */
+#define RBG_WORK_RNEA(nb, nv)       ((size_t)30 * (size_t)(nb))
+#define RBG_WORK_NLE(nb, nv)        RBG_WORK_RNEA(nb, nv)
+#define RBG_WORK_CRBA(nb, nv)       ((size_t)22 * (size_t)(nb) + (size_t)6 * (size_t)(nv))
+#define RBG_WORK_LTDL(nb, nv)       RBG_WORK_CRBA(nb, nv)
+#define RBG_WORK_LTL(nb, nv)        RBG_WORK_CRBA(nb, nv)
+#define RBG_WORK_CRBA_SOLVE(nb, nv) ((size_t)(nv) * (size_t)(nv) + RBG_WORK_CRBA(nb, nv))
+#define RBG_WORK_ABA(nb, nv)        ((size_t)79 * (size_t)(nb) + (size_t)(nv))
+
+/* Doubles of workspace `algo` needs on model m; 0 for an unknown algo. */
+size_t rbg_work_size(const rbg_model *m, rbg_algo algo);
+
+/* RBG_OK if the model's arrays are consistent (parents, kinds, indices, sizes,
+ * dof_parent, axis_k), RBG_EMODEL otherwise.  The algorithms assume a valid model. */
+int rbg_check_model(const rbg_model *m);
+
+/* Fill out[10] = (m, m c, I_O packed) from mass, centre of mass c and the rotational
+ * inertia I_c (3x3 row-major, about the centre of mass), all in the body frame. */
+void rbg_inertia_params(double mass, const double *com, const double *I_c, double *out);
+
+/* ===================================================================== */
+/*  Algorithms                                                           */
+/* ===================================================================== */
+
+/* Inverse dynamics tau = M(q) a + b(q, v)  (RBDA Table 5.1).  q[nq], v[nv], a[nv]
+ * -> tau[nv]. */
+int rbg_rnea(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+             const double *RBG_RESTRICT v, const double *RBG_RESTRICT a,
+             double *RBG_RESTRICT tau, double *RBG_RESTRICT work);
+
+/* Nonlinear effects b(q, v) = rnea(q, v, 0): Coriolis, centrifugal, gravity. */
+int rbg_nle(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+            const double *RBG_RESTRICT v, double *RBG_RESTRICT b,
+            double *RBG_RESTRICT work);
+
+/* Joint-space inertia matrix M(q), full symmetric nv x nv (RBDA Table 6.2,
+ * evaluated in world coordinates like Pinocchio's crba).
+ * Entries outside the branch-induced pattern are written as 0. */
+int rbg_crba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+             double *RBG_RESTRICT M, double *RBG_RESTRICT work);
+
+/* M(q) = L^T D L (Featherstone 2005 Table 2, left): L[nv*nv] unit lower triangular
+ * (diagonal 1, zeros off the pattern), D[nv]. */
+int rbg_ltdl(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+             double *RBG_RESTRICT L, double *RBG_RESTRICT D, double *RBG_RESTRICT work);
+
+/* M(q) = L^T L (Featherstone 2005 Table 2, right): L[nv*nv] lower triangular. */
+int rbg_ltl(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+            double *RBG_RESTRICT L, double *RBG_RESTRICT work);
+
+/* x = M(q)^-1 b by CRBA, LTDL and the sparse substitutions of Featherstone 2005 §5.
+ * b[nv] -> x[nv]. */
+int rbg_crba_solve(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+                   const double *RBG_RESTRICT b, double *RBG_RESTRICT x,
+                   double *RBG_RESTRICT work);
+
+/* Forward dynamics ddq = M(q)^-1 (tau - b(q, v)), articulated-body algorithm
+ * (RBDA Table 7.1).  q[nq], v[nv], tau[nv] -> ddq[nv]. */
+int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+            const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+            double *RBG_RESTRICT ddq, double *RBG_RESTRICT work);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RBG_H */

@@ -1,0 +1,199 @@
+"""A :class:`gen.model.Model` as the flat arrays of the generic C library's
+``rbg_model`` struct (``rbg.h``), and as a C initializer for embedding in a program.
+
+The struct (one entry per body ``i`` unless noted; see ``rbg.h`` for the contract):
+
+=============  ========  =============================================================
+field          C type    contents
+=============  ========  =============================================================
+nbodies        int       number of moving bodies (joints)
+nq, nv         int       configuration / velocity dimensions
+parent         int[nb]   parent body, -1 for the world, ``parent[i] < i``
+jtype          int[nb]   RBG_REVOLUTE 0, RBG_REVOLUTE_UNB 1, RBG_PRISMATIC 2, RBG_FREE 3
+axis_k         int[nb]   k if the axis is exactly +e_k, else -1 (always -1 for free)
+idx_q, idx_v   int[nb]   first q / v coordinate of the joint
+nvj            int[nb]   velocity dimension of the joint (1 or 6)
+dof_parent     int[nv]   Featherstone 2005's λ over dofs (:meth:`Model.dof_parents`)
+axis           double[3 nb]   unit joint axis in the joint frame (0 for free)
+plc_R          double[9 nb]   placement rotation, row-major (parent <- joint, q neutral)
+plc_p          double[3 nb]   placement translation
+inertia        double[10 nb]  m, m c (3), I_O = inertia about the body origin, packed
+                              Ixx Ixy Ixz Iyy Iyz Izz (body frame)
+gravity        double[3]      world gravity
+=============  ========  =============================================================
+
+:data:`STRUCT_FIELDS` lists the same layout for programs; :func:`work_sizes` mirrors the
+``RBG_WORK_*`` macros.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import RbdgenError
+from ..model import Model
+
+JOINT_CODES = {"revolute": 0, "revolute_unb": 1, "prismatic": 2, "free": 3}
+
+# (field, C element type, length as a function of (nbodies, nv)); order = struct order.
+STRUCT_FIELDS = [
+    ("nbodies", "int", None),
+    ("nq", "int", None),
+    ("nv", "int", None),
+    ("parent", "int", lambda nb, nv: nb),
+    ("jtype", "int", lambda nb, nv: nb),
+    ("axis_k", "int", lambda nb, nv: nb),
+    ("idx_q", "int", lambda nb, nv: nb),
+    ("idx_v", "int", lambda nb, nv: nb),
+    ("nvj", "int", lambda nb, nv: nb),
+    ("dof_parent", "int", lambda nb, nv: nv),
+    ("axis", "double", lambda nb, nv: 3 * nb),
+    ("plc_R", "double", lambda nb, nv: 9 * nb),
+    ("plc_p", "double", lambda nb, nv: 3 * nb),
+    ("inertia", "double", lambda nb, nv: 10 * nb),
+    ("gravity", "double[3]", None),
+]
+ARRAY_FIELDS = [f for f, _, n in STRUCT_FIELDS if n is not None]
+
+# Algorithm ids of rbg.h (rbg_algo) and the workspace each needs, in doubles.
+ALGO_IDS = {"rnea": 0, "nle": 1, "crba": 2, "ltdl": 3, "ltl": 4, "crba_solve": 5, "aba": 6}
+_WORK = {
+    "rnea": lambda nb, nv: 30 * nb,
+    "nle": lambda nb, nv: 30 * nb,
+    "crba": lambda nb, nv: 22 * nb + 6 * nv,
+    "ltdl": lambda nb, nv: 22 * nb + 6 * nv,
+    "ltl": lambda nb, nv: 22 * nb + 6 * nv,
+    "crba_solve": lambda nb, nv: nv * nv + 22 * nb + 6 * nv,
+    "aba": lambda nb, nv: 79 * nb + nv,
+}
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """The ``rbg_model`` fields as contiguous NumPy arrays (``np.intc`` / float64)."""
+
+    name: str
+    nbodies: int
+    nq: int
+    nv: int
+    parent: np.ndarray
+    jtype: np.ndarray
+    axis_k: np.ndarray
+    idx_q: np.ndarray
+    idx_v: np.ndarray
+    nvj: np.ndarray
+    dof_parent: np.ndarray
+    axis: np.ndarray
+    plc_R: np.ndarray
+    plc_p: np.ndarray
+    inertia: np.ndarray
+    gravity: np.ndarray
+
+
+def _axis_k(axis: np.ndarray) -> int:
+    for k in range(3):
+        if np.array_equal(np.asarray(axis, dtype=float), np.eye(3)[k]):
+            return k
+    return -1
+
+
+def inertia_params(inertia) -> np.ndarray:
+    """``(m, m c, I_O packed)`` of a :class:`gen.model.Inertia`; I_O is taken from
+    ``Inertia.matrix()`` so the generic C uses the reference's exact numbers."""
+    M6 = inertia.matrix()
+    I_O = M6[3:, 3:]
+    return np.array([inertia.mass, *(inertia.mass * np.asarray(inertia.com, dtype=float)),
+                     I_O[0, 0], I_O[0, 1], I_O[0, 2], I_O[1, 1], I_O[1, 2], I_O[2, 2]])
+
+
+def serialize(model: Model) -> ModelArrays:
+    """The struct arrays of ``model``."""
+    bodies = model.bodies
+    ints = lambda xs: np.ascontiguousarray(xs, dtype=np.intc)
+    flat = lambda xs, n: np.ascontiguousarray(np.reshape(xs, (len(bodies) * n,)) if bodies else np.zeros(0),
+                                              dtype=np.float64)
+    axes = [np.zeros(3) if b.kind == "free" else np.asarray(b.axis, dtype=float) for b in bodies]
+    return ModelArrays(
+        name=model.name, nbodies=len(bodies), nq=model.nq, nv=model.nv,
+        parent=ints([b.parent for b in bodies]),
+        jtype=ints([JOINT_CODES[b.kind] for b in bodies]),
+        axis_k=ints([-1 if b.kind == "free" else _axis_k(a) for b, a in zip(bodies, axes)]),
+        idx_q=ints([b.idx_q for b in bodies]),
+        idx_v=ints([b.idx_v for b in bodies]),
+        nvj=ints([b.nv for b in bodies]),
+        dof_parent=ints(model.dof_parents()),
+        axis=flat(axes, 3),
+        plc_R=flat([np.asarray(b.placement.R, dtype=float) for b in bodies], 9),
+        plc_p=flat([np.asarray(b.placement.p, dtype=float) for b in bodies], 3),
+        inertia=flat([inertia_params(b.inertia) for b in bodies], 10),
+        gravity=np.ascontiguousarray(model.gravity, dtype=np.float64).reshape(3),
+    )
+
+
+def work_sizes(model: Model) -> dict[str, int]:
+    """Doubles of workspace per algorithm (``rbg_work_size`` / ``RBG_WORK_*``)."""
+    return {a: f(model.nbodies, model.nv) for a, f in _WORK.items()}
+
+
+# --- C initializer ---------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def c_identifier(text: str) -> str:
+    """``text`` with every non-identifier character replaced by ``_`` (``chain:7`` ->
+    ``chain_7``)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return out if _IDENT.match(out) else "_" + out
+
+
+def _fmt(x) -> str:
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if not np.isfinite(x):
+        raise RbdgenError(f"model_to_c: non-finite model constant {x}")
+    r = repr(float(x))                      # shortest round-trip representation
+    return r if ("." in r or "e" in r) else r + ".0"
+
+
+def _c_array(ctype: str, name: str, values, per_line: int) -> str:
+    vals = [_fmt(x) for x in values]
+    if not vals:                            # C forbids zero-length arrays
+        vals = ["0"]
+    lines = [", ".join(vals[k:k + per_line]) for k in range(0, len(vals), per_line)]
+    body = ",\n    ".join(lines)
+    return f"static const {ctype} {name}[{len(vals)}] = {{\n    {body}}};\n"
+
+
+def model_to_c(model: Model, name: str | None = None) -> str:
+    """C source defining ``static const rbg_model <name>`` and its arrays, plus
+    ``<NAME>_WORK_<ALGO>`` work-size macros, for a program that ``#include "rbg.h"``
+    and compiles ``rbg.c``.  Values print exactly (shortest round-trip repr).  The
+    initializer uses designated initializers in declaration order (C99; C++20)."""
+    name = c_identifier(name or model.name)
+    if not _IDENT.match(name):
+        raise RbdgenError(f"model_to_c: '{name}' is not a C identifier")
+    a = serialize(model)
+    per_body = {"axis": 3, "plc_R": 9, "plc_p": 3, "inertia": 10}
+    out = [f"/* rbg_model for robot '{model.name}' (nq = {a.nq}, nv = {a.nv}, nbodies = {a.nbodies}).\n"
+           f" * generated by rbdgen (gen.generic.serialize.model_to_c) -- do not edit.\n"
+           f" * inertia: per body m, m c (3), I about the body origin (xx xy xz yy yz zz). */\n"
+           f"#include \"rbg.h\"\n\n"]
+    names = {}
+    for field in ARRAY_FIELDS:
+        ctype = "int" if getattr(a, field).dtype == np.intc else "double"
+        cname = f"{name}_{field}"
+        names[field] = cname
+        out.append(_c_array(ctype, cname, getattr(a, field), per_body.get(field, 16)))
+    init = [f"    .nbodies = {a.nbodies},", f"    .nq = {a.nq},", f"    .nv = {a.nv},"]
+    init += [f"    .{f} = {names[f]}," for f in ARRAY_FIELDS]
+    init.append(f"    .gravity = {{{', '.join(_fmt(g) for g in a.gravity)}}},")
+    out.append(f"\nstatic const rbg_model {name} = {{\n" + "\n".join(init) + "\n};\n\n")
+    upper = name.upper()
+    for algo, n in work_sizes(model).items():
+        out.append(f"#define {upper}_WORK_{algo.upper()} {n}\n")
+    sizes = work_sizes(model)
+    out.append(f"#define {upper}_WORK_MAX {max(sizes.values())}\n")
+    return "".join(out)
