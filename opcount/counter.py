@@ -133,7 +133,7 @@ def count_trace(tr) -> dict:
     Returns ``{"total": {class: n, ..., "total": n}, "phases": [{"name": str,
     **counts}, ...], "n_instructions": int}``; the phases are those recorded by
     ``be.mark(name, *values)`` in the order the algorithm closed them, followed by
-    ``"output"`` (what comes after the last mark).  Marks sharing a name (e.g. one
+    ``"output"`` (what comes after the last mark; omitted when that is nothing).  Marks sharing a name (e.g. one
     per unrolled iteration) are merged into one phase at the first one's position.
 
     **Attribution rule (exact).**  Build one SX function ``F`` whose outputs are the
@@ -175,6 +175,9 @@ def count_trace(tr) -> dict:
             continue
         total[cls] += 1
         per[slot[first[k]]][cls] += 1
+    phases = [{"name": n} | _finish(c) for n, c in zip(names, per)]
+    if phases[-1]["name"] == OUTPUT_PHASE and phases[-1]["total"] == 0 and len(phases) > 1:
+        phases.pop()                               # the algorithm marked its last stage itself
     return {"total": _finish(total),
-            "phases": [{"name": n} | _finish(c) for n, c in zip(names, per)],
+            "phases": phases,
             "n_instructions": f.n_instructions()}

@@ -117,7 +117,7 @@ def to_md(data: dict, stamp: bool = False) -> str:
              "elimination (what the emitted C computes); inputs, outputs and constants are free. "
              "`add` includes subtractions, `mul` includes squares, `other` is everything else "
              "(fmax, comparisons, `twice`, ...). Phases partition the total: ops are attributed "
-             "to the first `be.mark` phase whose values need them, `output` is the rest.", ""]
+             "to the first `be.mark` phase whose values need them, `output` is whatever follows the last mark (absent when the algorithm marks its last stage).", ""]
     rows = []
     for name, row in data["algorithms"].items():
         phases = " · ".join(f"{p['name']} {p['total']}" for p in row["phases"])
@@ -149,7 +149,7 @@ def featherstone_table(robots=FEATHERSTONE_ROBOTS) -> dict:
         model = _model(robot)
         row = ltdl_costs(model.dof_parents())
         traced = opcount(model, "ltdl")
-        row["traced_factor_phase"] = next(p for p in traced["phases"] if p["name"] == "output")
+        row["traced_factor_phase"] = next(p for p in traced["phases"] if p["name"] == "factorisation")
         out[model.name] = row
     return out
 

@@ -150,13 +150,15 @@ def test_phases_partition_the_total(model, algorithm):
     assert c["total"]["total"] == sum(c["total"][k] for k in CLASSES)
     ref = count_function(function_of([s for _, s in tr.inputs], [e for _, e in tr.outputs]))
     assert c["total"] == ref, f"{algorithm}/{model.name}: total vs Function(inputs -> cse(outputs))"
-    assert c["phases"][-1]["name"] == "output"
-    assert [p["name"] for p in c["phases"][:-1]] == list(dict.fromkeys(n for n, _ in tr.phases))
+    marked = list(dict.fromkeys(n for n, _ in tr.phases))
+    names = [p["name"] for p in c["phases"]]
+    assert names in (marked, marked + ["output"]), f"{algorithm}: phases {names} vs marks {marked}"
+    assert names == marked or c["phases"][-1]["total"] > 0, "an empty 'output' phase is dropped"
 
 
-def test_aba_phases_are_forward_backward_output():
+def test_aba_phases_are_forward_backward_acceleration():
     c = count_trace(trace(humanoid30(), "aba"))
-    assert [p["name"] for p in c["phases"]] == ["forward", "backward", "output"]
+    assert [p["name"] for p in c["phases"]] == ["forward", "backward", "acceleration"]
     assert all(p["total"] > 0 for p in c["phases"])
 
 

@@ -34,7 +34,7 @@ def test_sx_trace_equals_numpy(model, algorithm):
 
 def test_trace_records_phases():
     tr = trace(humanoid30(), "aba")
-    assert [name for name, _ in tr.phases] == ["forward", "backward"]
+    assert [name for name, _ in tr.phases] == ["forward", "backward", "acceleration"]
 
 
 def test_axis_aligned_joint_costs_fewer_operations_than_unaligned():

@@ -67,7 +67,9 @@ def aba(model: Model, q, v, tau, *, be, fext=None):
         qdd = _solve_u(b, Dinv[i], Dfac[i], u[i] - U[i].T @ a, be)
         ddq.append(qdd)
         acc.append(a + S[i] @ qdd)
-    return (be.vcat(ddq),)
+    out = be.vcat(ddq)
+    be.mark("acceleration", out)
+    return (out,)
 
 
 def _solve_u(body, Dinv, Dfac, rhs, be):

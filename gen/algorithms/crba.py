@@ -35,6 +35,7 @@ def crba(model: Model, q, *, be):
             block = S[j].T @ F
             M[sj, si] = block
             M[si, sj] = block.T
+    be.mark("columns", M)
     return (M,)
 
 

@@ -119,22 +119,25 @@ def _sum(terms):
 def ltdl(model: Model, q, *, be):
     """``M(q) = L^T D L``: returns (L with unit diagonal, D as a column)."""
     (M,) = crba(model, q, be=be)
-    be.mark("crba", M)
-    return ltdl_factor(model.dof_parents(), M, be)
+    L, D = ltdl_factor(model.dof_parents(), M, be)
+    be.mark("factorisation", L, D)
+    return L, D
 
 
 def ltl(model: Model, q, *, be):
     """``M(q) = L^T L``: returns L."""
     (M,) = crba(model, q, be=be)
-    be.mark("crba", M)
-    return (ltl_factor(model.dof_parents(), M, be),)
+    L = ltl_factor(model.dof_parents(), M, be)
+    be.mark("factorisation", L)
+    return (L,)
 
 
 def crba_solve(model: Model, q, b, *, be):
     """``x = M(q)^-1 b`` through CRBA and the LTDL factorisation."""
     lam = model.dof_parents()
     (M,) = crba(model, q, be=be)
-    be.mark("crba", M)
     L, D = ltdl_factor(lam, M, be)
     be.mark("factorisation", L, D)
-    return (ltdl_solve(lam, L, D, b, be),)
+    x = ltdl_solve(lam, L, D, b, be)
+    be.mark("solve", x)
+    return (x,)

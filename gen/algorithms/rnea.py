@@ -31,7 +31,9 @@ def rnea(model: Model, q, v, a, *, be):
         tau[i] = S[i].T @ f[i]                      # tau_i = S_i^T f_i
         if b.parent != -1:
             f[b.parent] = f[b.parent] + act_force(Xup[i], f[i], be)
-    return (be.vcat(tau),)
+    out = be.vcat(tau)
+    be.mark("backward", out)
+    return (out,)
 
 
 def nle(model: Model, q, v, *, be):

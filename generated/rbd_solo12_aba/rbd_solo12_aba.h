@@ -30,7 +30,7 @@
  *     total             4024 = add 1785 mul 2141 div 73 trig 24 other 1
  *     forward           1079 = add 413 mul 642 trig 24
  *     backward          2351 = add 1103 mul 1204 div 44
- *     output             594 = add 269 mul 295 div 29 other 1
+ *     acceleration       594 = add 269 mul 295 div 29 other 1
  */
 #ifndef RBD_SOLO12_ABA_H
 #define RBD_SOLO12_ABA_H

@@ -29,7 +29,7 @@
  *   rbd_solo12_crba
  *     total             1819 = add 817 mul 968 trig 24 neg 10
  *     composite         1547 = add 713 mul 808 trig 24 neg 2
- *     output             272 = add 104 mul 160 neg 8
+ *     columns            272 = add 104 mul 160 neg 8
  */
 #ifndef RBD_SOLO12_CRBA_H
 #define RBD_SOLO12_CRBA_H

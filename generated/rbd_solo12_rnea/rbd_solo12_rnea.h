@@ -29,7 +29,7 @@
  *   rbd_solo12_rnea
  *     total             2117 = add 957 mul 1135 trig 24 other 1
  *     forward           1821 = add 797 mul 999 trig 24 other 1
- *     output             296 = add 160 mul 136
+ *     backward           296 = add 160 mul 136
  */
 #ifndef RBD_SOLO12_RNEA_H
 #define RBD_SOLO12_RNEA_H

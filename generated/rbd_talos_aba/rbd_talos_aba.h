@@ -30,7 +30,7 @@
  *     total            15619 = add 7109 mul 8185 div 236 trig 88 other 1
  *     forward           4294 = add 1681 mul 2525 trig 88
  *     backward          9613 = add 4600 mul 4829 div 184
- *     output            1712 = add 828 mul 831 div 52 other 1
+ *     acceleration      1712 = add 828 mul 831 div 52 other 1
  */
 #ifndef RBD_TALOS_ABA_H
 #define RBD_TALOS_ABA_H

@@ -29,7 +29,7 @@
  *   rbd_talos_crba
  *     total            10529 = add 4630 mul 5808 trig 88 neg 3
  *     composite         6243 = add 2955 mul 3200 trig 88
- *     output            4286 = add 1675 mul 2608 neg 3
+ *     columns           4286 = add 1675 mul 2608 neg 3
  */
 #ifndef RBD_TALOS_CRBA_H
 #define RBD_TALOS_CRBA_H

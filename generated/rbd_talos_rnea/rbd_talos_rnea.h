@@ -29,7 +29,7 @@
  *   rbd_talos_rnea
  *     total             8539 = add 3879 mul 4571 trig 88 other 1
  *     forward           7407 = add 3269 mul 4049 trig 88 other 1
- *     output            1132 = add 610 mul 522
+ *     backward          1132 = add 610 mul 522
  */
 #ifndef RBD_TALOS_RNEA_H
 #define RBD_TALOS_RNEA_H

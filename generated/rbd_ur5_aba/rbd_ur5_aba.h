@@ -30,7 +30,7 @@
  *     total             1272 = add 534 mul 704 div 24 trig 10
  *     forward            301 = add 98 mul 193 trig 10
  *     backward           859 = add 383 mul 457 div 19
- *     output             112 = add 53 mul 54 div 5
+ *     acceleration       112 = add 53 mul 54 div 5
  */
 #ifndef RBD_UR5_ABA_H
 #define RBD_UR5_ABA_H

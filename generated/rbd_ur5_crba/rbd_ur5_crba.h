@@ -29,7 +29,7 @@
  *   rbd_ur5_crba
  *     total              652 = add 270 mul 372 trig 10
  *     composite          546 = add 229 mul 307 trig 10
- *     output             106 = add 41 mul 65
+ *     columns            106 = add 41 mul 65
  */
 #ifndef RBD_UR5_CRBA_H
 #define RBD_UR5_CRBA_H

@@ -29,7 +29,7 @@
  *   rbd_ur5_rnea
  *     total              572 = add 237 mul 325 trig 10
  *     forward            472 = add 184 mul 278 trig 10
- *     output             100 = add 53 mul 47
+ *     backward           100 = add 53 mul 47
  */
 #ifndef RBD_UR5_RNEA_H
 #define RBD_UR5_RNEA_H
