@@ -379,6 +379,9 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
         _common(s)
         s.set_defaults(func=cmd_verify if name == "verify" else cmd_demo)
+
+    from .bench.cli import add_parser as add_bench_parser
+    add_bench_parser(sub)                          # rbdgen bench (gen/bench/cli.py)
     return p
 
 

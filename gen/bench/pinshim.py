@@ -1,0 +1,289 @@
+"""Build and bind the Pinocchio C++ shim (``pin_shim.cpp``) for the benchmarks (DESIGN §5).
+
+**How the model gets into C++, and why.**  The ``pin`` wheel ships its headers and a
+shared library built for baseline x86-64.  Two hazards follow for code compiled with
+``-march=native``:
+
+1. Eigen's ABI depends on the instruction set: ``EIGEN_MAX_ALIGN_BYTES`` is 16 for
+   baseline x86-64 but 32 with AVX and 64 with AVX-512, which changes the layout and
+   alignment of fixed-size members of ``pinocchio::Model`` / ``Data``.  Handing an object
+   built by ``libpinocchio_*.so`` (e.g. by its URDF loader) to an algorithm compiled with
+   ``-march=native`` -- or the reverse -- reads misaligned, mis-laid-out memory: the crash
+   DESIGN §5 warns about.
+2. With ``PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION`` (what the wheel's CMake config would
+   add) the algorithms themselves resolve to the library's *baseline* instantiations, so
+   we would time Pinocchio compiled for another CPU than our own code.
+
+So the shim is **header-only**: it never defines ``PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION``
+and links **no** Pinocchio library; every template it uses is instantiated in our own
+translation units with the same flags as rbdgen's C (``-O3 -march=native -DNDEBUG``).
+The model is built *in Python* by the wheel (:func:`gen.pinref.pin_model`: Pinocchio's
+own URDF loader, free-flyer root, ``buildReducedModel`` for panda's fingers), serialised
+with ``pin.Model.saveToString()`` (a Boost text archive: a byte string, no Eigen object
+crosses the boundary; doubles are printed with 17 significant digits, so the round trip
+is exact) and deserialised in the shim by the same Pinocchio version's header code
+(``Model::loadFromString``).  Only ``libboost_serialization`` (archive primitives, no
+Eigen types) is linked.  Loading through serialisation rather than re-assembling the
+model joint by joint keeps every detail Pinocchio's loader produced (joint types, axes,
+armature, frames) without a conversion table that could drift.
+
+**Build.**  ``pin_shim.cpp`` is compiled once per *part* (``-DPINSHIM_PART_<P>``; the
+instantiations are slow -- about 30-170 s of CPU per part with g++ 12 -- so parts build
+in parallel and only the ones needed are built) into objects cached under
+``$RBDGEN_CACHE/pinshim/<key>/`` (default ``~/.cache/rbdgen``), ``key`` hashing the
+source (comments stripped), the flags, the compiler's version, the prefix and the
+Pinocchio version.  The objects
+are linked into the C benchmark programs of :mod:`gen.bench.harness`.
+
+**Why no in-process Python binding.**  Loading the shim into a Python process that has
+imported ``pinocchio`` corrupts memory: Boost.Serialization keeps process-wide type
+registries in ``libboost_serialization.so``, and the wheel's Python module registers
+Pinocchio's types there with its own (baseline-ABI) serialisers, which the shim's
+``loadFromString`` then picks up (observed: a correct model, then ``free()`` of a bad
+pointer in ``~Model``).  The benchmark programs never load the wheel's libraries, so
+they are immune; tests compare the shim with pin's Python through the harness's output
+dump (:func:`gen.bench.harness.benchmark` with ``keep_outputs=True``).
+
+Requires the ``pin`` wheel and ``cmeel-eigen`` (Eigen headers; ``pip install
+cmeel-eigen``); ``$RBDGEN_PIN_PREFIX`` overrides the cmeel prefix (a folder holding
+``include/pinocchio``, ``include/eigen3`` and ``lib/libboost_serialization.so``).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import RbdgenError
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "pin_shim.cpp"
+
+#: flags shared by every piece of C/C++ the benchmarks compile (rbdgen's kernels, the
+#: generic C, the harness and this shim): DESIGN §5 "same compiler flags".
+BENCH_FLAGS = ("-O3", "-march=native", "-DNDEBUG")
+CXX_EXTRA = ("-std=c++17", "-fPIC", "-g0", "-w")
+#: Pinocchio's interface definitions (from its CMake config), minus the template
+#: instantiation switch (see the module docstring).
+PIN_DEFINES = ("-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
+               "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12")
+
+PARTS = ("core", "rnea", "crba", "aba", "constrained")
+#: shim function -> the part that defines it
+FUNCTION_PART = {"rnea": "rnea", "nle": "rnea", "crba": "crba", "aba": "aba",
+                 "constraint_dynamics": "constrained", "contact_aba": "constrained",
+                 "lcaba": "constrained", "delassus_inv": "constrained"}
+#: constrained shim functions and their family index (``pinshim_last_iterations``)
+CONSTRAINED_FAMILY = {"constraint_dynamics": 0, "contact_aba": 1, "lcaba": 2, "delassus_inv": 3}
+
+
+
+# --- locating the wheel -------------------------------------------------------------------
+
+def pin_prefix() -> Path:
+    """The cmeel prefix holding Pinocchio's headers (``include/pinocchio``), Eigen's
+    (``include/eigen3``, from cmeel-eigen) and ``lib/libboost_serialization.so``."""
+    override = os.environ.get("RBDGEN_PIN_PREFIX")
+    if override:
+        prefix = Path(override)
+    else:
+        prefix = None
+        for dist_name in ("libpinocchio", "pin"):
+            try:
+                dist = importlib.metadata.distribution(dist_name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            cand = Path(dist.locate_file("cmeel.prefix"))
+            if (cand / "include" / "pinocchio").is_dir():
+                prefix = cand
+                break
+        if prefix is None:
+            raise RbdgenError("the Pinocchio shim needs the pin wheel with its headers "
+                              "(pip install pin), or set RBDGEN_PIN_PREFIX")
+    if not (prefix / "include" / "pinocchio").is_dir():
+        raise RbdgenError(f"{prefix}: no include/pinocchio (RBDGEN_PIN_PREFIX must be a cmeel prefix)")
+    if not (prefix / "include" / "eigen3" / "Eigen").is_dir():
+        raise RbdgenError(f"{prefix}: no Eigen headers (include/eigen3); pip install cmeel-eigen")
+    if not list((prefix / "lib").glob("libboost_serialization.so*")):
+        raise RbdgenError(f"{prefix}: no lib/libboost_serialization.so; pip install cmeel-boost")
+    return prefix
+
+
+def pin_version() -> str:
+    import pinocchio
+
+    return pinocchio.__version__
+
+
+def cxx() -> str:
+    return os.environ.get("CXX", "g++")
+
+
+def compiler_version(compiler: str) -> str:
+    """First line of ``compiler --version``."""
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RbdgenError(f"compiler '{compiler}' not usable: {e}") from None
+    return out.splitlines()[0].strip() if out else compiler
+
+
+def include_flags(prefix: Path | None = None) -> list[str]:
+    prefix = prefix or pin_prefix()
+    return [f"-I{prefix / 'include'}", f"-I{prefix / 'include' / 'eigen3'}"]
+
+
+def link_flags(prefix: Path | None = None) -> list[str]:
+    """What a program linking the shim's objects needs after them."""
+    prefix = prefix or pin_prefix()
+    lib = prefix / "lib"
+    return [f"-L{lib}", "-lboost_serialization", f"-Wl,-rpath,{lib}", "-lstdc++", "-lm"]
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("RBDGEN_CACHE") or Path.home() / ".cache" / "rbdgen")
+    return root / "pinshim"
+
+
+# --- building -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShimBuild:
+    """Compiled shim objects: ``objects`` (part -> .o), the ``flags`` they were built with,
+    ``compile_seconds`` (part -> wall seconds of the build that produced the object, as
+    recorded when it was built), ``folder`` (the cache folder)."""
+
+    folder: Path
+    objects: dict
+    flags: tuple
+    compiler: str
+    compile_seconds: dict
+
+    def link_args(self, parts=None) -> list[str]:
+        parts = self.objects if parts is None else parts
+        return [str(self.objects[p]) for p in parts] + link_flags()
+
+
+def _code_only(text: str) -> bytes:
+    """The shim's source without comments and blank runs, so that editing a comment does
+    not invalidate minutes of cached compilation (the source has no comment markers in
+    string literals)."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return " ".join(text.split()).encode()
+
+
+def _key(flags, compiler_id: str, prefix: Path) -> str:
+    h = hashlib.sha256()
+    for part in (_code_only(SOURCE.read_text()), json.dumps(list(flags)).encode(), compiler_id.encode(),
+                 str(prefix).encode(), pin_version().encode()):
+        h.update(part)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def shim_folder(flags=None) -> Path:
+    """The cache folder of the shim's objects for these flags (may not exist yet)."""
+    flags = tuple(BENCH_FLAGS if flags is None else flags)
+    prefix = pin_prefix()
+    return cache_root() / _key(flags, compiler_version(cxx()), prefix)
+
+
+def is_built(parts, flags=None) -> bool:
+    """Whether the objects of ``parts`` (and the core) are already compiled and cached."""
+    folder = shim_folder(flags)
+    return all((folder / f"{p}.o").exists() for p in ("core", *parts))
+
+
+def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=None) -> ShimBuild:
+    """Compile the requested parts of the shim (cached; missing parts in parallel, at most
+    ``jobs`` at a time, default the CPU count).  ``flags`` default to :data:`BENCH_FLAGS`."""
+    parts = tuple(dict.fromkeys(("core", *parts)))
+    bad = [p for p in parts if p not in PARTS]
+    if bad:
+        raise RbdgenError(f"unknown shim part(s) {', '.join(bad)} (choose from {', '.join(PARTS)})")
+    flags = tuple(BENCH_FLAGS if flags is None else flags)
+    prefix = pin_prefix()
+    compiler = cxx()
+    cid = compiler_version(compiler)
+    folder = cache_root() / _key(flags, cid, prefix)
+    folder.mkdir(parents=True, exist_ok=True)
+    times_path = folder / "compile_seconds.json"
+    objects = {p: folder / f"{p}.o" for p in parts}
+    missing = [p for p in parts if not objects[p].exists()]
+    if missing:
+        say = progress or (lambda s: None)
+        say(f"compiling the Pinocchio shim ({', '.join(missing)}) with {compiler} "
+            f"{' '.join(flags)}; this takes minutes once, then it is cached in {folder}")
+        base = [compiler, "-c", *flags, *CXX_EXTRA, *PIN_DEFINES, *include_flags(prefix)]
+
+        def one(part):
+            fd, tmp = tempfile.mkstemp(suffix=".o", prefix=f".{part}.", dir=folder)
+            os.close(fd)
+            cmd = [*base, f"-DPINSHIM_PART_{part.upper()}", str(SOURCE), "-o", tmp]
+            t0 = time.perf_counter()
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            dt = time.perf_counter() - t0
+            if res.returncode != 0:
+                os.unlink(tmp)
+                errs = [l for l in res.stderr.splitlines() if "error" in l][:5]
+                raise RbdgenError(f"compiling the Pinocchio shim part '{part}' failed: "
+                                  + (" | ".join(errs) or res.stderr[-500:]))
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, objects[part])
+            say(f"  shim part {part}: {dt:.1f} s")
+            return part, dt
+
+        n = max(1, min(len(missing), jobs or os.cpu_count() or 1))
+        with ThreadPoolExecutor(n) as pool:
+            done = dict(pool.map(one, missing))
+        old = json.loads(times_path.read_text()) if times_path.exists() else {}
+        old.update({p: round(t, 2) for p, t in done.items()})
+        old["_jobs"] = n
+        fd, tmp = tempfile.mkstemp(suffix=".json", prefix=".times.", dir=folder)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(old, indent=1))
+        os.replace(tmp, times_path)
+    times = json.loads(times_path.read_text()) if times_path.exists() else {}
+    secs = {p: times.get(p) for p in parts}
+    secs["_jobs"] = times.get("_jobs")
+    return ShimBuild(folder, objects, flags, cid, secs)
+
+
+# --- models and constraints --------------------------------------------------------------------
+
+def pin_model(robot):
+    """The ``pinocchio.Model`` of an rbdgen robot (:func:`gen.pinref.pin_model`)."""
+    from ..pinref import pin_model as _pm
+
+    return _pm(robot)
+
+
+def model_archive(pmodel) -> bytes:
+    """``pmodel`` as the Boost text archive the shim loads."""
+    return pmodel.saveToString().encode("utf-8")
+
+
+def _se3_flat(M) -> np.ndarray:
+    return np.concatenate([np.asarray(M.R, dtype=float).reshape(9), np.asarray(M.p, dtype=float).reshape(3)])
+
+
+def constraint_rows(cset) -> list[tuple]:
+    """``(type, joint1, M1[12], joint2, M2[12])`` per constraint of an rbdgen
+    :class:`~gen.constraints.ConstraintSet`: Pinocchio joint ids are body index + 1
+    (0 = the world), placements are the frames in their bodies (DESIGN §4 conventions:
+    ``RigidConstraintModel(type, model, joint1, M1, joint2, M2, LOCAL)``)."""
+    rows = []
+    for c in cset.constraints:
+        rows.append((c.size, c.body1 + 1, _se3_flat(c.placement1), c.body2 + 1, _se3_flat(c.placement2)))
+    return rows

@@ -1,0 +1,232 @@
+"""Benchmark results as tables, and the suite's dated report (markdown, JSON, PNG chart).
+
+A *result* is the dict :func:`gen.bench.harness.benchmark` returns; a *suite* is
+``{"date", "machine", "method", "results": [result | {"robot", "algorithm", "error"}]}``.
+Tables quote ratios first (DESIGN §5: "quote ratios, not absolute times"); absolute
+medians with p10-p90 follow for reference.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+IMPLS = ("specialized", "generic", "pinocchio")
+SHORT = {"specialized": "spec", "generic": "generic", "pinocchio": "pin"}
+
+
+def _us(ns) -> float | None:
+    return None if ns is None else round(ns / 1000.0, 4)
+
+
+def rows(results: list[dict]) -> list[dict]:
+    """One flat row per result (robot, algorithm, medians in µs, p10/p90, ratios, check)."""
+    out = []
+    for r in results:
+        row = {"robot": r["robot"], "algorithm": r["algorithm"], "constraints": r.get("constraints"),
+               "nv": r.get("nv")}
+        if "error" in r:
+            row["status"] = f"error: {r['error']}"
+            out.append(row)
+            continue
+        imps = r["implementations"]
+        for name in IMPLS:
+            s = imps.get(name)
+            k = SHORT[name]
+            row[f"{k}_us"] = _us(s["median_ns"]) if s else None
+            row[f"{k}_p10_us"] = _us(s["p10_ns"]) if s else None
+            row[f"{k}_p90_us"] = _us(s["p90_ns"]) if s else None
+        row["generic/spec"] = r["ratios"].get("generic/specialized")
+        row["pin/spec"] = r["ratios"].get("pinocchio/specialized")
+        row["max_rel_diff"] = max(r["verify"]["max_rel_diff"].values(), default=None)
+        row["trials"] = imps["specialized"]["trials"]
+        row["status"] = "ok" if r["verify"]["ok"] else "MISMATCH"
+        if r.get("skipped"):
+            row["status"] += "; " + "; ".join(f"{k}: {v}" for k, v in r["skipped"].items())
+        out.append(row)
+    return out
+
+
+COLUMNS = ["robot", "algorithm", "nv", "generic/spec", "pin/spec", "spec_us", "generic_us", "pin_us",
+           "max_rel_diff", "status"]
+CSV_COLUMNS = ["robot", "algorithm", "constraints", "nv", "generic/spec", "pin/spec",
+               "spec_us", "spec_p10_us", "spec_p90_us", "generic_us", "generic_p10_us", "generic_p90_us",
+               "pin_us", "pin_p10_us", "pin_p90_us", "max_rel_diff", "trials", "status"]
+
+
+def _fmt(x, digits=3) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        if x == 0.0:
+            return "0"
+        if abs(x) < 1e-3:
+            return f"{x:.1e}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _range(row, k) -> str:
+    if row.get(f"{k}_us") is None:
+        return "n/a"
+    return f"{_fmt(row[f'{k}_us'])} [{_fmt(row[f'{k}_p10_us'])}–{_fmt(row[f'{k}_p90_us'])}]"
+
+
+def markdown_table(results: list[dict]) -> str:
+    rs = rows(results)
+    head = ("| robot | algorithm | nv | generic / spec | Pinocchio / spec | spec µs [p10–p90] "
+            "| generic µs [p10–p90] | Pinocchio µs [p10–p90] | max rel. diff | status |")
+    sep = "|---|---|--:|--:|--:|--:|--:|--:|--:|---|"
+    lines = [head, sep]
+    for r in rs:
+        name = r["algorithm"] + (f" ({r['constraints']})" if r.get("constraints") else "")
+        if r["status"].startswith("error"):
+            lines.append(f"| {r['robot']} | {name} | {_fmt(r.get('nv'))} | | | | | | | {r['status']} |")
+            continue
+        lines.append(f"| {r['robot']} | {name} | {r['nv']} | {_fmt(r['generic/spec'])} | {_fmt(r['pin/spec'])} "
+                     f"| {_range(r, 'spec')} | {_range(r, 'generic')} | {_range(r, 'pin')} "
+                     f"| {_fmt(r['max_rel_diff'], 2)} | {r['status']} |")
+    return "\n".join(lines)
+
+
+def render(results: list[dict], fmt: str) -> str:
+    """Results as ``md``, ``csv`` or ``json`` (the full result dicts)."""
+    if fmt == "json":
+        return json.dumps(results, indent=1)
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(CSV_COLUMNS)
+        for r in rows(results):
+            w.writerow(["" if r.get(c) is None else r.get(c) for c in CSV_COLUMNS])
+        return buf.getvalue().rstrip("\n")
+    return markdown_table(results)
+
+
+# --- the suite report -------------------------------------------------------------------------
+
+def _ratio_grid(results, key) -> tuple[list[str], list[str], dict]:
+    robots = list(dict.fromkeys(r["robot"] for r in results))
+    algos = list(dict.fromkeys(r["algorithm"] for r in results))
+    grid = {(r["robot"], r["algorithm"]): (r.get("ratios", {}).get(key) if "error" not in r else None)
+            for r in results}
+    return robots, algos, grid
+
+
+def suite_markdown(suite: dict) -> str:
+    m, meth = suite["machine"], suite["method"]
+    v = m["versions"]
+    res = suite["results"]
+    out = [f"# rbdgen benchmark suite — {suite['date']}", "",
+           "Specialized C (rbdgen's robot-specific kernels) against the generic C (rbdgen's "
+           "hand-written model-as-data library) and Pinocchio's C++ (header-only, compiled here), "
+           "all in one process per benchmark, interleaved, same compiler and flags "
+           "(DESIGN §5).", "",
+           "## Machine and build", "",
+           f"- CPU: {m['cpu']} ({m['cores']} logical cores; {m.get('isa', '')}), {m['os']}"
+           + (f"; load average at start {m['loadavg']}" if m.get("loadavg") else "")
+           + (f", at end {m['loadavg_end']}" if m.get("loadavg_end") else ""),
+           f"- C compiler: {m['cc']}; C++ compiler: {m['cxx']}",
+           f"- flags (every implementation): `{m['flags']}`",
+           f"- versions: rbdgen {v['rbdgen']}, Pinocchio {v['pinocchio']}, CasADi {v['casadi']}, "
+           f"NumPy {v['numpy']}, Python {m['python']}",
+           f"- method: {meth['n_states']} random states (seed {meth['seed']}) cycled in order; "
+           f"{meth['warmup']} warm-up calls; {meth['rounds']} rounds × {meth['batch']} calls "
+           f"= {meth['rounds'] * meth['batch']} timed calls per implementation; "
+           f"`clock_gettime(CLOCK_MONOTONIC)` per batch; implementations interleaved (order "
+           f"rotating every round); median and p10–p90 of the per-call batch means. "
+           f"Outputs of the three implementations compared on every state before timing.",
+           "- Pinocchio is timed as its API call (results left in `pinocchio::Data`, CRBA's upper "
+           "triangle); rbdgen's C writes its outputs (full symmetric M) to caller memory.", ""]
+    for key, title in (("pinocchio/specialized", "Pinocchio / specialized (median time ratio; > 1: specialized is faster)"),
+                       ("generic/specialized", "generic / specialized (median time ratio)")):
+        robots, algos, grid = _ratio_grid(res, key)
+        out += [f"## {title}", "", "| robot | " + " | ".join(algos) + " |",
+                "|---|" + "--:|" * len(algos)]
+        for rb in robots:
+            out.append(f"| {rb} | " + " | ".join(_fmt(grid.get((rb, a)), 3) for a in algos) + " |")
+        out.append("")
+    out += ["## All results", "", markdown_table(res), ""]
+    errors = [r for r in res if "error" in r]
+    if errors:
+        out += ["## Errors", ""] + [f"- {r['robot']}/{r['algorithm']}: {r['error']}" for r in errors] + [""]
+    if suite.get("shim"):
+        sh = suite["shim"]
+        times = ", ".join(f"{k} {v} s" for k, v in sh.get("compile_seconds", {}).items() if v is not None)
+        out += ["## Pinocchio shim", "",
+                f"Header-only build of `gen/bench/pin_shim.cpp` (no Pinocchio library linked; model passed "
+                f"as `pin.Model.saveToString()`), compiler `{sh.get('compiler')}`, Eigen alignment "
+                f"{sh.get('eigen_align', 'n/a')} bytes. Compile time per part (wall, parts built "
+                f"{sh.get('jobs', '?')} at a time, when first built): {times or 'cached'}.", ""]
+    if suite.get("chart"):
+        out += [f"![median time per call]({Path(suite['chart']).name})", ""]
+    return "\n".join(out)
+
+
+def chart(suite: dict, path: Path) -> Path | None:
+    """Grouped bars: median time per robot × algorithm × implementation (log scale).
+    ``None`` when matplotlib is not importable."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    res = [r for r in suite["results"] if "error" not in r]
+    if not res:
+        return None
+    algos = list(dict.fromkeys(r["algorithm"] for r in res))
+    robots = list(dict.fromkeys(r["robot"] for r in res))
+    colors = {"specialized": "#1b9e77", "generic": "#7570b3", "pinocchio": "#d95f02"}
+    fig, axes = plt.subplots(len(algos), 1, figsize=(max(7, 1.2 * len(robots) + 2), 2.6 * len(algos)),
+                             squeeze=False, sharex=True)
+    width = 0.27
+    for ax, algo in zip(axes[:, 0], algos):
+        for k, impl in enumerate(IMPLS):
+            xs, meds, lo, hi = [], [], [], []
+            for i, rb in enumerate(robots):
+                r = next((r for r in res if r["robot"] == rb and r["algorithm"] == algo), None)
+                s = r and r["implementations"].get(impl)
+                if not s:
+                    continue
+                xs.append(i + (k - 1) * width)
+                meds.append(s["median_ns"] / 1000)
+                lo.append((s["median_ns"] - s["p10_ns"]) / 1000)
+                hi.append((s["p90_ns"] - s["median_ns"]) / 1000)
+            if xs:
+                ax.bar(xs, meds, width, yerr=[lo, hi], color=colors[impl], label=impl, capsize=2,
+                       error_kw={"elinewidth": 0.7})
+        ax.set_yscale("log")
+        ax.set_ylabel(f"{algo}\nµs / call")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[-1, 0].set_xticks(range(len(robots)))
+    axes[-1, 0].set_xticklabels(robots)
+    axes[0, 0].legend(ncol=3, fontsize=8, loc="upper left")
+    m = suite["machine"]
+    fig.suptitle(f"rbdgen suite {suite['date']} — median time per call (p10–p90), log scale\n"
+                 f"{m['cpu']}, {m['flags']}", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_suite(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
+    """Write ``<stem>.json``, ``<stem>.png`` (if matplotlib) and ``<stem>.md`` into
+    ``out_dir``; returns the paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    png = chart(suite, out_dir / f"{stem}.png")
+    if png is not None:
+        suite["chart"] = png.name
+        paths["png"] = png
+    paths["json"] = out_dir / f"{stem}.json"
+    paths["json"].write_text(json.dumps(suite, indent=1) + "\n")
+    paths["md"] = out_dir / f"{stem}.md"
+    paths["md"].write_text(suite_markdown(suite) + "\n")
+    return paths

@@ -1,0 +1,224 @@
+"""The benchmark harness and the Pinocchio shim (gen/bench; DESIGN §5).
+
+Benchmarks are not tests: nothing here checks a wall-clock number, only that the harness
+runs, cross-checks the implementations and writes a well-formed report, and that the
+Pinocchio C++ shim computes what pin's Python bindings compute.
+
+The shim is compiled once (header-only Pinocchio: minutes of g++ on a cold cache) and
+cached in $RBDGEN_CACHE (default ~/.cache/rbdgen); afterwards these tests take seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+import pytest
+
+import gen
+from gen.bench import harness, report
+
+SMALL = {"n_states": 8, "rounds": 5, "batch": 10, "warmup": 10, "seed": 0}
+SHIM_TOL = 1e-12          # relative to max(1, max |reference|)
+
+pin_available = True
+try:
+    import pinocchio as pin
+except ImportError:       # pragma: no cover - the test extra installs pin
+    pin_available = False
+needs_pin = pytest.mark.skipif(not pin_available, reason="pinocchio (pin) is not installed")
+
+
+def _check_result(r: dict, impls) -> None:
+    assert set(r["implementations"]) == set(impls)
+    for name, s in r["implementations"].items():
+        for key in ("median_ns", "p10_ns", "p90_ns", "mean_ns"):
+            assert np.isfinite(s[key]) and s[key] > 0, f"{name} {key} = {s[key]}"
+        assert s["p10_ns"] <= s["median_ns"] <= s["p90_ns"], f"{name}: p10 <= median <= p90"
+        assert s["trials"] == SMALL["rounds"] * SMALL["batch"]
+        assert s["rc"] == 0, f"{name} returned a non-zero code while timed"
+    for name in impls:
+        if name != "specialized":
+            assert r["ratios"][f"{name}/specialized"] > 0
+    v = r["verify"]
+    assert v["ok"], f"implementations disagree: {v}"
+    assert v["states"] == SMALL["n_states"]
+    assert all(n == 0 for n in v["failed_calls"].values())
+    assert v["numpy_max_abs_diff"] <= 1e-9 * max(1.0, max(v["max_abs_ref"].values()))
+    json.dumps({k: x for k, x in r.items() if k not in ("states", "outputs")})   # JSON-serialisable
+
+
+@pytest.mark.parametrize("algorithm", ["rnea", "crba"])
+def test_harness_generic_chain(algorithm):
+    """Specialised vs generic C on chain:6: runs, agrees, reports positive times."""
+    r = harness.benchmark("chain:6", algorithm, against=("generic",), **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    assert r["verify"]["max_rel_diff"]["generic"] <= harness.TOLERANCE
+
+
+def test_harness_refuses_to_time_wrong_code():
+    """A mismatch (here: an impossible tolerance) raises instead of reporting times."""
+    with pytest.raises(harness.BenchmarkMismatch, match="disagree"):
+        harness.benchmark("chain:6", "rnea", against=("generic",), tolerance=-1.0, **SMALL)
+    r = harness.benchmark("chain:6", "rnea", against=("generic",), tolerance=-1.0, check=False, **SMALL)
+    assert r["verify"]["ok"] is False
+
+
+def _pin_reference(pm, pd, algorithm, q, rest, nv):
+    if algorithm == "rnea":
+        return pin.rnea(pm, pd, q, rest[:nv], rest[nv:])
+    if algorithm == "nle":
+        return pin.nonLinearEffects(pm, pd, q, rest[:nv])
+    if algorithm == "aba":
+        return pin.aba(pm, pd, q, rest[:nv], rest[nv:])
+    M = np.array(pin.crba(pm, pd, q))
+    return np.triu(M) + np.triu(M, 1).T
+
+
+@needs_pin
+@pytest.mark.parametrize("robot", ["ur5", "solo12"])
+def test_pin_shim_equals_pin_python(robot):
+    """The shim (header-only Pinocchio compiled with -march=native, model passed as a text
+    archive) gives pin's Python results on every state, for rnea, nle, crba and aba."""
+    from gen.pinref import pin_model
+
+    model = gen.load_robot(robot)
+    pm = pin_model(model)
+    pd = pm.createData()
+    for algorithm in ("rnea", "nle", "crba", "aba"):
+        r = harness.benchmark(model, algorithm, keep_outputs=True, **SMALL)
+        _check_result(r, ("specialized", "generic", "pinocchio"))
+        assert r["implementations"]["pinocchio"]["function"] == harness.PIN_PEERS[algorithm]
+        got_all = next(iter(r["outputs"]["pinocchio"].values()))
+        for s in range(SMALL["n_states"]):
+            q, rest = r["states"][s, :model.nq], r["states"][s, model.nq:]
+            ref = np.asarray(_pin_reference(pm, pd, algorithm, q, rest, model.nv))
+            err = np.max(np.abs(got_all[s] - ref)) / max(1.0, np.max(np.abs(ref)))
+            assert err <= SHIM_TOL, f"{robot}/{algorithm} state {s}: shim vs pin Python {err:.2e}"
+
+
+@needs_pin
+def test_suite_report_is_well_formed(tmp_path):
+    """A one-robot suite writes <stem>.md/.json (and .png with matplotlib) with machine,
+    compiler, flags, versions, and the results."""
+    from gen.bench import suite
+
+    s = suite.run_suite(["ur5"], ("rnea", "aba"), **SMALL)
+    paths = suite.write_report(s, tmp_path, stem="test-suite")
+    data = json.loads(paths["json"].read_text())
+    assert {"date", "machine", "method", "results", "shim"} <= set(data)
+    m = data["machine"]
+    assert m["cpu"] and m["cores"] >= 1 and "-O3" in m["flags"] and "-march=native" in m["flags"]
+    assert m["cc"] and m["cxx"]
+    for k in ("rbdgen", "pinocchio", "casadi", "numpy"):
+        assert m["versions"][k]
+    assert [(r["robot"], r["algorithm"]) for r in data["results"]] == [("ur5", "rnea"), ("ur5", "aba")]
+    for r in data["results"]:
+        assert "error" not in r, r.get("error")
+        assert r["verify"]["ok"]
+        assert set(r["ratios"]) == {"generic/specialized", "pinocchio/specialized"}
+    md = paths["md"].read_text()
+    assert "Pinocchio / specialized" in md and "generic / specialized" in md and m["cpu"] in md
+    if "png" in paths:
+        assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _constrained_shim_ready() -> bool:
+    if not pin_available:
+        return False
+    if os.environ.get("RBDGEN_TEST_CONSTRAINED_SHIM"):
+        return True
+    from gen.bench import pinshim
+
+    try:
+        return pinshim.is_built(["constrained"])
+    except Exception:
+        return False
+
+
+FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+
+
+@needs_pin
+@pytest.mark.skipif(not _constrained_shim_ready(),
+                    reason="the shim's constrained part is not compiled yet (~5 min of g++); "
+                           "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
+def test_constrained_shim_equals_pin_python():
+    """prox_ltl vs Pinocchio's constraintDynamics (same iterates) in the harness, and the
+    shim's (ddq, lambda) equal pin's Python constraintDynamics with the same settings."""
+    from gen.algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
+    from gen.constraints import parse_constraints
+    from gen.pinref import pin_model
+
+    model = gen.load_robot("solo12")
+    cset = parse_constraints(model, FEET)
+    r = harness.benchmark(model, "prox_ltl", cset, keep_outputs=True, **SMALL)
+    _check_result(r, ("specialized", "pinocchio"))
+    assert r["implementations"]["pinocchio"]["function"] == "constraint_dynamics"
+    pm = pin_model(model)
+    pd = pm.createData()
+    cms = []
+    for c in cset.constraints:
+        frame = model.frame(c.frame1)
+        cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, frame.body + 1,
+                                            pin.SE3(c.placement1.R, c.placement1.p), pin.ReferenceFrame.LOCAL))
+    cds = [cm.createData() for cm in cms]
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    nq, nv = model.nq, model.nv
+    for s in range(SMALL["n_states"]):
+        x = r["states"][s]
+        settings = pin.ProximalSettings(0.0, DEFAULT_MU, r["iterations"] or DEFAULT_ITERATIONS)
+        ddq = pin.constraintDynamics(pm, pd, x[:nq], x[nq:nq + nv], x[nq + nv:], cms, cds, settings)
+        for name, ref in (("ddq", np.array(ddq)), ("lam", np.array(pd.lambda_c))):
+            got = r["outputs"]["pinocchio"][name][s]
+            err = np.max(np.abs(got - ref)) / max(1.0, np.max(np.abs(ref)))
+            assert err <= SHIM_TOL, f"constraintDynamics {name} state {s}: shim vs pin Python {err:.2e}"
+
+
+def test_cli_bench_json(capsys):
+    """``rbdgen bench chain:6 --algorithm aba --against generic --format json`` through
+    the sub-command's own parser."""
+    from gen.bench import cli
+
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers()
+    cli.add_parser(sub)
+    args = p.parse_args(["bench", "chain:6", "--algorithm", "aba", "--against", "generic", "--format", "json",
+                         "--states", "8", "--rounds", "5", "--batch", "10", "--warmup", "10", "--quiet"])
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["robot"] == "chain:6" and out[0]["algorithm"] == "aba"
+    assert out[0]["verify"]["ok"]
+
+
+def test_cli_bench_user_errors():
+    from gen.bench import cli
+    from gen.errors import RbdgenError
+
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers()
+    cli.add_parser(sub)
+    for argv, msg in ((["bench", "chain:6"], "--algorithm"),
+                      (["bench", "chain:6", "-a", "rnea", "--against", "mujoco"], "mujoco"),
+                      (["bench", "chain:6", "-a", "rnea", "--rounds", "0"], "--rounds"),
+                      (["bench", "chain:6", "-a", "rnea", "--iterations", "3"], "constrained")):
+        args = p.parse_args(argv)
+        with pytest.raises(RbdgenError, match=msg):
+            args.func(args)
+
+
+def test_report_formats():
+    """md / csv / json renderings of a result, including an errored suite entry."""
+    fake = {"robot": "r", "algorithm": "aba", "constraints": None, "nv": 3,
+            "implementations": {n: {"median_ns": 100.0 * (i + 1), "p10_ns": 90.0 * (i + 1),
+                                    "p90_ns": 120.0 * (i + 1), "trials": 10}
+                                for i, n in enumerate(("specialized", "generic", "pinocchio"))},
+            "ratios": {"generic/specialized": 2.0, "pinocchio/specialized": 3.0},
+            "verify": {"ok": True, "max_rel_diff": {"generic": 1e-16, "pinocchio": 2e-16}}, "skipped": {}}
+    err = {"robot": "r", "algorithm": "crba", "error": "boom"}
+    md = report.render([fake, err], "md")
+    assert "| r | aba | 3 | 2 | 3 |" in md and "error: boom" in md
+    csv_text = report.render([fake], "csv").splitlines()
+    assert csv_text[0].split(",")[:6] == ["robot", "algorithm", "constraints", "nv", "generic/spec", "pin/spec"]
+    assert json.loads(report.render([fake], "json"))[0]["ratios"]["pinocchio/specialized"] == 3.0
