@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Body, Inertia
+from .model import Body, Inertia, skew
 
 
 def cross3(a, b, be):
@@ -234,3 +234,65 @@ def skew3(p, be):
     P[2, 0] = -p[1, 0]
     P[2, 1] = p[0, 0]
     return P
+
+
+# --- rigid-body inertias in 10-parameter form (for composite inertias) ---------------
+#
+# A rigid (or composite rigid) body's spatial inertia about a frame's origin is
+# ``[[m 1, -[h]x], [[h]x, Ib]]`` with ``h = m c`` and ``Ib = I_c - m [c]x [c]x``
+# (Featherstone 2008 eq. 2.63).  Keeping (m, h, Ib) instead of the 6x6 matrix makes sums
+# linear and lets transforms skip the ``m 1`` block, which stays ``m 1``.
+
+def rigid_inertia(inertia: Inertia, be):
+    """(m, h, Ib) of a body's constant 6x6 inertia (read from ``inertia.matrix()`` so
+    augmented inertias, e.g. proxLTLs' constraint terms, are included), as backend
+    values.  The matrix must have the rigid-body form."""
+    I6 = inertia.matrix()
+    m, B = I6[0, 0], I6[3:6, 0:3]
+    h = np.array([B[2, 1], B[0, 2], B[1, 0]])
+    rigid = np.allclose(I6[0:3, 0:3], m * np.eye(3), rtol=0, atol=1e-12 * max(1.0, abs(m))) and \
+        np.allclose(B, skew(h), rtol=0, atol=1e-12 * max(1.0, np.abs(B).max())) and np.allclose(I6[0:3, 3:6], B.T)
+    if not rigid:
+        raise ValueError("rigid_inertia: the 6x6 inertia is not of rigid-body form")
+    return be.asarray([[m]])[0, 0], be.asarray(h), be.asarray(I6[3:6, 3:6])
+
+
+def rigid_add(A, B):
+    return A[0] + B[0], A[1] + B[1], A[2] + B[2]
+
+
+def rigid_transform(M, Y, be):
+    """(m, h, Ib) given in the child frame, expressed in the parent frame, ``M = pMc``:
+    ``h' = y + m p`` with ``y = R h``, and
+    ``Ib' = R Ib R^T - (p y^T + y p^T) + 2 (y.p) 1 - m (p p^T - |p|^2 1)``
+    (from ``[a]x [b]x = b a^T - (a.b) 1``), upper triangle computed and mirrored."""
+    R, p = M
+    m, h, Ib = Y
+    y = R @ h
+    Ir = _rotate_sym(R, Ib, be)
+    yp = (y.T @ p)[0, 0]
+    pp = (p.T @ p)[0, 0]
+    out = be.zeros(3, 3)
+    for i in range(3):
+        for j in range(i, 3):
+            e = Ir[i, j] - (p[i, 0] * y[j, 0] + y[i, 0] * p[j, 0]) - m * (p[i, 0] * p[j, 0])
+            if i == j:
+                e = e + 2.0 * yp + m * pp
+            out[i, j] = e
+            out[j, i] = e
+    return m, y + m * p, out
+
+
+def rigid_apply(Y, mv, be):
+    """Spatial force ``I (v, w) = (m v - h x w, h x v + Ib w)``."""
+    m, h, Ib = Y
+    return be.vcat([m * lin(mv) - cross3(h, ang(mv), be), cross3(h, lin(mv), be) + Ib @ ang(mv)])
+
+
+def rigid_to_parent(body: Body, qi, Y, be):
+    """``rigid_transform`` through ``parentMi(q_i)``: joint motion first, then the
+    constant placement (skipped when it is the identity), as ``inertia_to_parent``."""
+    inner = rigid_transform(joint_motion(body, qi, be), Y, be)
+    if np.allclose(snap(body.placement.R), np.eye(3), rtol=0.0, atol=0.0) and not np.any(snap(body.placement.p)):
+        return inner
+    return rigid_transform(const_transform(body.placement, be), inner, be)

@@ -1,29 +1,31 @@
 """Composite-rigid-body algorithm for the joint-space inertia matrix M(q).
 
-Featherstone 2008, Table 6.2, LOCAL frames.  Composite inertias are accumulated as
-6x6 matrices transformed block-wise (``spatial.transform_inertia6``).  Output: the
+Featherstone 2008, Table 6.2, LOCAL frames.  Composite inertias are accumulated in
+10-parameter form (m, h = m c, Ib) and transformed with ``spatial.rigid_transform``:
+the ``m 1`` block never goes through a rotation (talos: 10529 -> 7015 operations
+against the 6x6 block transform).  Output: the
 full symmetric nv x nv matrix; only entries (i, j) with j an ancestor-or-self dof of i
 are non-zero (branch-induced sparsity, Featherstone 2005 §3).
 """
 from __future__ import annotations
 
 from ..model import Model
-from ..spatial import act_force, inertia_matrix, inertia_to_parent, parent_transform
+from ..spatial import act_force, parent_transform, rigid_add, rigid_apply, rigid_inertia, rigid_to_parent
 from .common import qslice, subspaces
 
 
 def crba(model: Model, q, *, be):
     S = subspaces(model, be)
     Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
-    Ic = [inertia_matrix(b.inertia, be) for b in model.bodies]
+    Ic = [rigid_inertia(b.inertia, be) for b in model.bodies]
     for i in reversed(range(model.nbodies)):           # Ic_parent += X^* Ic_i X^-1
         p = model.bodies[i].parent
         if p != -1:
-            Ic[p] = Ic[p] + inertia_to_parent(model.bodies[i], qslice(model, i, q), Ic[i], be)
-    be.mark("composite", *Ic)
+            Ic[p] = rigid_add(Ic[p], rigid_to_parent(model.bodies[i], qslice(model, i, q), Ic[i], be))
+    be.mark("composite", *[x for Y in Ic for x in Y[1:]])
     M = be.zeros(model.nv, model.nv)
     for i, b in enumerate(model.bodies):
-        F = Ic[i] @ S[i]                                # F = Ic_i S_i
+        F = be.hcat([rigid_apply(Ic[i], S[i][:, k:k + 1], be) for k in range(b.nv)])  # F = Ic_i S_i
         si = slice(b.idx_v, b.idx_v + b.nv)
         M[si, si] = S[i].T @ F
         j = i

@@ -27,9 +27,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_solo12_crba
- *     total             1819 = add 817 mul 968 trig 24 neg 10
- *     composite         1547 = add 713 mul 808 trig 24 neg 2
- *     columns            272 = add 104 mul 160 neg 8
+ *     total              949 = add 474 mul 428 trig 24 neg 15 other 8
+ *     composite          662 = add 354 mul 276 trig 24 other 8
+ *     columns            287 = add 120 mul 152 neg 15
  */
 #ifndef RBD_SOLO12_CRBA_H
 #define RBD_SOLO12_CRBA_H
@@ -61,7 +61,7 @@ extern "C" {
 #define RBD_SOLO12_CRBA_M_ROWS 18
 #define RBD_SOLO12_CRBA_M_COLS 18
 #define RBD_SOLO12_CRBA_WORK_SIZE 0
-#define RBD_SOLO12_CRBA_STACK_DOUBLES 215
+#define RBD_SOLO12_CRBA_STACK_DOUBLES 178
 
 /* ---- functions ----------------------------------------------------------- */
 

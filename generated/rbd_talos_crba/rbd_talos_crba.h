@@ -27,9 +27,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_talos_crba
- *     total            10529 = add 4630 mul 5808 trig 88 neg 3
- *     composite         6243 = add 2955 mul 3200 trig 88
- *     columns           4286 = add 1675 mul 2608 neg 3
+ *     total             7015 = add 3129 mul 3754 trig 88 neg 19 other 25
+ *     composite         2730 = add 1473 mul 1144 trig 88 other 25
+ *     columns           4285 = add 1656 mul 2610 neg 19
  */
 #ifndef RBD_TALOS_CRBA_H
 #define RBD_TALOS_CRBA_H
@@ -61,7 +61,7 @@ extern "C" {
 #define RBD_TALOS_CRBA_M_ROWS 50
 #define RBD_TALOS_CRBA_M_COLS 50
 #define RBD_TALOS_CRBA_WORK_SIZE 0
-#define RBD_TALOS_CRBA_STACK_DOUBLES 1007
+#define RBD_TALOS_CRBA_STACK_DOUBLES 799
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -27,9 +27,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_crba
- *     total              652 = add 270 mul 372 trig 10
- *     composite          546 = add 229 mul 307 trig 10
- *     columns            106 = add 41 mul 65
+ *     total              296 = add 133 mul 152 trig 10 other 1
+ *     composite          198 = add 95 mul 92 trig 10 other 1
+ *     columns             98 = add 38 mul 60
  */
 #ifndef RBD_UR5_CRBA_H
 #define RBD_UR5_CRBA_H
@@ -61,7 +61,7 @@ extern "C" {
 #define RBD_UR5_CRBA_M_ROWS 6
 #define RBD_UR5_CRBA_M_COLS 6
 #define RBD_UR5_CRBA_WORK_SIZE 0
-#define RBD_UR5_CRBA_STACK_DOUBLES 64
+#define RBD_UR5_CRBA_STACK_DOUBLES 42
 
 /* ---- functions ----------------------------------------------------------- */
 
