@@ -53,11 +53,6 @@ def act_force(M, f, be):
     return be.vcat([fl, R @ ang(f) + cross3(p, fl, be)])
 
 
-def inv_force(M, f, be):
-    R, p = M
-    return be.vcat([R.T @ lin(f), R.T @ (ang(f) - cross3(p, lin(f), be))])
-
-
 def cross_motion(v, m, be):
     return be.vcat([cross3(ang(v), lin(m), be) + cross3(lin(v), ang(m), be),
                     cross3(ang(v), ang(m), be)])
@@ -174,10 +169,16 @@ def inertia_to_parent(body: Body, qi, I6, be):
     """``X^* I X^-1`` for ``X = parentMi(q_i)``, applied as the joint's own motion first
     (an axis rotation or a translation, cheap) and the constant placement second, rather
     than through the composed rotation, which is dense whenever the placement rotates."""
-    inner = transform_inertia6(joint_motion(body, qi, be), I6, be)
-    if np.allclose(snap(body.placement.R), np.eye(3), rtol=0.0, atol=0.0) and not np.any(snap(body.placement.p)):
+    return _through_joint(body, qi, I6, transform_inertia6, be)
+
+
+def _through_joint(body: Body, qi, Y, transform, be):
+    """``transform(parentMi(q_i), Y)`` applied as ``transform(placement,
+    transform(jMi(q_i), Y))``, the placement step skipped when it is the identity."""
+    inner = transform(joint_motion(body, qi, be), Y, be)
+    if np.array_equal(snap(body.placement.R), np.eye(3)) and not np.any(snap(body.placement.p)):
         return inner
-    return transform_inertia6(const_transform(body.placement, be), inner, be)
+    return transform(const_transform(body.placement, be), inner, be)
 
 
 # --- inertias ------------------------------------------------------------------------
@@ -292,7 +293,4 @@ def rigid_apply(Y, mv, be):
 def rigid_to_parent(body: Body, qi, Y, be):
     """``rigid_transform`` through ``parentMi(q_i)``: joint motion first, then the
     constant placement (skipped when it is the identity), as ``inertia_to_parent``."""
-    inner = rigid_transform(joint_motion(body, qi, be), Y, be)
-    if np.allclose(snap(body.placement.R), np.eye(3), rtol=0.0, atol=0.0) and not np.any(snap(body.placement.p)):
-        return inner
-    return rigid_transform(const_transform(body.placement, be), inner, be)
+    return _through_joint(body, qi, Y, rigid_transform, be)

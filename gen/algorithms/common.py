@@ -2,16 +2,8 @@
 kinematic/velocity pass (Featherstone 2008 Table 5.1 lines 3-8, in LOCAL frames)."""
 from __future__ import annotations
 
-from ..errors import RbdgenError
 from ..model import Model
 from ..spatial import cross_motion, inv_motion, motion_subspace, parent_transform
-
-
-def check_vector(model: Model, name: str, x, n: int):
-    """Validate a numeric input's size (symbolic inputs are made to size)."""
-    shape = getattr(x, "shape", None)
-    if shape is None or (tuple(shape) != (n, 1) and tuple(shape) != (n,)):
-        raise RbdgenError(f"{model.name}: input '{name}' must have {n} entries, got shape {shape}")
 
 
 def qslice(model: Model, i: int, q):
