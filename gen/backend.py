@@ -49,6 +49,10 @@ class NumpyBackend:
         return a if cond else b
 
     @staticmethod
+    def reciprocal(x):
+        return 1.0 / x
+
+    @staticmethod
     def converged(residual, tol) -> bool:
         return bool(residual <= tol)
 
@@ -106,6 +110,13 @@ class SXBackend:
 
     def if_else(self, cond, a, b):
         return self.ca.if_else(cond, a, b)
+
+    def reciprocal(self, x):
+        """``1/x`` to be multiplied by many times.  CasADi rewrites ``y * (1/x)`` into
+        ``y / x`` when ``1/x`` is its inverse node, so every product would become a
+        division again; ``2/(2x)`` is the same double (scaling by 2 is exact) and keeps
+        the products as multiplications, for one extra multiplication."""
+        return 2.0 / (2.0 * x)
 
     @staticmethod
     def converged(residual, tol) -> bool:

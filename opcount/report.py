@@ -11,7 +11,9 @@ Table 1 check, and stacked-by-phase bar charts (DESIGN §3.8).
   algorithm, stacked by phase, like Sathya 2024 Fig. 1;
 * ``summary.md``: robot × algorithm totals;
 * ``featherstone.md`` / ``featherstone.json``: LTDL factorisation and back-substitution
-  counts against Featherstone 2005 Table 1 (D1, D2) and a dense LDLᵀ.
+  counts against Featherstone 2005 Table 1 (D1, D2) and a dense LDLᵀ;
+* ``constrained/``: the four proximal solvers on the named constraint sets with 1 and 3
+  iterations (:mod:`opcount.constrained`, also ``python -m opcount.constrained``).
 
 The JSON is deterministic (sorted keys, no timestamps or versions) so that
 ``tests/test_opcount_reports.py`` can compare regenerated files with the committed ones.
@@ -196,9 +198,10 @@ def featherstone_md(table: dict) -> str:
 
 # --- charts ----------------------------------------------------------------------------------
 
-def plot_phases(data: dict, path) -> bool:
+def plot_phases(data: dict, path, title: str | None = None, phases: list[str] | None = None) -> bool:
     """Stacked-by-phase bar chart of one robot's counts (one bar per algorithm), like
-    Sathya 2024 Fig. 1.  Returns False (and writes nothing) without matplotlib."""
+    Sathya 2024 Fig. 1; ``phases`` orders the legend (default: first seen, ``output``
+    last).  Returns False (and writes nothing) without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -206,7 +209,7 @@ def plot_phases(data: dict, path) -> bool:
     except ImportError:
         return False
     names = list(data["algorithms"])
-    phases = [p for p in _phase_names(data) if p != OUTPUT_PHASE] + [OUTPUT_PHASE]
+    phases = [p for p in phases or _phase_names(data) if p != OUTPUT_PHASE] + [OUTPUT_PHASE]
     colour = {p: plt.get_cmap("tab20")(k % 20) for k, p in enumerate(phases)}
     fig, ax = plt.subplots(figsize=(1.2 * len(names) + 3.0, 4.5))
     labelled: set[str] = set()
@@ -222,7 +225,7 @@ def plot_phases(data: dict, path) -> bool:
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda k: phases.index(labels[k]))
     ax.set_ylabel("operations (after CSE)")
-    ax.set_title(f"{data['robot']} (nv={data['nv']}): op counts by phase")
+    ax.set_title(title or f"{data['robot']} (nv={data['nv']}): op counts by phase")
     ax.legend([handles[k] for k in order], [labels[k] for k in order], title="phase", fontsize=8,
               bbox_to_anchor=(1.01, 1), loc="upper left")
     ax.tick_params(axis="x", rotation=30)
@@ -290,9 +293,12 @@ def write_reports(out_dir=REPORTS_DIR, robots=None, plot: bool = True, log=print
 
 
 def main(argv=None) -> int:
+    from .constrained import write_constrained_reports
+
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else REPORTS_DIR
     write_reports(out)
+    write_constrained_reports(out / "constrained")
     print(f"wrote {out}")
     return 0
 

@@ -95,3 +95,80 @@ def test_write_reports_smoke(tmp_path):
     except ImportError:
         return
     assert (tmp_path / "chain_4.png").stat().st_size > 0
+
+
+# --- constrained solvers on the named constraint sets (opcount/constrained.py) ------------
+
+GOLDEN_SETS = ["ur5_3d_tool0", "solo12_3d_2feet"]       # the whole regeneration takes ~85 s
+
+
+def _committed_set(name):
+    from opcount.constrained import CONSTRAINED_DIR
+
+    path = CONSTRAINED_DIR / f"{name}.json"
+    assert path.exists(), f"{path} missing: {REFRESH}"
+    return path
+
+
+@pytest.mark.parametrize("name", GOLDEN_SETS)
+def test_committed_constrained_json_is_current(name, tmp_path):
+    from opcount.constrained import CONSTRAINED_SETS, write_set
+
+    robot, spec = CONSTRAINED_SETS[name]
+    model = _named_or_skip(robot)
+    committed = _committed_set(name)
+    write_set(name, model, spec, tmp_path, plot=False)
+    assert (tmp_path / f"{name}.json").read_text() == committed.read_text(), \
+        f"op counts of the constrained solvers on {name} changed: {REFRESH}"
+
+
+def test_committed_constrained_reports_cover_every_set_and_add_up():
+    """Every set has its json and md, matches its definition, and its counts partition:
+    classes and phases sum to the total for every solver and K; more iterations cost more."""
+    from gen.constraints import parse_constraints
+    from opcount.constrained import CONSTRAINED_DIR, CONSTRAINED_SETS, ITERATIONS, SOLVERS
+
+    summary = (CONSTRAINED_DIR / "summary.md")
+    assert summary.exists(), f"{summary} missing: {REFRESH}"
+    for name, (robot, spec) in CONSTRAINED_SETS.items():
+        data = json.loads(_committed_set(name).read_text())
+        assert (CONSTRAINED_DIR / f"{name}.md").exists(), f"{name}.md missing: {REFRESH}"
+        assert f"| {name} |" in summary.read_text(), f"{name} not in the summary: {REFRESH}"
+        model = _named_or_skip(robot)
+        assert (data["robot"], data["constraints"], data["nv"]) == (robot, spec, model.nv), f"{name}: {REFRESH}"
+        assert data["m"] == parse_constraints(model, spec).m and data["iterations"] == list(ITERATIONS)
+        assert list(data["algorithms"]) == sorted(SOLVERS)
+        for alg, row in data["algorithms"].items():
+            for k in ITERATIONS:
+                run = row[str(k)]
+                assert sum(run["classes"].values()) == run["total"], f"{name} {alg} K={k}: classes"
+                for c in report.CLASSES:
+                    assert sum(p[c] for p in run["phases"]) == run["classes"][c], f"{name} {alg} K={k}: phases, {c}"
+            assert row[str(ITERATIONS[-1])]["total"] > row[str(ITERATIONS[0])]["total"], f"{name} {alg}: iterations"
+
+
+def test_write_constrained_reports_smoke(tmp_path):
+    """The whole pipeline on two cheap synthetic sets (the PNG only with matplotlib)."""
+    from opcount.constrained import per_iteration, set_counts, write_constrained_reports
+
+    sets = {"fourbar_loop": ("fourbar", "3D:tip~anchor"), "bintree_leaves": ("bintree:9", "3D:leaf1,6D:leaf2")}
+    lines = []
+    written = write_constrained_reports(tmp_path, sets=sets, log=lines.append)
+    assert len(lines) == 2 and [d["set"] for d in written] == list(sets)
+    data = json.loads((tmp_path / "bintree_leaves.json").read_text())
+    assert data == json.loads(report.to_json(set_counts("bintree:9", "3D:leaf1,6D:leaf2", "bintree_leaves")))
+    assert data["m"] == 9
+    for alg in ("prox_ltl", "constrained_aba"):
+        one = gen.opcount("bintree:9", alg, "3D:leaf1,6D:leaf2", iterations=1)
+        assert data["algorithms"][alg]["1"]["total"] == one["total"]
+        three = gen.opcount("bintree:9", alg, "3D:leaf1,6D:leaf2", iterations=3)
+        assert per_iteration(data, alg) == (three["total"] - one["total"]) / 2
+    md = (tmp_path / "bintree_leaves.md").read_text()
+    assert "| prox_pv | 3 |" in md and "## By phase" in md
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| fourbar_loop |" in summary and "| bintree_leaves |" in summary
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (tmp_path / "fourbar_loop.png").stat().st_size > 0

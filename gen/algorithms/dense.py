@@ -1,32 +1,33 @@
 """Small dense symmetric positive-definite solves, unrolled over the backend (used for
 the 6x6 D block of a free-flyer joint in ABA).  ``A = L diag(d) L^T`` without square
-roots; factor once, solve for as many right-hand sides as needed."""
+roots; factor once, solve for as many right-hand sides as needed.  The factor keeps the
+reciprocal pivots ``1/d`` so every later division is a multiplication."""
 from __future__ import annotations
 
 
-def ldlt_factor(A):
-    """Return (L, d): L as nested lists (strict lower part), d the pivots, for a small
-    SPD matrix A (n x n) given as a backend matrix."""
+def ldlt_factor(A, be):
+    """Return (L, d, dinv): L as nested lists (strict lower part), d the pivots and dinv
+    their reciprocals, for a small SPD matrix A (n x n) given as a backend matrix."""
     n = A.shape[0]
     L = [[None] * n for _ in range(n)]
-    d = [None] * n
+    d, dinv = [None] * n, [None] * n
     for j in range(n):
         dj = A[j, j]
         for k in range(j):
             dj = dj - L[j][k] * L[j][k] * d[k]
-        d[j] = dj
+        d[j], dinv[j] = dj, be.reciprocal(dj)
         for i in range(j + 1, n):
             s = A[i, j]
             for k in range(j):
                 s = s - L[i][k] * L[j][k] * d[k]
-            L[i][j] = s / dj
-    return L, d
+            L[i][j] = s * dinv[j]
+    return L, d, dinv
 
 
 def ldlt_solve(factor, B, be):
     """``X = A^-1 B`` from ``ldlt_factor(A)``, B n x k."""
-    L, d = factor
-    n = len(d)
+    L, _, dinv = factor
+    n = len(dinv)
     cols = []
     for c in range(B.shape[1]):
         y = [None] * n
@@ -37,7 +38,7 @@ def ldlt_solve(factor, B, be):
             y[i] = s
         x = [None] * n
         for i in reversed(range(n)):             # diag(d) L^T x = y
-            s = y[i] / d[i]
+            s = y[i] * dinv[i]
             for k in range(i + 1, n):
                 s = s - L[k][i] * x[k]
             x[i] = s

@@ -66,3 +66,69 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
 def write_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str, Path]:
     """``<out_dir>/<date>-suite.{md,json,png}`` (default ``bench/reports/``)."""
     return report.write_suite(suite, Path(out_dir) if out_dir else REPORTS_DIR, stem or f"{suite['date']}-suite")
+
+
+# --- constrained dynamics (issue 5) ------------------------------------------------------------
+
+CONSTRAINED_SOLVERS = ("constrained_aba", "prox_ltls", "prox_ltl", "prox_pv")
+PIN_CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba")
+
+
+def constrained_sets(include_redundant: bool = False) -> dict[str, tuple[str, str]]:
+    """The named constraint sets of the op-count reports (``opcount.constrained``)."""
+    from opcount.constrained import CONSTRAINED_SETS
+
+    sets = dict(CONSTRAINED_SETS)
+    if not include_redundant:
+        sets = {k: v for k, v in sets.items() if not k.endswith("_x2")}
+    return sets
+
+
+def run_constrained_suite(sets=None, solvers=CONSTRAINED_SOLVERS, *, iterations: int = 3,
+                          against=("generic", "pinocchio"), progress=None, date: str | None = None,
+                          **bench_kwargs) -> dict:
+    """Every set × solver at a fixed iteration count K (Pinocchio's solvers run the same
+    K, accuracy 0), specialised vs generic vs Pinocchio's ``constraintDynamics``; the
+    constrainedABA row is repeated against Pinocchio's ``contactABA`` (its constrainedABA)
+    so "Pinocchio's fastest solver" is measured in the same program as ours."""
+    say = progress or (lambda s: None)
+    chosen = constrained_sets()
+    if sets is not None:
+        unknown = [s for s in sets if s not in constrained_sets(True)]
+        if unknown:
+            raise RbdgenError(f"unknown constraint set(s) {', '.join(unknown)} "
+                              f"(choose from {', '.join(constrained_sets(True))})")
+        chosen = {s: constrained_sets(True)[s] for s in sets}
+    machine = harness.machine_info()
+    results = []
+    for name, (robot, spec) in chosen.items():
+        for solver in solvers:
+            peers = PIN_CONSTRAINED_PEERS if solver == "constrained_aba" else PIN_CONSTRAINED_PEERS[:1]
+            for peer in peers if "pinocchio" in against else (None,):
+                use = against if peer == PIN_CONSTRAINED_PEERS[0] or peer is None else ("pinocchio",)
+                say(f"constrained suite: {name} {solver}" + (f" vs {peer}" if peer else ""))
+                try:
+                    r = harness.benchmark(robot, solver, spec, against=use, pin_peer=peer, progress=progress,
+                                          iterations=iterations, **bench_kwargs)
+                    r["set"] = name
+                    results.append(r)
+                except RbdgenError as e:
+                    say(f"constrained suite: {name} {solver} failed: {e}")
+                    results.append({"set": name, "robot": robot, "algorithm": solver, "constraints": spec,
+                                    "pin_peer": peer, "error": " ".join(str(e).split())})
+    try:
+        import os
+
+        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    method = {k: bench_kwargs.get(k, v) for k, v in harness.DEFAULTS.items()}
+    method["iterations"] = iterations
+    return {"date": date or _dt.date.today().isoformat(), "machine": machine, "method": method,
+            "results": results}
+
+
+def write_constrained_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str, Path]:
+    """``<out_dir>/<date>-constrained.{md,json}`` (default ``bench/reports/``)."""
+    return report.write_constrained(suite, Path(out_dir) if out_dir else REPORTS_DIR,
+                                    stem or f"{suite['date']}-constrained")
