@@ -108,8 +108,11 @@ def run_constrained_suite(sets=None, solvers=CONSTRAINED_SOLVERS, *, iterations:
                 use = against if peer == PIN_CONSTRAINED_PEERS[0] or peer is None else ("pinocchio",)
                 say(f"constrained suite: {name} {solver}" + (f" vs {peer}" if peer else ""))
                 try:
+                    # contactABA's K-th iterate is not ours (its multiplier update comes at
+                    # another point of the loop: ddq differs by up to ~1e-4 relative at K = 3,
+                    # agreeing when converged), so its row reports the difference, unchecked
                     r = harness.benchmark(robot, solver, spec, against=use, pin_peer=peer, progress=progress,
-                                          iterations=iterations, **bench_kwargs)
+                                          iterations=iterations, check=peer != "contact_aba", **bench_kwargs)
                     r["set"] = name
                     results.append(r)
                 except RbdgenError as e:
