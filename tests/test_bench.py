@@ -145,8 +145,9 @@ FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
                     reason="the shim's constrained part is not compiled yet (~5 min of g++); "
                            "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_constrained_shim_equals_pin_python():
-    """prox_ltl vs Pinocchio's constraintDynamics (same iterates) in the harness, and the
-    shim's (ddq, lambda) equal pin's Python constraintDynamics with the same settings."""
+    """prox_ltl vs the generic C and Pinocchio's constraintDynamics (same iterates) in the
+    harness, and the shim's (ddq, lambda) equal pin's Python constraintDynamics with the
+    same settings."""
     from gen.algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
     from gen.constraints import parse_constraints
     from gen.pinref import pin_model
@@ -154,7 +155,7 @@ def test_constrained_shim_equals_pin_python():
     model = gen.load_robot("solo12")
     cset = parse_constraints(model, FEET)
     r = harness.benchmark(model, "prox_ltl", cset, keep_outputs=True, **SMALL)
-    _check_result(r, ("specialized", "pinocchio"))
+    _check_result(r, ("specialized", "generic", "pinocchio"))
     assert r["implementations"]["pinocchio"]["function"] == "constraint_dynamics"
     pm = pin_model(model)
     pd = pm.createData()
@@ -174,6 +175,47 @@ def test_constrained_shim_equals_pin_python():
             got = r["outputs"]["pinocchio"][name][s]
             err = np.max(np.abs(got - ref)) / max(1.0, np.max(np.abs(ref)))
             assert err <= SHIM_TOL, f"constraintDynamics {name} state {s}: shim vs pin Python {err:.2e}"
+
+
+@pytest.mark.parametrize("algorithm", ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv"])
+def test_harness_constrained_generic_ur5(algorithm):
+    """A proximal solver on ur5 6D:tool0, specialised vs generic C: the program embeds the
+    constraint set, the generic C agrees with the specialised C and with NumPy on every
+    state, and the md / csv / json reports are well formed."""
+    from gen.constraints import parse_constraints
+
+    model = gen.load_robot("ur5")
+    cset = parse_constraints(model, "6D:tool0")
+    mu = 1e-3 if algorithm in ("prox_ltls", "constrained_aba") else 1e-6
+    r = harness.benchmark(model, algorithm, cset, against=("generic",), keep_outputs=True, mu=mu, **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    assert r["constraints"] == "6D:tool0" and r["m"] == 6 and r["iterations"] == 3
+    out = r["outputs"]["generic"]
+    for s in range(SMALL["n_states"]):
+        x = r["states"][s]
+        ref = gen.run(model, algorithm, x[:model.nq], x[model.nq:model.nq + model.nv], x[model.nq + model.nv:],
+                      constraints=cset, mu=mu)
+        for k, name in enumerate(("ddq", "lam", "iterations")):
+            got = out[name][s]
+            err = np.max(np.abs(got - ref[k])) / max(1.0, np.max(np.abs(ref[k])))
+            assert err <= 1e-9, f"{algorithm} state {s} {name}: generic C in the harness vs NumPy {err:.2e}"
+    r = {k: x for k, x in r.items() if k not in ("states", "outputs")}
+    md = report.render([r], "md")
+    assert f"| ur5 | {algorithm} (6D:tool0) | 6 |" in md and "| ok |" in md
+    csv_rows = report.render([r], "csv").splitlines()
+    assert len(csv_rows) == 2 and csv_rows[1].startswith(f"ur5,{algorithm},6D:tool0,6,")
+    row = json.loads(report.render([r], "json"))[0]
+    assert row["verify"]["ok"] and set(row["implementations"]) == {"specialized", "generic"}
+
+
+def test_harness_constrained_generic_early_exit():
+    """With a tolerance the generic C takes the specialised driver's iteration counts."""
+    r = harness.benchmark("ur5", "prox_pv", "6D:tool0", against=("generic",), keep_outputs=True, tol=1e-10,
+                          max_iter=20, **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    its = {name: r["outputs"][name]["iterations"].ravel() for name in ("specialized", "generic")}
+    assert np.array_equal(its["specialized"], its["generic"]), f"iteration counts differ: {its}"
+    assert its["generic"].max() > 1
 
 
 def test_cli_bench_json(capsys):
@@ -202,7 +244,8 @@ def test_cli_bench_user_errors():
     for argv, msg in ((["bench", "chain:6"], "--algorithm"),
                       (["bench", "chain:6", "-a", "rnea", "--against", "mujoco"], "mujoco"),
                       (["bench", "chain:6", "-a", "rnea", "--rounds", "0"], "--rounds"),
-                      (["bench", "chain:6", "-a", "rnea", "--iterations", "3"], "constrained")):
+                      (["bench", "chain:6", "-a", "rnea", "--iterations", "3"], "constrained"),
+                      (["bench", "ur5", "-a", "prox_ltl", "-c", "6D:tool0", "--max-iter", "9"], "--tol")):
         args = p.parse_args(argv)
         with pytest.raises(RbdgenError, match=msg):
             args.func(args)

@@ -3,6 +3,7 @@
 ::
 
     rbdgen bench ROBOT --algorithm A [--constraints S] [--against generic,pinocchio]
+                 [--iterations K | --tol T --max-iter K] [--mu MU] [--pin-peer P]
                  [--format md|csv|json] [--states N] [--rounds R] [--batch B] [--warmup W]
     rbdgen bench --suite [--robots r1,r2] [--algorithms rnea,crba,aba,nle] [--out DIR]
 
@@ -52,6 +53,10 @@ def add_parser(subparsers):
     p.add_argument("--seed", type=int, default=d["seed"])
     p.add_argument("--iterations", type=int, help="fixed iteration count (proximal solvers)")
     p.add_argument("--mu", type=float, help="proximal damping, Pinocchio's sense (default 1e-6)")
+    p.add_argument("--tol", type=float, help="proximal solvers: early exit once |J ddq - a_c*|_inf <= TOL "
+                                             "(the specialized and generic C alike; Pinocchio gets it as "
+                                             "its ProximalSettings accuracy)")
+    p.add_argument("--max-iter", type=int, help="iteration cap of the early exit (with --tol)")
     p.add_argument("--pin-peer", help="Pinocchio function to time instead of the default peer "
                                       "(rnea, nle, crba, aba, constraint_dynamics, contact_aba, lcaba)")
     p.add_argument("--tolerance", type=float, help="relative agreement required before timing "
@@ -99,7 +104,10 @@ def run(args) -> int:
     say = _progress(args.quiet)
     against = _against(args.against)
     kwargs = _common_kwargs(args)
-    options = {k: v for k, v in (("iterations", args.iterations), ("mu", args.mu)) if v is not None}
+    options = {k: v for k, v in (("iterations", args.iterations), ("mu", args.mu), ("tol", args.tol),
+                                 ("max_iter", args.max_iter)) if v is not None}
+    if "max_iter" in options and "tol" not in options:
+        raise RbdgenError("--max-iter caps the early exit: give it with --tol (or use --iterations K)")
     if args.suite:
         from . import suite
 
@@ -114,7 +122,8 @@ def run(args) -> int:
             if get_algorithm(a).constrained:
                 raise RbdgenError(f"--suite times unconstrained algorithms; {a} needs constraints")
         if options:
-            raise RbdgenError("--iterations / --mu apply to constrained algorithms, not to --suite")
+            raise RbdgenError("--iterations / --mu / --tol / --max-iter apply to constrained algorithms, "
+                              "not to --suite")
         s = suite.run_suite(robots, algos, against=against, progress=say, tolerance=args.tolerance,
                             **kwargs, **options)
         paths = suite.write_report(s, args.out)
@@ -129,7 +138,8 @@ def run(args) -> int:
     from ..robots import load_robot
 
     if options and not get_algorithm(args.algorithm).constrained:
-        raise RbdgenError(f"--iterations / --mu apply to constrained algorithms, not {args.algorithm}")
+        raise RbdgenError(f"--iterations / --mu / --tol / --max-iter apply to constrained algorithms, "
+                          f"not {args.algorithm}")
     model = load_robot(args.robot, floating_base=args.floating_base)
     try:
         result = harness.benchmark(model, args.algorithm, args.constraints, against=against,

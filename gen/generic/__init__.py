@@ -3,12 +3,16 @@ the baseline the specialised C is benchmarked against (DESIGN §5).
 
 * ``rbg.h`` / ``rbg.c``: C99 library, ``rbg_model`` struct, ``rbg_<algo>`` functions,
   ``rbg_work_size`` (see :data:`HEADER`, :data:`SOURCES`);
-* :mod:`.serialize`: a Model as the struct's arrays, or as a C initializer
-  (:func:`model_to_c`) for a C benchmark program;
+* ``rbg_constrained.c``: constraint sets (``rbg_constraints``) and the four proximal
+  solvers (``rbg_prox_ltl``, ``rbg_prox_ltls``, ``rbg_constrained_aba``, ``rbg_prox_pv``);
+* :mod:`.serialize`: a Model (and a constraint set) as the structs' arrays, or as C
+  initializers (:func:`model_to_c`, :func:`constraints_to_c`) for a C benchmark program;
 * :mod:`.binding`: :class:`GenericModel`, the library compiled with cffi and cached.
 """
 from .binding import HEADER, INCLUDE_DIR, SOURCES, GenericModel, load_library, sources
-from .serialize import STRUCT_FIELDS, model_to_c, serialize, work_sizes
+from .serialize import (STRUCT_FIELDS, constrained_work_sizes, constraints_to_c, model_to_c, serialize,
+                        serialize_constraints, work_sizes)
 
-__all__ = ["GenericModel", "HEADER", "INCLUDE_DIR", "SOURCES", "STRUCT_FIELDS", "load_library",
-           "model_to_c", "serialize", "sources", "work_sizes"]
+__all__ = ["GenericModel", "HEADER", "INCLUDE_DIR", "SOURCES", "STRUCT_FIELDS", "constrained_work_sizes",
+           "constraints_to_c", "load_library", "model_to_c", "serialize", "serialize_constraints", "sources",
+           "work_sizes"]

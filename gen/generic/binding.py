@@ -10,8 +10,17 @@ hash of the C sources, the cdef, the flags and the Python/cffi versions::
     ddq = g.aba(q, v, tau)              # same shapes as gen.run(model, "aba", q, v, tau)
     tau = g.call("rnea", q, v, a)       # dispatch by registry name
 
+    g = GenericModel(gen.load_robot("solo12"), constraints="3D:FL_FOOT,3D:HR_FOOT")
+    ddq, lam, iterations, residual = g.prox_ltl(q, v, tau, iterations=3, mu=1e-6)
+    # = gen.run(model, "prox_ltl", q, v, tau, constraints=..., iterations=3, mu=1e-6)
+
 A C harness instead includes ``rbg.h``, compiles :data:`SOURCES` and embeds the model
-with :func:`gen.generic.serialize.model_to_c`.
+with :func:`gen.generic.serialize.model_to_c` (and a constraint set with
+:func:`~gen.generic.serialize.constraints_to_c`).
+
+The cffi declarations are ``rbg.h`` itself: its ``#include`` lines dropped and the rest
+run through the C preprocessor (:func:`cdef`), so the binding cannot drift from the
+header.
 """
 from __future__ import annotations
 
@@ -20,7 +29,9 @@ import importlib.machinery
 import importlib.util
 import os
 import platform
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,50 +40,39 @@ import numpy as np
 
 from ..errors import RbdgenError
 from ..model import Model
-from .serialize import ALGO_IDS, ARRAY_FIELDS, serialize
+from .serialize import (ALGO_IDS, ARRAY_FIELDS, CONSTRAINED_ALGO_IDS, CONSTRAINT_ARRAY_FIELDS, serialize,
+                        serialize_constraints)
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE
 HEADER = HERE / "rbg.h"
-SOURCES = [HERE / "rbg.c"]
+HEADERS = [HEADER, HERE / "rbg_internal.h"]
+SOURCES = [HERE / "rbg.c", HERE / "rbg_constrained.c"]
 DEFAULT_CFLAGS = ("-O3", "-march=native")
 
-STATUS = {0: "ok", 1: "an input contains NaN or inf", 2: "singular inertia (non-positive pivot) at q",
-          3: "unknown algorithm", 4: "inconsistent rbg_model"}
+STATUS = {0: "ok", 1: "an input contains NaN or inf (or an option is out of range)",
+          2: "singular matrix (a pivot of the wrong sign) at q", 3: "unknown algorithm",
+          4: "inconsistent rbg_model or rbg_constraints",
+          5: "a loop closure between two moving bodies (this solver handles constraints relative to the world)"}
 
-CDEF = """
-typedef struct rbg_model {
-    int nbodies;
-    int nq;
-    int nv;
-    const int *parent;
-    const int *jtype;
-    const int *axis_k;
-    const int *idx_q;
-    const int *idx_v;
-    const int *nvj;
-    const int *dof_parent;
-    const double *axis;
-    const double *plc_R;
-    const double *plc_p;
-    const double *inertia;
-    double gravity[3];
-} rbg_model;
-typedef enum rbg_algo {
-    RBG_ALGO_RNEA = 0, RBG_ALGO_NLE = 1, RBG_ALGO_CRBA = 2, RBG_ALGO_LTDL = 3,
-    RBG_ALGO_LTL = 4, RBG_ALGO_CRBA_SOLVE = 5, RBG_ALGO_ABA = 6
-} rbg_algo;
-size_t rbg_work_size(const rbg_model *m, rbg_algo algo);
-int rbg_check_model(const rbg_model *m);
-void rbg_inertia_params(double mass, const double *com, const double *I_c, double *out);
-int rbg_rnea(const rbg_model *m, const double *q, const double *v, const double *a, double *tau, double *work);
-int rbg_nle(const rbg_model *m, const double *q, const double *v, double *b, double *work);
-int rbg_crba(const rbg_model *m, const double *q, double *M, double *work);
-int rbg_ltdl(const rbg_model *m, const double *q, double *L, double *D, double *work);
-int rbg_ltl(const rbg_model *m, const double *q, double *L, double *work);
-int rbg_crba_solve(const rbg_model *m, const double *q, const double *b, double *x, double *work);
-int rbg_aba(const rbg_model *m, const double *q, const double *v, const double *tau, double *ddq, double *work);
-"""
+def _compiler() -> list[str]:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RbdgenError("the generic C library needs a C compiler (cc or gcc, or set CC)")
+    return shlex.split(cc)
+
+
+def cdef() -> str:
+    """The declarations of ``rbg.h`` for ``cffi.FFI.cdef``: the header without its
+    ``#include`` lines, through ``cc -E -P`` (C branch of the ``__cplusplus`` guards,
+    ``RBG_RESTRICT`` -> ``restrict``, function-like ``RBG_WORK_*`` macros dropped)."""
+    text = "".join(line for line in HEADER.read_text().splitlines(keepends=True)
+                   if not line.lstrip().startswith("#include"))
+    res = subprocess.run([*_compiler(), "-E", "-P", "-x", "c", "-"], input=text, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RbdgenError(f"preprocessing rbg.h for cffi failed: {res.stderr.strip()[-500:]}")
+    return res.stdout
+
 
 _LOADED: dict[tuple, object] = {}
 
@@ -86,7 +86,7 @@ def _key(cflags: tuple[str, ...]) -> str:
     import cffi
 
     h = hashlib.sha256()
-    for part in (HEADER.read_bytes(), *(s.read_bytes() for s in SOURCES), CDEF.encode(),
+    for part in (*(s.read_bytes() for s in (*HEADERS, *SOURCES)),
                  " ".join(cflags).encode(), cffi.__version__.encode(), sys.version.encode(),
                  platform.machine().encode()):
         h.update(part)
@@ -118,7 +118,7 @@ def _compile(modname: str, cflags: tuple[str, ...], out_dir: Path, target: Path)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ffib = cffi.FFI()
-    ffib.cdef(CDEF)
+    ffib.cdef(cdef())
     ffib.set_source(modname, '#include "rbg.h"', sources=[str(s) for s in SOURCES],
                     include_dirs=[str(INCLUDE_DIR)], extra_compile_args=list(cflags))
     tmp = tempfile.mkdtemp(prefix=modname + ".", dir=out_dir)
@@ -133,37 +133,60 @@ def _compile(modname: str, cflags: tuple[str, ...], out_dir: Path, target: Path)
 
 
 class GenericModel:
-    """The generic C implementation bound to one model.  Methods take and return NumPy
-    arrays shaped like :func:`gen.run` (vectors 1-D, matrices 2-D).  An instance reuses
-    one workspace, so it is not thread-safe; use one instance per thread."""
+    """The generic C implementation bound to one model and one constraint set
+    (``constraints``: a spec string, a :class:`~gen.constraints.ConstraintSet` or None
+    for none; the proximal solvers then reduce to ABA).  Methods take and return NumPy
+    arrays shaped like :func:`gen.run` (vectors 1-D, matrices 2-D); the proximal solvers
+    take gen.run's options ``iterations``, ``mu``, ``tol``, ``max_iter``.  An instance
+    reuses one workspace, so it is not thread-safe; use one instance per thread."""
 
-    ALGORITHMS = tuple(ALGO_IDS)
+    ALGORITHMS = (*ALGO_IDS, *CONSTRAINED_ALGO_IDS)
 
-    def __init__(self, model: Model, *, cflags=None):
+    def __init__(self, model: Model, constraints=None, *, cflags=None):
+        from ..constraints import as_constraint_set
+
         self.model = model
         self.arrays = serialize(model)
+        self.cset = as_constraint_set(model, constraints)
+        self.constraint_arrays = serialize_constraints(model, self.cset)
         self._mod = load_library(cflags)
         self.ffi, self.lib = self._mod.ffi, self._mod.lib
         ffi, a = self.ffi, self.arrays
         self._keep = []
         init = {"nbodies": a.nbodies, "nq": a.nq, "nv": a.nv, "gravity": list(map(float, a.gravity))}
-        for field in ARRAY_FIELDS:
-            arr = getattr(a, field)
-            ctype = "int[]" if arr.dtype == np.intc else "double[]"
-            buf = ffi.from_buffer(ctype, arr) if arr.size else ffi.NULL
-            self._keep.append(buf)
-            init[field] = buf
+        init.update({f: self._buffer(getattr(a, f)) for f in ARRAY_FIELDS})
         self.c_model = ffi.new("rbg_model *", init)
         rc = self.lib.rbg_check_model(self.c_model)
         if rc:
             raise RbdgenError(f"{model.name}: generic C rejects the model ({STATUS.get(rc, rc)})")
+        ca = self.constraint_arrays
+        cinit = {"nc": ca.nc, "Kp": ca.Kp, "Kd": ca.Kd}
+        cinit.update({f: self._buffer(getattr(ca, f)) for f in CONSTRAINT_ARRAY_FIELDS})
+        self.c_constraints = ffi.new("rbg_constraints *", cinit)
+        self.iwork = np.zeros(int(self.lib.rbg_constraints_iwork_size(self.c_model, self.c_constraints)),
+                              dtype=np.intc)
+        rc = self.lib.rbg_constraints_init(self.c_model, self.c_constraints, self._buffer(self.iwork))
+        if rc:
+            raise RbdgenError(f"{model.name}: generic C rejects the constraints '{self.cset}' "
+                              f"({STATUS.get(rc, rc)})")
         self.work_sizes = {name: int(self.lib.rbg_work_size(self.c_model, i)) for name, i in ALGO_IDS.items()}
+        self.work_sizes.update({name: int(self.lib.rbg_constrained_work_size(self.c_model, self.c_constraints, i))
+                                for name, i in CONSTRAINED_ALGO_IDS.items()})
         self._work = np.zeros(max(self.work_sizes.values(), default=0) + 1)
-        self.nq, self.nv = a.nq, a.nv
+        self.nq, self.nv, self.m = a.nq, a.nv, ca.m
+
+    def _buffer(self, arr: np.ndarray):
+        """A C pointer to ``arr`` (NULL when empty), kept alive with the instance."""
+        if not arr.size:
+            return self.ffi.NULL
+        buf = self.ffi.from_buffer("int[]" if arr.dtype == np.intc else "double[]", arr)
+        self._keep.append(buf)
+        return buf
 
     # --- plumbing ------------------------------------------------------------------------
     def work_size(self, algorithm: str) -> int:
-        """Doubles of workspace ``algorithm`` needs (``rbg_work_size``)."""
+        """Doubles of workspace ``algorithm`` needs (``rbg_work_size``, for the proximal
+        solvers ``rbg_constrained_work_size`` with this constraint set)."""
         try:
             return self.work_sizes[algorithm]
         except KeyError:
@@ -239,16 +262,68 @@ class GenericModel:
                                             self._in("aba", "tau", tau, self.nv), dp, self._w))
         return ddq
 
-    def call(self, algorithm: str, *inputs):
+    # --- proximal constrained solvers -----------------------------------------------------
+    def prox_ltl(self, q, v, tau, **options):
+        """(ddq, lam, iterations, residual) by the sparse KKT factorisation (Carpentier
+        2021 Alg. 1)."""
+        return self._proximal("prox_ltl", q, v, tau, **options)
+
+    def prox_ltls(self, q, v, tau, **options):
+        """(ddq, lam, iterations, residual) by the augmented Lagrangian on M + J^T J / rho
+        (Sathya 2024 eq. 16, 24)."""
+        return self._proximal("prox_ltls", q, v, tau, **options)
+
+    def constrained_aba(self, q, v, tau, **options):
+        """(ddq, lam, iterations, residual) by constrainedABA (Sathya 2024 Alg. 1-3)."""
+        return self._proximal("constrained_aba", q, v, tau, **options)
+
+    def prox_pv(self, q, v, tau, **options):
+        """(ddq, lam, iterations, residual) by proxPV (Sathya 2024 Alg. 4)."""
+        return self._proximal("prox_pv", q, v, tau, **options)
+
+    def prox_options(self, iterations=None, mu=None, tol=None, max_iter=None):
+        """``rbg_prox_options`` for gen.run's options: ``max_iter`` (if given) replaces
+        ``iterations`` as the cap; ``tol`` None means no early exit."""
+        from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
+
+        cap = (DEFAULT_ITERATIONS if iterations is None else iterations) if max_iter is None else max_iter
+        if int(cap) != cap or cap < 1:
+            raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
+        if tol is not None and not tol >= 0:
+            raise RbdgenError(f"tolerance tol={tol} must be non-negative")
+        mu = DEFAULT_MU if mu is None else float(mu)
+        if not (mu > 0 and np.isfinite(mu)):
+            raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
+                              f"e.g. 1e-6; Sathya's penalty is 1/mu)")
+        return self.ffi.new("rbg_prox_options *", {"mu": mu, "max_iter": int(cap),
+                                                    "tol": -1.0 if tol is None else float(tol)})
+
+    def _proximal(self, algo: str, q, v, tau, **options):
+        if algo in ("constrained_aba", "prox_pv"):
+            self.cset.require_anchored(algo)
+        opts = self.prox_options(**options)
+        ddq, dp = self._out(self.nv)
+        lam, lp = self._out(self.m)
+        its, ip = self._out(1)
+        res, rp = self._out(1)
+        fn = getattr(self.lib, f"rbg_{algo}")
+        self._check(algo, fn(self.c_model, self.c_constraints, opts, self._in(algo, "q", q, self.nq),
+                             self._in(algo, "v", v, self.nv), self._in(algo, "tau", tau, self.nv),
+                             dp, lp if self.m else self.ffi.NULL, ip, rp, self._w))
+        return ddq, lam, its, res
+
+    def call(self, algorithm: str, *inputs, **options):
         """Run ``algorithm`` (a registry name, see :data:`gen.algorithms.ALGORITHMS`) on
-        ``inputs``; outputs as :func:`gen.run` returns them."""
+        ``inputs`` (and, for the proximal solvers, gen.run's options); outputs as
+        :func:`gen.run` returns them."""
         if algorithm not in self.ALGORITHMS:
             raise RbdgenError(f"generic C has no algorithm '{algorithm}' "
                               f"(choose from {', '.join(self.ALGORITHMS)})")
-        return getattr(self, algorithm)(*inputs)
+        return getattr(self, algorithm)(*inputs, **options)
 
     def __repr__(self) -> str:
-        return f"GenericModel({self.model.name!r}, nq={self.nq}, nv={self.nv})"
+        extra = f", constraints={self.cset.spec!r}" if self.m else ""
+        return f"GenericModel({self.model.name!r}{extra}, nq={self.nq}, nv={self.nv})"
 
 
 def sources() -> dict:

@@ -34,10 +34,18 @@
  * Do not compile with -ffast-math / -ffinite-math-only: the NaN checks rely on IEEE
  * semantics.
  *
+ * The constrained solvers (section "Constraints", rbg_constrained.c) take a constraint
+ * set as data too (rbg_constraints, its patterns precomputed once by
+ * rbg_constraints_init) and proximal options, and add the codes RBG_EMODEL (bad
+ * constraint arrays) and RBG_ELOOP (see below).
+ *
  * References: R. Featherstone, Rigid Body Dynamics Algorithms, Springer 2008 (RBDA;
  * Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA, Table 2.5 spatial arithmetic);
  * R. Featherstone, Efficient Factorization of the Joint-Space Inertia Matrix for
- * Branched Kinematic Trees, IJRR 24(6) 2005 (Table 2 LTDL / LTL, §5 solves).
+ * Branched Kinematic Trees, IJRR 24(6) 2005 (Table 2 LTDL / LTL, §5 solves);
+ * J. Carpentier et al., Proximal and Sparse Resolution of Constrained Dynamic
+ * Equations, RSS 2021; A. Sathya, J. Carpentier, Constrained Articulated Body Dynamics
+ * Algorithms, 2024.
  */
 #ifndef RBG_H
 #define RBG_H
@@ -112,7 +120,10 @@ enum {
     RBG_EINPUT = 1,         /* an input contains NaN or inf                  */
     RBG_ESINGULAR = 2,      /* non-positive pivot: singular inertia at q     */
     RBG_EALGO = 3,          /* unknown algorithm id (rbg_work_size returns 0) */
-    RBG_EMODEL = 4          /* inconsistent rbg_model (rbg_check_model)      */
+    RBG_EMODEL = 4,         /* inconsistent rbg_model (rbg_check_model) or
+                               rbg_constraints (rbg_constraints_init)        */
+    RBG_ELOOP = 5           /* a loop closure between two moving bodies given
+                               to constrained_aba / prox_pv                   */
 };
 
 /* Algorithm ids for rbg_work_size. */
@@ -123,9 +134,13 @@ typedef enum rbg_algo {
     RBG_ALGO_LTDL = 3,
     RBG_ALGO_LTL = 4,
     RBG_ALGO_CRBA_SOLVE = 5,
-    RBG_ALGO_ABA = 6
+    RBG_ALGO_ABA = 6,
+    RBG_ALGO_PROX_LTL = 7,          /* constrained: rbg_constrained_work_size */
+    RBG_ALGO_PROX_LTLS = 8,
+    RBG_ALGO_CONSTRAINED_ABA = 9,
+    RBG_ALGO_PROX_PV = 10
 } rbg_algo;
-#define RBG_NALGO 7
+#define RBG_NALGO 11
 
 /* Workspace sizes in doubles (nb = nbodies).  Per body: a transform is 12 doubles
  * (R, p), a spatial vector 6, a rigid-body inertia 10, an articulated inertia 36. */
@@ -137,7 +152,8 @@ typedef enum rbg_algo {
 #define RBG_WORK_CRBA_SOLVE(nb, nv) ((size_t)(nv) * (size_t)(nv) + RBG_WORK_CRBA(nb, nv))
 #define RBG_WORK_ABA(nb, nv)        ((size_t)79 * (size_t)(nb) + (size_t)(nv))
 
-/* Doubles of workspace `algo` needs on model m; 0 for an unknown algo. */
+/* Doubles of workspace `algo` needs on model m; 0 for an unknown algo and for the
+ * constrained solvers (see rbg_constrained_work_size). */
 size_t rbg_work_size(const rbg_model *m, rbg_algo algo);
 
 /* RBG_OK if the model's arrays are consistent (parents, kinds, indices, sizes,
@@ -189,6 +205,149 @@ int rbg_crba_solve(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q
 int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
             const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
             double *RBG_RESTRICT ddq, double *RBG_RESTRICT work);
+
+/* ===================================================================== */
+/*  Constraints and the proximal constrained solvers (rbg_constrained.c) */
+/* ===================================================================== */
+
+/*
+ * A constraint set, with the conventions of rbdgen (DESIGN §4) = Pinocchio's
+ * RigidConstraintModel with reference frame LOCAL: constraint l holds frame A (on body1,
+ * at placement M1 in it) to frame B (on body2 at M2; body2 = -1: M2 is an anchor in
+ * the world).  Rows are expressed in frame A's LOCAL axes:
+ *   3D (size 3):  J v = lin(v_A) - c1R2 lin(v_B)       (the frame origins' velocities)
+ *   6D (size 6):  J v = v_A - c1Xc2 v_B                 (spatial velocities)
+ * with the desired constraint acceleration (Baumgarte; Carpentier 2021 eq. 3b)
+ *   a_c* = -gamma - Kd J v - Kp e,   e = -c1Mc2.p (3D) or -log6(c1Mc2) (6D),
+ * gamma the constraint acceleration at ddq = 0 without gravity (3D: the points'
+ * classical accelerations; 6D: the spatial ones plus the transport term), and
+ * forces in Pinocchio's sign:  M ddq + b = tau + J^T lam.  A constraint of weight w
+ * gets the proximal damping rho = mu / w on its rows (Sathya 2024, Remark 2).
+ *
+ * The caller fills the first block (arrays per constraint l in [0, nc)):
+ *   size[l]      3 or 6
+ *   body1[l]     body carrying frame A, -1 for the world
+ *   body2[l]     body carrying frame B, -1 for the world (at least one side moves)
+ *   M1[12 l..]   frame A in body1: R (row-major, frame -> body), p
+ *   M2[12 l..]   frame B in body2, or in the world when body2 = -1
+ *   weight[l]    > 0
+ *   Kp, Kd       Baumgarte gains, >= 0
+ * and rbg_constraints_init fills the second block: the row offsets and the sparsity
+ * patterns of the factorisations, computed once from the tree (integers, in caller
+ * memory `iwork`).  A pattern (ptr, idx) lists for each row k of a matrix factored as
+ * A = L^T D L (unit lower L, eliminated from the last row to the first) the columns
+ * idx[ptr[k] .. ptr[k+1]) of the structurally non-zero L_ki, i < k, descending.
+ */
+typedef struct rbg_constraints {
+    int nc;
+    const int *size;
+    const int *body1;
+    const int *body2;
+    const double *M1;
+    const double *M2;
+    const double *weight;
+    double Kp;
+    double Kd;
+    /* --- set by rbg_constraints_init --- */
+    int m;                  /* number of rows, sum of size                             */
+    int anchored;           /* 1 if every constraint has exactly one moving side       */
+    const int *row;         /* [nc + 1] first row of each constraint; row[nc] = m       */
+    const int *sup_ptr;     /* dofs whose columns of J may be non-zero, per constraint  */
+    const int *sup_idx;     /*   (ascending; a 6D loop leaves out the common ancestors) */
+    const int *se;          /* [nbodies] 1 if the body supports a constraint (S_E)     */
+    const int *es_ptr;      /* constraints in the subtree of each body, ES(i)          */
+    const int *es_idx;
+    const int *kkt_ptr;     /* pattern of K_mu = [[-rho, J], [J^T, M]], m + nv rows    */
+    const int *kkt_idx;     /*   (constraint rows first, Carpentier 2021 Alg. 1)        */
+    const int *mmu_ptr;     /* pattern of M_mu = M + J^T rho^-1 J, nv rows             */
+    const int *mmu_idx;
+    const int *del_ptr;     /* pattern of the damped Delassus matrix, m rows (dense)    */
+    const int *del_idx;
+} rbg_constraints;
+
+/* Proximal iterations (rbdgen's gen.run options).  mu: Pinocchio's damping (> 0,
+ * e.g. 1e-6; Sathya's penalty is 1/mu).  max_iter >= 1: the number of proximal steps
+ * when tol < 0, else the cap.  tol >= 0: stop once |J ddq_k - a_c*|_inf <= tol. */
+typedef struct rbg_prox_options {
+    double mu;
+    int max_iter;
+    double tol;
+} rbg_prox_options;
+
+/* Ints of `iwork` rbg_constraints_init needs; 0 if a size is not 3 or 6. */
+size_t rbg_constraints_iwork_size(const rbg_model *m, const rbg_constraints *c);
+
+/* Check c against m (sizes, bodies, finite placements, positive weights, gains >= 0)
+ * and fill its structure block with pointers into iwork (which must outlive c).
+ * RBG_OK or RBG_EMODEL. */
+int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork);
+
+/* Workspace sizes in doubles (nb = nbodies, nv, m = rows). */
+#define RBG_WORK_PROX_LTL(nb, nv, m) \
+    ((size_t)((m) + (nv)) * (size_t)((m) + (nv) + 2) + (size_t)(nv) * (size_t)((nv) + (m) + 7) \
+     + (size_t)3 * (size_t)(m) + (size_t)52 * (size_t)(nb))
+#define RBG_WORK_PROX_LTLS(nb, nv, m) \
+    ((size_t)(nv) * (size_t)((nv) + (m) + 9) + (size_t)4 * (size_t)(m) + (size_t)62 * (size_t)(nb))
+#define RBG_WORK_CONSTRAINED_ABA(nb, nv, m) \
+    ((size_t)103 * (size_t)(nb) + (size_t)(nv) + (size_t)10 * (size_t)(m))
+#define RBG_WORK_PROX_PV(nb, nv, m) \
+    ((size_t)103 * (size_t)(nb) + (size_t)(nv) + (size_t)(m) * (size_t)((m) + 6 * (nb) + 25))
+
+/* Doubles of workspace the constrained solver `algo` needs on m with the initialised
+ * set c; 0 for an algorithm that is not a constrained solver. */
+size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, rbg_algo algo);
+
+/*
+ * The four proximal solvers.  Inputs q[nq], v[nv], tau[nv]; outputs ddq[nv], lam[m]
+ * (Pinocchio's sign), iterations[1] (proximal steps taken, as a double; 0 without
+ * constraints) and residual[1] (|J ddq - a_c*|_inf of the returned iterate).  From
+ * lam_0 = 0 all four produce the same iterates of the proximal-point method
+ *     M ddq_k = tau - b + J^T lam_k,    J ddq_k - a_c* = rho (lam_{k-1} - lam_k)
+ * (up to rounding: the augmented-Lagrangian ones, prox_ltls and constrained_aba, add
+ * J^T J / rho to the inertia and lose ~eps / (mu lambda_min(M)) relative accuracy).
+ * Return RBG_OK, RBG_EINPUT (NaN / inf input, or mu <= 0, max_iter < 1),
+ * RBG_ESINGULAR (a pivot of the wrong sign), RBG_ELOOP (maximal-coordinate solvers
+ * given a loop between two moving bodies).
+ */
+
+/* proxLTL: K_mu [-lam; ddq] = [a_c* + rho lam_{k-1}; tau - b] by the sparse L^T D L of
+ * the KKT matrix, constraint rows first (Carpentier 2021 eq. 18, Alg. 1). */
+int rbg_prox_ltl(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                 const rbg_prox_options *RBG_RESTRICT opt, const double *RBG_RESTRICT q,
+                 const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+                 double *RBG_RESTRICT ddq, double *RBG_RESTRICT lam,
+                 double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
+                 double *RBG_RESTRICT work);
+
+/* proxLTLs: augmented Lagrangian on M_mu = M + J^T rho^-1 J (CRBA on inertias holding
+ * the constant constraint terms, Sathya 2024 eq. 24; loops added to M_mu), sparse
+ * L^T D L once, one solve per iteration (Sathya 2024 eq. 16). */
+int rbg_prox_ltls(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                  const rbg_prox_options *RBG_RESTRICT opt, const double *RBG_RESTRICT q,
+                  const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+                  double *RBG_RESTRICT ddq, double *RBG_RESTRICT lam,
+                  double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
+                  double *RBG_RESTRICT work);
+
+/* constrainedABA: ABA on the augmented Lagrangian in maximal coordinates, then reduced
+ * two-sweep iterations over the supporting bodies (Sathya 2024 Alg. 1-3).  Constraints
+ * relative to the world only. */
+int rbg_constrained_aba(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                        const rbg_prox_options *RBG_RESTRICT opt, const double *RBG_RESTRICT q,
+                        const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+                        double *RBG_RESTRICT ddq, double *RBG_RESTRICT lam,
+                        double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
+                        double *RBG_RESTRICT work);
+
+/* proxPV: Popov-Vereshchagin with proximal iterations on the damped Delassus matrix
+ * J M^-1 J^T + rho built in the backward sweep (Sathya 2024 Alg. 4).  Constraints
+ * relative to the world only. */
+int rbg_prox_pv(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                const rbg_prox_options *RBG_RESTRICT opt, const double *RBG_RESTRICT q,
+                const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+                double *RBG_RESTRICT ddq, double *RBG_RESTRICT lam,
+                double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
+                double *RBG_RESTRICT work);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,23 @@ gravity        double[3]      world gravity
 
 :data:`STRUCT_FIELDS` lists the same layout for programs; :func:`work_sizes` mirrors the
 ``RBG_WORK_*`` macros.
+
+A :class:`gen.constraints.ConstraintSet` becomes the first block of ``rbg_constraints``
+(:data:`CONSTRAINT_FIELDS`, per constraint ``l``); ``rbg_constraints_init`` fills the
+second block (row offsets, sparsity patterns) into an int buffer of
+:func:`constraints_iwork_size` ints:
+
+=============  ========  =============================================================
+field          C type    contents
+=============  ========  =============================================================
+nc             int       number of constraints
+size           int[nc]   3 (3D) or 6 (6D)
+body1, body2   int[nc]   bodies carrying frames A and B, -1 for the world
+M1, M2         double[12 nc]  the frames in their bodies (in the world for -1): R
+                              row-major (frame -> body), then p
+weight         double[nc]     positive weights (damping rho = mu / weight)
+Kp, Kd         double         Baumgarte gains
+=============  ========  =============================================================
 """
 from __future__ import annotations
 
@@ -68,6 +85,31 @@ _WORK = {
     "crba_solve": lambda nb, nv: nv * nv + 22 * nb + 6 * nv,
     "aba": lambda nb, nv: 79 * nb + nv,
 }
+
+
+# The proximal solvers (rbg_algo ids) and their workspaces in doubles, functions of
+# (nbodies, nv, m = constraint rows): the RBG_WORK_<ALGO>(nb, nv, m) macros.
+CONSTRAINED_ALGO_IDS = {"prox_ltl": 7, "prox_ltls": 8, "constrained_aba": 9, "prox_pv": 10}
+_WORK_CONSTRAINED = {
+    "prox_ltl": lambda nb, nv, m: (m + nv) * (m + nv + 2) + nv * (nv + m + 7) + 3 * m + 52 * nb,
+    "prox_ltls": lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb,
+    "constrained_aba": lambda nb, nv, m: 103 * nb + nv + 10 * m,
+    "prox_pv": lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25),
+}
+
+# (field, C element type, length as a function of nc); order = struct order.
+CONSTRAINT_FIELDS = [
+    ("nc", "int", None),
+    ("size", "int", lambda nc: nc),
+    ("body1", "int", lambda nc: nc),
+    ("body2", "int", lambda nc: nc),
+    ("M1", "double", lambda nc: 12 * nc),
+    ("M2", "double", lambda nc: 12 * nc),
+    ("weight", "double", lambda nc: nc),
+    ("Kp", "double", None),
+    ("Kd", "double", None),
+]
+CONSTRAINT_ARRAY_FIELDS = [f for f, _, n in CONSTRAINT_FIELDS if n is not None]
 
 
 @dataclass(frozen=True)
@@ -137,6 +179,67 @@ def work_sizes(model: Model) -> dict[str, int]:
     return {a: f(model.nbodies, model.nv) for a, f in _WORK.items()}
 
 
+@dataclass(frozen=True)
+class ConstraintArrays:
+    """The caller block of ``rbg_constraints`` as contiguous NumPy arrays; ``m`` is the
+    number of rows (set again by ``rbg_constraints_init``)."""
+
+    spec: str
+    nc: int
+    m: int
+    size: np.ndarray
+    body1: np.ndarray
+    body2: np.ndarray
+    M1: np.ndarray
+    M2: np.ndarray
+    weight: np.ndarray
+    Kp: float
+    Kd: float
+
+
+def _se3_row(M) -> list[float]:
+    return [*np.asarray(M.R, dtype=float).reshape(9), *np.asarray(M.p, dtype=float).reshape(3)]
+
+
+def serialize_constraints(model: Model, cset) -> ConstraintArrays:
+    """The struct arrays of a constraint set (a :class:`~gen.constraints.ConstraintSet`,
+    a spec string or None for the empty set) on ``model``."""
+    from ..constraints import as_constraint_set
+
+    cs = as_constraint_set(model, cset)
+    cons = cs.constraints
+    ints = lambda xs: np.ascontiguousarray(xs, dtype=np.intc)
+    flat = lambda rows: np.ascontiguousarray(np.reshape(rows, (-1,)) if rows else np.zeros(0), dtype=np.float64)
+    return ConstraintArrays(
+        spec=cs.spec, nc=len(cons), m=cs.m,
+        size=ints([c.size for c in cons]),
+        body1=ints([c.body1 for c in cons]),
+        body2=ints([c.body2 for c in cons]),
+        M1=flat([_se3_row(c.placement1) for c in cons]),
+        M2=flat([_se3_row(c.placement2) for c in cons]),
+        weight=flat([float(c.weight) for c in cons]),
+        Kp=float(cs.Kp), Kd=float(cs.Kd),
+    )
+
+
+def constraints_iwork_size(model: Model, cset) -> int:
+    """Ints ``rbg_constraints_init`` needs (``rbg_constraints_iwork_size``): the row
+    offsets, supports, S_E, ES and the three patterns at their upper bounds, then an
+    N x N scratch for the symbolic factorisation (N = m + nv)."""
+    a = serialize_constraints(model, cset)
+    nb, nv, nc, m = model.nbodies, model.nv, a.nc, a.m
+    n = m + nv
+    return ((nc + 1) + (nc + 1 + nc * nv) + nb + (nb + 1 + nb * nc) + (n + 1 + n * (n - 1) // 2)
+            + (nv + 1 + nv * (nv - 1) // 2) + (m + 1 + m * (m - 1) // 2) + n * n)
+
+
+def constrained_work_sizes(model: Model, cset) -> dict[str, int]:
+    """Doubles of workspace per proximal solver for this constraint set
+    (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
+    m = serialize_constraints(model, cset).m
+    return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_CONSTRAINED.items()}
+
+
 # --- C initializer ---------------------------------------------------------------------
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -196,4 +299,30 @@ def model_to_c(model: Model, name: str | None = None) -> str:
         out.append(f"#define {upper}_WORK_{algo.upper()} {n}\n")
     sizes = work_sizes(model)
     out.append(f"#define {upper}_WORK_MAX {max(sizes.values())}\n")
+    return "".join(out)
+
+
+def constraints_to_c(model: Model, cset, name: str = "constraints") -> str:
+    """C source defining ``static rbg_constraints <name>`` (its caller block; not const:
+    ``rbg_constraints_init(&model, &<name>, <name>_iwork)`` fills the rest), the int
+    buffer ``static int <name>_iwork[<NAME>_IWORK]`` and ``<NAME>_WORK_<ALGO>`` work-size
+    macros, for a program that already embeds the model (:func:`model_to_c`)."""
+    name = c_identifier(name)
+    a = serialize_constraints(model, cset)
+    upper = name.upper()
+    out = [f"/* rbg_constraints '{a.spec}' on robot '{model.name}' (nc = {a.nc}, m = {a.m}).\n"
+           f" * generated by rbdgen (gen.generic.serialize.constraints_to_c) -- do not edit.\n"
+           f" * M1, M2: per constraint R (row-major, frame -> body) then p. */\n"]
+    per = {"M1": 12, "M2": 12}
+    for field in CONSTRAINT_ARRAY_FIELDS:
+        arr = getattr(a, field)
+        ctype = "int" if arr.dtype == np.intc else "double"
+        out.append(_c_array(ctype, f"{name}_{field}", arr, per.get(field, 16)))
+    init = [f"    .nc = {a.nc},"] + [f"    .{f} = {name}_{f}," for f in CONSTRAINT_ARRAY_FIELDS]
+    init += [f"    .Kp = {_fmt(a.Kp)},", f"    .Kd = {_fmt(a.Kd)},"]
+    out.append(f"\nstatic rbg_constraints {name} = {{\n" + "\n".join(init) + "\n};\n\n")
+    out.append(f"#define {upper}_IWORK {constraints_iwork_size(model, cset)}\n")
+    out.append(f"static int {name}_iwork[{upper}_IWORK];\n\n")
+    for algo, n in constrained_work_sizes(model, cset).items():
+        out.append(f"#define {upper}_WORK_{algo.upper()} {n}\n")
     return "".join(out)

@@ -1,0 +1,532 @@
+/*
+ * rbg_internal.h -- pieces shared by rbg.c and rbg_constrained.c.  NOT part of the API:
+ * spatial arithmetic, joints and the passes of RNEA, CRBA and ABA that the constrained
+ * solvers reuse.  Conventions and notation are those of rbg.h / rbg.c: LOCAL body
+ * frames, X_i = (R_i, p_i) is parent <- body i stored as 12 doubles [R row-major, p],
+ * spatial vectors [linear; angular], and the transform acts through R and p
+ * (RBDA §2.8 / Table 2.5), never as a 6x6 matrix:
+ *
+ *   X^-1 m  = (R^T (v - p x w), R^T w)          motion, parent -> child
+ *   X^*  f  = (R f, R n + p x R f)              force,  child  -> parent
+ *   v x  m  = (w x m_v + v_l x m_w, w x m_w)    motion cross product
+ *   v x* f  = (w x f_l, w x f_a + v_l x f_l)    force cross product
+ *
+ * Rigid-body inertias are 10 numbers about the body origin (m, h = m c, I_O); the
+ * 6x6 matrix they stand for is  I = [[m 1, -[h]x], [[h]x, I_O]].
+ */
+#ifndef RBG_INTERNAL_H
+#define RBG_INTERNAL_H
+
+#include "rbg.h"
+
+#include <math.h>
+#include <string.h>
+
+#define RST RBG_RESTRICT
+
+/* ===================================================================== */
+/*  3-vectors and 3x3 matrices (row-major)                               */
+/* ===================================================================== */
+
+static inline double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* out = a x b  (out must not alias a or b) */
+static inline void cross3(const double *a, const double *b, double *RST out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* out += a x b */
+static inline void cross3_add(const double *a, const double *b, double *RST out)
+{
+    out[0] += a[1] * b[2] - a[2] * b[1];
+    out[1] += a[2] * b[0] - a[0] * b[2];
+    out[2] += a[0] * b[1] - a[1] * b[0];
+}
+
+/* out = R x */
+static inline void mv3(const double *R, const double *x, double *RST out)
+{
+    out[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2];
+    out[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2];
+    out[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2];
+}
+
+/* out = R^T x */
+static inline void mtv3(const double *R, const double *x, double *RST out)
+{
+    out[0] = R[0] * x[0] + R[3] * x[1] + R[6] * x[2];
+    out[1] = R[1] * x[0] + R[4] * x[1] + R[7] * x[2];
+    out[2] = R[2] * x[0] + R[5] * x[1] + R[8] * x[2];
+}
+
+/* out = A B */
+static inline void mm3(const double *A, const double *B, double *RST out)
+{
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c)
+            out[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c];
+}
+
+/* 1 if every x[k] is finite: x * 0 is 0 for finite x and NaN for NaN or inf. */
+static inline int all_finite(const double *x, int n)
+{
+    double acc = 0.0;
+    for (int k = 0; k < n; ++k)
+        acc += x[k] * 0.0;
+    return acc == 0.0;
+}
+
+/* ===================================================================== */
+/*  Spatial arithmetic (RBDA Table 2.5, [linear; angular])               */
+/* ===================================================================== */
+
+/* out = X^-1 m = (R^T (m_v - p x m_w), R^T m_w) */
+static inline void inv_motion(const double *RST X, const double *RST m, double *RST out)
+{
+    const double *R = X, *p = X + 9;
+    double t[3];
+    cross3(p, m + 3, t);
+    t[0] = m[0] - t[0];
+    t[1] = m[1] - t[1];
+    t[2] = m[2] - t[2];
+    mtv3(R, t, out);
+    mtv3(R, m + 3, out + 3);
+}
+
+/* out += X^* f = (R f_l, R f_a + p x R f_l) */
+static inline void act_force_add(const double *RST X, const double *RST f, double *RST out)
+{
+    const double *R = X, *p = X + 9;
+    double fl[3], fa[3];
+    mv3(R, f, fl);
+    mv3(R, f + 3, fa);
+    cross3_add(p, fl, fa);
+    for (int k = 0; k < 3; ++k) {
+        out[k] += fl[k];
+        out[3 + k] += fa[k];
+    }
+}
+
+/* out = X^* f */
+static inline void act_force(const double *RST X, const double *RST f, double *RST out)
+{
+    const double *R = X, *p = X + 9;
+    mv3(R, f, out);
+    mv3(R, f + 3, out + 3);
+    cross3_add(p, out, out + 3);
+}
+
+/* out = v x m = (w x m_v + v_l x m_w, w x m_w)  (RBDA eq. 2.31) */
+static inline void cross_motion(const double *RST v, const double *RST m, double *RST out)
+{
+    cross3(v + 3, m, out);
+    cross3_add(v, m + 3, out);
+    cross3(v + 3, m + 3, out + 3);
+}
+
+/* out += v x* f = (w x f_l, w x f_a + v_l x f_l)  (RBDA eq. 2.32) */
+static inline void cross_force_add(const double *RST v, const double *RST f, double *RST out)
+{
+    cross3_add(v + 3, f, out);
+    cross3_add(v + 3, f + 3, out + 3);
+    cross3_add(v, f, out + 3);
+}
+
+/* out = R S R^T for S symmetric packed (xx xy xz yy yz zz), out packed. */
+static inline void rot_sym_packed(const double *RST R, const double *RST S, double *RST out)
+{
+    const double A[9] = {S[0], S[1], S[2], S[1], S[3], S[4], S[2], S[4], S[5]};
+    double T[9];
+    mm3(R, A, T);
+    out[0] = T[0] * R[0] + T[1] * R[1] + T[2] * R[2];
+    out[1] = T[0] * R[3] + T[1] * R[4] + T[2] * R[5];
+    out[2] = T[0] * R[6] + T[1] * R[7] + T[2] * R[8];
+    out[3] = T[3] * R[3] + T[4] * R[4] + T[5] * R[5];
+    out[4] = T[3] * R[6] + T[4] * R[7] + T[5] * R[8];
+    out[5] = T[6] * R[6] + T[7] * R[7] + T[8] * R[8];
+}
+
+/* ===================================================================== */
+/*  Rigid-body inertia (10 parameters about the body origin)             */
+/* ===================================================================== */
+
+/* out = I m = (m m_v - h x m_w, h x m_v + I_O m_w) */
+static inline void rbi_apply(const double *RST I, const double *RST m, double *RST out)
+{
+    const double *h = I + 1, *J = I + 4;
+    cross3(m + 3, h, out);                       /* -h x w = w x h */
+    out[0] += I[0] * m[0];
+    out[1] += I[0] * m[1];
+    out[2] += I[0] * m[2];
+    cross3(h, m, out + 3);
+    out[3] += J[0] * m[3] + J[1] * m[4] + J[2] * m[5];
+    out[4] += J[1] * m[3] + J[3] * m[4] + J[4] * m[5];
+    out[5] += J[2] * m[3] + J[4] * m[4] + J[5] * m[5];
+}
+
+/* out = the 6x6 matrix [[m 1, -[h]x], [[h]x, I_O]] (row-major) */
+static inline void rbi_matrix(const double *RST I, double *RST out)
+{
+    const double m = I[0], hx = I[1], hy = I[2], hz = I[3], *J = I + 4;
+    const double M[36] = {
+        m,   0.0, 0.0, 0.0, hz,  -hy,
+        0.0, m,   0.0, -hz, 0.0, hx,
+        0.0, 0.0, m,   hy,  -hx, 0.0,
+        0.0, -hz, hy,  J[0], J[1], J[2],
+        hz,  0.0, -hx, J[1], J[3], J[4],
+        -hy, hx,  0.0, J[2], J[4], J[5]};
+    memcpy(out, M, sizeof M);
+}
+
+/* Ip += X^* I X^-1 for a rigid-body inertia I given in the child frame:
+ *   m' = m,  y = R h,  h' = y + m p,
+ *   I_O' = R I_O R^T + 2 (y.p) 1 - p y^T - y p^T + m (|p|^2 1 - p p^T)
+ * (RBDA eq. 2.66 with the parallel-axis shift written for I about the origin). */
+static inline void rbi_act_add(const double *RST X, const double *RST I, double *RST Ip)
+{
+    const double *R = X, *p = X + 9;
+    const double m = I[0];
+    double y[3], J[6];
+    mv3(R, I + 1, y);
+    rot_sym_packed(R, I + 4, J);
+    const double yp = dot3(y, p), pp = dot3(p, p);
+    Ip[0] += m;
+    Ip[1] += y[0] + m * p[0];
+    Ip[2] += y[1] + m * p[1];
+    Ip[3] += y[2] + m * p[2];
+    Ip[4] += J[0] + 2.0 * (yp - p[0] * y[0]) + m * (pp - p[0] * p[0]);
+    Ip[5] += J[1] - p[0] * y[1] - y[0] * p[1] - m * p[0] * p[1];
+    Ip[6] += J[2] - p[0] * y[2] - y[0] * p[2] - m * p[0] * p[2];
+    Ip[7] += J[3] + 2.0 * (yp - p[1] * y[1]) + m * (pp - p[1] * p[1]);
+    Ip[8] += J[4] - p[1] * y[2] - y[1] * p[2] - m * p[1] * p[2];
+    Ip[9] += J[5] + 2.0 * (yp - p[2] * y[2]) + m * (pp - p[2] * p[2]);
+}
+
+/* ===================================================================== */
+/*  Articulated inertia (symmetric 6x6, row-major)                       */
+/* ===================================================================== */
+
+/* Ip += X^* Ia X^-1 for a symmetric 6x6 Ia = [[A, B], [B^T, C]] in the child frame.
+ * Rotate the blocks, A' = R A R^T, B' = R B R^T, C' = R C R^T, then shift by
+ * P = [p]x (RBDA eq. 2.66 in block form):
+ *   [[A', B' - A'P], [(B' - A'P)^T, C' + P B' + (P B')^T - P A' P]]. */
+static inline void inertia6_act_add(const double *RST X, const double *RST Ia, double *RST Ip)
+{
+    const double *R = X, *p = X + 9;
+    double A[9], B[9], T[9], U[9];
+    /* A' = R A R^T, C' = R C R^T (symmetric: upper triangle, mirrored) */
+    const double As[6] = {Ia[0], Ia[1], Ia[2], Ia[7], Ia[8], Ia[14]};
+    const double Cs[6] = {Ia[21], Ia[22], Ia[23], Ia[28], Ia[29], Ia[35]};
+    double a[6], c[6];
+    rot_sym_packed(R, As, a);
+    rot_sym_packed(R, Cs, c);
+    A[0] = a[0]; A[1] = a[1]; A[2] = a[2];
+    A[3] = a[1]; A[4] = a[3]; A[5] = a[4];
+    A[6] = a[2]; A[7] = a[4]; A[8] = a[5];
+    /* B' = R B R^T */
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k)
+            U[3 * r + k] = Ia[6 * r + 3 + k];
+    mm3(R, U, T);
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k)
+            B[3 * r + k] = T[3 * r] * R[3 * k] + T[3 * r + 1] * R[3 * k + 1] + T[3 * r + 2] * R[3 * k + 2];
+    /* top-right  TR = B' - A' P;  row r of A' [p]x is A'[r,:] x p */
+    double TR[9], AP[9];
+    for (int r = 0; r < 3; ++r) {
+        cross3(A + 3 * r, p, AP + 3 * r);
+        for (int k = 0; k < 3; ++k)
+            TR[3 * r + k] = B[3 * r + k] - AP[3 * r + k];
+    }
+    /* PB = [p]x B' and PAP = [p]x (A' P): column k is p x (column k) */
+    double PB[9], PAP[9];
+    for (int k = 0; k < 3; ++k) {
+        const double bk[3] = {B[k], B[3 + k], B[6 + k]};
+        const double ak[3] = {AP[k], AP[3 + k], AP[6 + k]};
+        double t1[3], t2[3];
+        cross3(p, bk, t1);
+        cross3(p, ak, t2);
+        PB[k] = t1[0]; PB[3 + k] = t1[1]; PB[6 + k] = t1[2];
+        PAP[k] = t2[0]; PAP[3 + k] = t2[1]; PAP[6 + k] = t2[2];
+    }
+    /* accumulate: top-left A', off-diagonal TR / TR^T, bottom-right C' + PB + PB^T - PAP */
+    const int iu[6] = {0, 0, 0, 1, 1, 2}, ju[6] = {0, 1, 2, 1, 2, 2};
+    for (int e = 0; e < 6; ++e) {
+        const int r = iu[e], k = ju[e];
+        const double br = c[e] + PB[3 * r + k] + PB[3 * k + r] - PAP[3 * r + k];
+        Ip[6 * r + k] += A[3 * r + k];
+        Ip[6 * (3 + r) + 3 + k] += br;
+        if (r != k) {
+            Ip[6 * k + r] += A[3 * r + k];
+            Ip[6 * (3 + k) + 3 + r] += br;
+        }
+    }
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k) {
+            Ip[6 * r + 3 + k] += TR[3 * r + k];
+            Ip[6 * (3 + k) + r] += TR[3 * r + k];
+        }
+}
+
+/* In place A = L D L^T of a symmetric positive-definite 6x6 (row-major, lower triangle
+ * used): L below the diagonal, D^-1 on it.  RBG_ESINGULAR on a non-positive pivot. */
+static inline int ldlt6_factor(double *RST A)
+{
+    double d[6];
+    for (int j = 0; j < 6; ++j) {
+        /* D_j = A_jj - sum_k L_jk^2 D_k ;  L_ij = (A_ij - sum_k L_ik L_jk D_k) / D_j */
+        double dj = A[7 * j];
+        for (int k = 0; k < j; ++k)
+            dj -= A[6 * j + k] * A[6 * j + k] * d[k];
+        if (!(dj > 0.0))
+            return RBG_ESINGULAR;
+        d[j] = dj;
+        A[7 * j] = 1.0 / dj;
+        for (int i = j + 1; i < 6; ++i) {
+            double s = A[6 * i + j];
+            for (int k = 0; k < j; ++k)
+                s -= A[6 * i + k] * A[6 * j + k] * d[k];
+            A[6 * i + j] = s * A[7 * j];
+        }
+    }
+    return RBG_OK;
+}
+
+/* x <- A^-1 x with A factored by ldlt6_factor. */
+static inline void ldlt6_solve(const double *RST A, double *RST x)
+{
+    for (int i = 0; i < 6; ++i)                  /* L y = x */
+        for (int k = 0; k < i; ++k)
+            x[i] -= A[6 * i + k] * x[k];
+    for (int i = 5; i >= 0; --i) {               /* D L^T x = y */
+        x[i] *= A[7 * i];
+        for (int k = i + 1; k < 6; ++k)
+            x[i] -= A[6 * k + i] * x[k];
+    }
+}
+
+/* ===================================================================== */
+/*  Joints: transforms and motion subspaces                              */
+/* ===================================================================== */
+
+/* R = P * Rot(axis, c, s) with Rodrigues' Rot = c 1 + s [u]x + (1 - c) u u^T;
+ * about +e_k only two columns of P mix. */
+static inline void placement_times_rotation(const double *RST P, int k, const double *RST u,
+                                            double c, double s, double *RST R)
+{
+    if (k >= 0) {
+        const int i = (k + 1) % 3, j = (k + 2) % 3;
+        for (int r = 0; r < 3; ++r) {
+            R[3 * r + i] = c * P[3 * r + i] + s * P[3 * r + j];
+            R[3 * r + j] = c * P[3 * r + j] - s * P[3 * r + i];
+            R[3 * r + k] = P[3 * r + k];
+        }
+        return;
+    }
+    const double t = 1.0 - c;
+    const double Rj[9] = {
+        t * u[0] * u[0] + c,        t * u[0] * u[1] - s * u[2], t * u[0] * u[2] + s * u[1],
+        t * u[1] * u[0] + s * u[2], t * u[1] * u[1] + c,        t * u[1] * u[2] - s * u[0],
+        t * u[2] * u[0] - s * u[1], t * u[2] * u[1] + s * u[0], t * u[2] * u[2] + c};
+    mm3(P, Rj, R);
+}
+
+/* X_i = placement_i * joint_i(q_i) = (R, p), stored as 12 doubles [R row-major, p]. */
+static inline void joint_transform(const rbg_model *RST m, int i, const double *RST q, double *RST X)
+{
+    const double *P = m->plc_R + 9 * i, *pp = m->plc_p + 3 * i, *qi = q + m->idx_q[i];
+    double *R = X, *p = X + 9;
+    switch (m->jtype[i]) {
+    case RBG_REVOLUTE:
+        placement_times_rotation(P, m->axis_k[i], m->axis + 3 * i, cos(qi[0]), sin(qi[0]), R);
+        memcpy(p, pp, 3 * sizeof(double));
+        break;
+    case RBG_REVOLUTE_UNB:
+        placement_times_rotation(P, m->axis_k[i], m->axis + 3 * i, qi[0], qi[1], R);
+        memcpy(p, pp, 3 * sizeof(double));
+        break;
+    case RBG_PRISMATIC: {
+        /* R = P, p = pp + P (axis q) */
+        const double *u = m->axis + 3 * i;
+        const double d[3] = {u[0] * qi[0], u[1] * qi[0], u[2] * qi[0]};
+        memcpy(R, P, 9 * sizeof(double));
+        mv3(P, d, p);
+        p[0] += pp[0];
+        p[1] += pp[1];
+        p[2] += pp[2];
+        break;
+    }
+    default: { /* RBG_FREE: R = P R(quat), p = pp + P t;  Eigen's toRotationMatrix */
+        const double x = qi[3], y = qi[4], z = qi[5], w = qi[6];
+        const double Rj[9] = {
+            1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w),       2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w),       1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w),       2.0 * (y * z + x * w),       1.0 - 2.0 * (x * x + y * y)};
+        mm3(P, Rj, R);
+        mv3(P, qi, p);
+        p[0] += pp[0];
+        p[1] += pp[1];
+        p[2] += pp[2];
+        break;
+    }
+    }
+}
+
+/* Offset of a 1-DoF joint's subspace in a spatial vector: prismatic moves the linear
+ * part, revolute the angular part.  S = [0; u] or [u; 0]. */
+static inline int s_offset(int jtype)
+{
+    return jtype == RBG_PRISMATIC ? 0 : 3;
+}
+
+/* out += S_i x for a 1-DoF joint (x scalar) */
+static inline void S_add1(const rbg_model *RST m, int i, double x, double *RST out)
+{
+    const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
+    if (k >= 0) {
+        out[o + k] += x;
+    } else {
+        const double *u = m->axis + 3 * i;
+        out[o] += u[0] * x;
+        out[o + 1] += u[1] * x;
+        out[o + 2] += u[2] * x;
+    }
+}
+
+/* out += S_i x  (x has nvj[i] entries) */
+static inline void S_add(const rbg_model *RST m, int i, const double *RST x, double *RST out)
+{
+    if (m->jtype[i] == RBG_FREE) {
+        for (int k = 0; k < 6; ++k)
+            out[k] += x[k];
+    } else {
+        S_add1(m, i, x[0], out);
+    }
+}
+
+/* S_i^T f for a 1-DoF joint */
+static inline double S_dot1(const rbg_model *RST m, int i, const double *RST f)
+{
+    const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
+    return k >= 0 ? f[o + k] : dot3(m->axis + 3 * i, f + o);
+}
+
+/* out[0..nvj) = S_i^T f */
+static inline void S_dot(const rbg_model *RST m, int i, const double *RST f, double *RST out)
+{
+    if (m->jtype[i] == RBG_FREE)
+        memcpy(out, f, 6 * sizeof(double));
+    else
+        out[0] = S_dot1(m, i, f);
+}
+
+/* oX_i from the local X_i in the frame with the world's axes at body 0's origin o:
+ * a root's X_i shifted by -o (o = the translation of X_0, set when i == 0), else
+ *   oR_i = oR_p R_i,  op_i = oR_p p_i + op_p */
+static inline void world_placement(const rbg_model *RST m, int i, const double *RST Xi,
+                                   double *RST oX, double *RST o)
+{
+    double *Xo = oX + 12 * i;
+    const int p = m->parent[i];
+    if (p < 0) {
+        if (i == 0)
+            memcpy(o, Xi + 9, 3 * sizeof(double));
+        memcpy(Xo, Xi, 9 * sizeof(double));
+        Xo[9] = Xi[9] - o[0];
+        Xo[10] = Xi[10] - o[1];
+        Xo[11] = Xi[11] - o[2];
+        return;
+    }
+    const double *Xp = oX + 12 * p;
+    mm3(Xp, Xi, Xo);
+    mv3(Xp, Xi + 9, Xo + 9);
+    Xo[9] += Xp[9];
+    Xo[10] += Xp[10];
+    Xo[11] += Xp[11];
+}
+
+/* J = oX_i S_i, the motion subspaces of body i's dofs (6 per dof) in the frame of oX_i. */
+static inline void world_subspace(const rbg_model *RST m, int i, const double *RST Xo, double *RST Ji)
+{
+    const double *R = Xo, *pw = Xo + 9;
+    if (m->jtype[i] == RBG_FREE) {
+        /* J = oX_i: linear columns [R e_k; 0], angular columns [p x R e_k; R e_k] */
+        for (int k = 0; k < 3; ++k) {
+            double *Jl = Ji + 6 * k, *Ja = Ji + 6 * (3 + k);
+            const double w[3] = {R[k], R[3 + k], R[6 + k]};
+            Jl[0] = w[0]; Jl[1] = w[1]; Jl[2] = w[2];
+            Jl[3] = Jl[4] = Jl[5] = 0.0;
+            cross3(pw, w, Ja);
+            Ja[3] = w[0]; Ja[4] = w[1]; Ja[5] = w[2];
+        }
+        return;
+    }
+    /* world axis w = oR u;  revolute J = [p x w; w], prismatic J = [w; 0] */
+    const int k = m->axis_k[i];
+    double w[3];
+    if (k >= 0) {
+        w[0] = R[k]; w[1] = R[3 + k]; w[2] = R[6 + k];
+    } else {
+        mv3(R, m->axis + 3 * i, w);
+    }
+    if (m->jtype[i] == RBG_PRISMATIC) {
+        Ji[0] = w[0]; Ji[1] = w[1]; Ji[2] = w[2];
+        Ji[3] = Ji[4] = Ji[5] = 0.0;
+    } else {
+        cross3(pw, w, Ji);
+        Ji[3] = w[0]; Ji[4] = w[1]; Ji[5] = w[2];
+    }
+}
+
+/* ===================================================================== */
+/*  Passes shared with the constrained solvers (defined in rbg.c)        */
+/* ===================================================================== */
+
+/* tau = rnea(q, v, a) (a == NULL: a = 0, i.e. b(q, v)).
+ * work: X[12 nb] vel[6 nb] acc[6 nb] f[6 nb] (RBG_WORK_RNEA). */
+void rbgi_rnea_core(const rbg_model *RST m, const double *RST q, const double *RST v,
+                    const double *RST a, double *RST tau, double *RST work);
+
+/* The lower triangle of M(q) (row-major nv x nv; with `mirror` the upper too), entries
+ * outside the pattern untouched.  work: oX[12 nb] Yc[10 nb] J[6 nv] (RBG_WORK_CRBA);
+ * on return oX holds the placements oX_i of the bodies and J the motion subspaces
+ * J_r = oX_i S_i e_k of the dofs, in the frame with the world's axes and body 0's
+ * origin (oX_i.p = op_i - op_0, op_0 = the translation of body 0's X_0). */
+void rbgi_crba_core(const rbg_model *RST m, const double *RST q, double *RST M,
+                    double *RST work, int mirror);
+
+/* Per body: X_i = parentXi(q_i), v_i = X_i^-1 v_parent + S_i qd_i and
+ * c_i = v_i x S_i qd_i  (RBDA Table 7.1, first loop). */
+void rbgi_forward_velocities(const rbg_model *RST m, const double *RST q, const double *RST v,
+                             double *RST X, double *RST vel, double *RST c);
+
+/* The ABA quantities per body (RBDA Table 7.1), laid out in a workspace of
+ * RBG_WORK_ABA(nb, nv) doubles: X[12 nb] vel[6 nb] c[6 nb] IA[36 nb] pA[6 nb] U[6 nb]
+ * acc[6 nb] Dinv[nb] ud[nv].  For a 1-DoF joint U_i = IA_i S_i, Dinv_i = D_i^-1 and
+ * ud holds D_i^-1 u_i; for a free joint (S = 1) IA_i holds the ldlt6_factor of D_i = IA_i
+ * and ud the 6 entries IA_i^-1 u_i. */
+typedef struct rbgi_aba {
+    double *X, *vel, *c, *IA, *pA, *U, *acc, *Dinv, *ud;
+} rbgi_aba;
+
+rbgi_aba rbgi_aba_layout(const rbg_model *RST m, double *RST work);
+
+/* First forward pass: X, vel, c;  IA_i = I_i;  pA_i = v_i x* I_i v_i. */
+void rbgi_aba_forward(const rbg_model *RST m, const double *RST q, const double *RST v,
+                      const rbgi_aba *RST w);
+
+/* Backward pass: U, D, u, and IA_p += X^* Ia X^-1, pA_p += X^* pa.  RBG_ESINGULAR on
+ * a non-positive pivot. */
+int rbgi_aba_backward(const rbg_model *RST m, const double *RST tau, const rbgi_aba *RST w);
+
+/* Second forward pass for body i (its parent's acc done):  a' = X_i^-1 a_p + c_i,
+ * qdd_i = D_i^-1 (u_i - U_i^T a'),  a_i = a' + S_i qdd_i  (a_p = -g at the root). */
+void rbgi_aba_rollout(const rbg_model *RST m, int i, const rbgi_aba *RST w, double *RST ddq);
+
+#endif /* RBG_INTERNAL_H */
