@@ -3,7 +3,10 @@
 ``gen.build(robot, algorithm)`` traces, emits (:mod:`gen.emit`) and compiles, and returns
 a :class:`Kernel`: callable on NumPy arrays with the same inputs and outputs as
 ``gen.run`` (vectors 1-D, matrices 2-D, a tuple for several outputs), with
-``.manifest``, ``.header_path`` and ``.sources``.
+``.manifest``, ``.header_path`` and ``.sources``.  With a tolerance (``gen.build(robot,
+"prox_ltl", spec, tol=1e-10, max_iter=50)``) the kernel is the early-exit C driver of
+:mod:`gen.emit` and its call returns ``(ddq, lam, iterations, residual)`` like
+``gen.run(..., tol=1e-10, max_iter=50)``, iteration count included.
 
 Compiled extensions are cached by a content hash of the sources, header and cdef, the
 compiler flags and the Python/cffi ABI, in ``$RBDGEN_CACHE`` or ``~/.cache/rbdgen``:
@@ -183,7 +186,8 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
     ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
     ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); other keyword
-    ``options`` go to the algorithm (e.g. iteration counts)."""
+    ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
+    build the early-exit driver)."""
     from .emit import constraint_info, emit_trace, sanitize, symbol_prefix, trace_for
 
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import inspect
 import io
 import json
 import os
@@ -31,7 +30,7 @@ VERIFY_TOL = 1e-9                     # relative: max|x - ref| / max(1, max|ref|
 # The augmented-Lagrangian solvers put 1/mu into the inertia: compiled C and NumPy round
 # differently (FMA contraction) and the gap grows to ~eps / (mu lambda_min(M)), see
 # gen/algorithms/proximal.py "Accuracy"; their verification tolerance is floored here.
-TOL_FLOOR = {"prox_ltls": 1e-7, "constrained_aba": 1e-7}
+TOL_FLOOR = {"prox_ltls": 1e-7, "constrained_aba": 1e-7, "impulse": 1e-7}
 DEMO_CONSTRAINTS = {"solo12": "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT",
                     "humanoid30": "6D:left_foot,6D:right_foot"}
 
@@ -96,19 +95,19 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
 
 
 def _algorithm_options(algorithm: str, args) -> dict:
-    """``--iterations``, ``--tol``, ``--max-iter`` as algorithm options, checked against
-    the algorithm's signature."""
+    """``--iterations``, ``--tol``, ``--max-iter`` as algorithm options; only the proximal
+    solvers iterate (``--tol`` builds the early-exit C driver, ``--max-iter`` caps it)."""
+    from .algorithms.proximal import ProximalSolver
     from .api import get_algorithm
 
     given = {k: v for k, v in (("iterations", getattr(args, "iterations", None)),
                                 ("tol", getattr(args, "tol", None)),
                                 ("max_iter", getattr(args, "max_iter", None))) if v is not None}
-    if given:
-        params = inspect.signature(get_algorithm(algorithm).fn).parameters
-        bad = [k for k in given if k not in params]
-        if bad:
-            flags = ", ".join("--" + k.replace("_", "-") for k in bad)
-            raise RbdgenError(f"{algorithm} has no iterations or tolerance ({flags} not applicable)")
+    if given and not isinstance(get_algorithm(algorithm).fn, ProximalSolver):
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise RbdgenError(f"{algorithm} has no iterations or tolerance ({flags} not applicable)")
+    if "max_iter" in given and "tol" not in given:
+        raise RbdgenError("--max-iter caps the early-exit driver: give it with --tol (or use --iterations K)")
     return given
 
 
@@ -353,9 +352,10 @@ def parser() -> argparse.ArgumentParser:
     _robot_args(s)
     s.add_argument("--algorithm", "-a", required=True)
     s.add_argument("--constraints", "-c")
-    s.add_argument("--iterations", type=int, help="fixed iteration count (iterative algorithms)")
-    s.add_argument("--tol", type=float, help="tolerance (iterative algorithms)")
-    s.add_argument("--max-iter", type=int, help="iteration cap with --tol")
+    s.add_argument("--iterations", type=int, help="fixed iteration count (proximal solvers; default 3)")
+    s.add_argument("--tol", type=float,
+                   help="early-exit C driver: iterate until |J ddq - a_c*|_inf <= TOL (proximal solvers)")
+    s.add_argument("--max-iter", type=int, help="iteration cap of the driver (with --tol; default --iterations)")
     s.add_argument("--out", "-o", required=True, help="build folder to write")
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",
@@ -382,6 +382,10 @@ def parser() -> argparse.ArgumentParser:
 
     from .bench.cli import add_parser as add_bench_parser
     add_bench_parser(sub)                          # rbdgen bench (gen/bench/cli.py)
+    from .scaling import add_parser as add_scaling_parser
+    add_scaling_parser(sub)                        # rbdgen scaling (gen/scaling.py)
+    from .simulate import add_parser as add_simulate_parser
+    add_simulate_parser(sub)                       # rbdgen simulate (gen/simulate.py)
     return p
 
 

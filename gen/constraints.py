@@ -46,6 +46,13 @@ Maximal-coordinate view (Sathya 2024 eq. 20c/22): each constraint is a sum of *t
 ``(body, K)`` with ``K`` (size x 6) acting on the body's LOCAL spatial velocity or
 acceleration: ``J v = sum_t K_t v_body(t)``, and the constraint force on that body is
 ``K_t^T lam``.  Anchored constraints have one term with a constant ``K``.
+
+Unilateral rows (Tedrake 2012 §3.1): a TYPE ending in ``+`` (``3D+:FL_FOOT``,
+``6D+:left_sole_link``, ``3D+:A~B``) marks the constraint's *normal row* as one-sided:
+the row along frame A's LOCAL z axis (the contact normal of a contact frame; the linear
+z row of a 6D constraint), ``J_n ddq - a_n* >= 0`` complementary to ``lam_n >= 0``.  Its
+other rows stay bilateral.  Only ``prox_lcp`` reads the flag
+(:meth:`ConstraintSet.unilateral_rows`); the other solvers treat every row as bilateral.
 """
 from __future__ import annotations
 
@@ -79,6 +86,7 @@ class Constraint:
     placement2: SE3
     weight: float = 1.0
     token: str = ""
+    unilateral: bool = False          # the normal row (frame A's LOCAL z) is one-sided
 
     @property
     def size(self) -> int:
@@ -96,7 +104,7 @@ class Constraint:
         return len(self.moving) == 1
 
     def __str__(self) -> str:
-        return f"{self.kind}:{self.frame1}" + (f"~{self.frame2}" if self.frame2 else "")
+        return f"{self.kind}{'+' if self.unilateral else ''}:{self.frame1}" + (f"~{self.frame2}" if self.frame2 else "")
 
 
 @dataclass
@@ -132,6 +140,11 @@ class ConstraintSet:
 
     def rows(self, c: int) -> range:
         return range(self.offsets[c], self.offsets[c] + self.constraints[c].size)
+
+    def unilateral_rows(self) -> list[int]:
+        """Rows of the unilateral constraints' normals (frame A's LOCAL z, row 2 of the
+        constraint), ascending."""
+        return [self.offsets[c] + 2 for c, con in enumerate(self.constraints) if con.unilateral]
 
     def damping(self, mu: float) -> np.ndarray:
         """Per-row proximal damping ``rho = mu / weight`` (Pinocchio's sense of mu)."""
@@ -479,8 +492,11 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
         raise RbdgenError(f"constraint '{tok}': expected TYPE:FRAME or TYPE:FRAME_A~FRAME_B "
                           f"with TYPE 3D or 6D")
     kind = kind.strip().upper()
+    unilateral = kind.endswith("+")
+    kind = kind[:-1] if unilateral else kind
     if kind not in TYPES:
-        raise RbdgenError(f"constraint '{tok}': unknown type '{kind}' (choose from {', '.join(TYPES)})")
+        raise RbdgenError(f"constraint '{tok}': unknown type '{kind}' (choose from {', '.join(TYPES)}; "
+                          f"a trailing + makes the normal row unilateral, e.g. 3D+)")
     if not weight > 0 or not np.isfinite(weight):
         raise RbdgenError(f"constraint '{tok}': weight {weight} must be positive and finite")
     names = [n.strip() for n in rest.split("~")]
@@ -493,7 +509,7 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
             raise RbdgenError(f"constraint '{tok}': frame '{f1.name}' is fixed to the world, "
                               f"so constraining it to the world does nothing")
         anchor = ref(f1.name) if ref is not None else SE3.identity()
-        return Constraint(kind, f1.name, None, f1.body, -1, f1.placement, anchor, weight, tok)
+        return Constraint(kind, f1.name, None, f1.body, -1, f1.placement, anchor, weight, tok, unilateral)
     f2 = frames[1]
     if f1.name == f2.name:
         raise RbdgenError(f"constraint '{tok}': a loop closure needs two different frames, got '{f1.name}' twice")
@@ -501,7 +517,8 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
         where = "the world" if f1.body < 0 else f"body '{model.bodies[f1.body].link}'"
         raise RbdgenError(f"constraint '{tok}': frames '{f1.name}' and '{f2.name}' are both fixed to "
                           f"{where}, so the loop constrains nothing")
-    return Constraint(kind, f1.name, f2.name, f1.body, f2.body, f1.placement, f2.placement, weight, tok)
+    return Constraint(kind, f1.name, f2.name, f1.body, f2.body, f1.placement, f2.placement, weight, tok,
+                      unilateral)
 
 
 def _frame(model: Model, tok: str, name: str):

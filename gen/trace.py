@@ -5,16 +5,23 @@ expressions after common-subexpression elimination, and the phase marks recorded
 backend, from which :mod:`opcount` attributes operations to phases and :mod:`gen.emit`
 generates C.  Structure (parents, joint kinds, constraint placement, iteration counts)
 is resolved here, at trace time, which is what makes the emitted code robot-specific.
+
+``trace_driver(model, "prox_ltl", cset, tol=1e-10, max_iter=50)`` traces a proximal
+solver for the early-exit C driver (DESIGN §3.3) as three functions, see
+:class:`DriverTrace`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import casadi as ca
 
 from .algorithms import Algorithm
+from .algorithms.proximal import Proximal, ProximalSolver, norm_inf
 from .api import get_algorithm
 from .backend import SXBackend
+from .errors import RbdgenError
 from .model import Model
 
 
@@ -35,6 +42,17 @@ class Trace:
                            [n for n, _ in self.inputs], [n for n, _ in self.outputs])
 
 
+def _cse(outputs: list, phases: list) -> tuple[list[ca.SX], list[tuple[str, list[ca.SX]]]]:
+    """``casadi.cse`` over the outputs and the marked values jointly, so that a marked value
+    and the output sub-expression it stands for stay one node (the op counter attributes
+    output operations to phases through the marks; CSE of the outputs alone leaves the
+    marks pointing at the pre-CSE copies, which a second CSE does not always reunite)."""
+    marks = [ca.SX(v) for _, vals in phases for v in vals]
+    merged = ca.cse([ca.SX(o) for o in outputs] + marks)
+    rest = iter(merged[len(outputs):])
+    return merged[:len(outputs)], [(name, [next(rest) for _ in vals]) for name, vals in phases]
+
+
 def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Trace:
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     be = SXBackend()
@@ -42,5 +60,189 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Tra
     extra = {"cset": cset} if algo.constrained else {}
     outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **options)
     names = [n for n, _, _ in algo.outputs(model, cset)]
-    exprs = ca.cse([ca.SX(o) for o in outs])          # merge repeated sub-expressions, jointly
-    return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs)), be.phases)
+    exprs, phases = _cse(outs, be.phases)
+    return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs)), phases)
+
+
+# --- the early-exit driver ------------------------------------------------------------------
+
+@dataclass
+class DriverTrace:
+    """A proximal solver traced for the early-exit C driver (DESIGN §3.3), as three
+    :class:`Trace` objects sharing one packing of the solver's ``const`` and loop state:
+
+    * ``setup``: the algorithm's inputs -> ``const`` (``const_size``), ``state`` (the
+      loop state of iteration 1, ``state_size``);
+    * ``step``: (``const``, ``state``) -> ``next`` (the loop state of the next iteration), ``residual``
+      (``|r_k|_inf``, the stopping test of :class:`gen.algorithms.proximal.Proximal`);
+    * ``finish``: (``const``, ``state``) -> ``ddq``, ``lam`` of the iterate that
+      ``state`` starts (the driver keeps the state its last step started from).
+
+    A call that stops after k steps costs ``setup + k step + finish``.  ``const`` holds
+    only the values that step or finish read, each once; values that are constants of
+    the trace (structural zeros, ones, constant constraint rows) stay inlined; and the
+    sub-expressions of step and finish that do not depend on the loop state are computed
+    in setup (phase ``invariant``; :func:`_hoist`), as common-subexpression elimination
+    does across the iterations of a fixed-K trace, so that a step costs what one more
+    unrolled iteration costs."""
+
+    model: Model
+    algorithm: Algorithm
+    cset: object
+    options: dict
+    inputs: list[tuple[str, ca.SX]]
+    setup: Trace
+    step: Trace
+    finish: Trace
+    tol: float
+    max_iter: int
+
+    @property
+    def const_size(self) -> int:
+        return int(self.step.inputs[0][1].numel())
+
+    @property
+    def state_size(self) -> int:
+        return int(self.step.inputs[1][1].numel())
+
+
+def _flatten(tree):
+    """Scalar leaves of a nested list / tuple / named tuple / dict of SX matrices (column-
+    major; anything else is kept as it is), and the function rebuilding the tree from
+    replacement leaves."""
+    if isinstance(tree, ca.SX):
+        rows, cols = tree.shape
+        leaves = [tree[i, j] for j in range(cols) for i in range(rows)]
+        return leaves, lambda xs: ca.reshape(ca.vertcat(*xs), rows, cols) if xs else ca.SX(rows, cols)
+    if isinstance(tree, (list, tuple, dict)):
+        keys = list(tree) if isinstance(tree, dict) else range(len(tree))
+        parts = [_flatten(tree[k]) for k in keys]
+        sizes = [len(p[0]) for p in parts]
+
+        def rebuild(xs):
+            items, at = [], 0
+            for (_, build), n in zip(parts, sizes):
+                items.append(build(xs[at:at + n]))
+                at += n
+            if isinstance(tree, dict):
+                return dict(zip(keys, items))
+            return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+
+        return [x for p in parts for x in p[0]], rebuild
+    return [], lambda xs: tree
+
+
+def _hoist(outputs: list, csym: ca.SX, cvals: list, ssym: ca.SX):
+    """Loop-invariant code motion.  ``outputs`` are expressions of the const symbols
+    ``csym`` (standing for the setup expressions ``cvals``) and the loop state ``ssym``.
+    Replays their instruction tape: an instruction none of whose operands depends on
+    the state is rebuilt over ``cvals`` (it moves to setup), the others over ``csym``,
+    the state and, for each moved value they read, a new symbol.  Returns (the outputs
+    rewritten, the new symbols, their setup expressions)."""
+    f = ca.Function("loop", [csym, ssym], [ca.densify(ca.SX(o)) for o in outputs])
+    moved, moved_vals = [], []
+    setup_side: dict[int, ca.SX | None] = {}       # register -> value in setup (None: varies)
+    loop_side: dict[int, ca.SX | None] = {}        # register -> value in the loop (None: not yet read)
+
+    def read(r):
+        if loop_side[r] is None:
+            moved.append(ca.SX.sym(f"moved_{len(moved)}"))
+            moved_vals.append(setup_side[r])
+            loop_side[r] = moved[-1]
+        return loop_side[r]
+
+    outs = [[None] * f.nnz_out(i) for i in range(f.n_out())]
+    for k in range(f.n_instructions()):
+        op, ins, (r, *nz) = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
+        if op == ca.OP_INPUT:
+            which, at = ins
+            setup_side[r] = cvals[at] if which == 0 else None
+            loop_side[r] = csym[at] if which == 0 else ssym[at]
+        elif op == ca.OP_CONST:
+            setup_side[r] = loop_side[r] = ca.SX(f.instruction_constant(k))
+        elif op == ca.OP_OUTPUT:
+            outs[r][nz[0]] = read(ins[0])
+        elif all(setup_side[a] is not None for a in ins):
+            args = [setup_side[a] for a in ins]
+            setup_side[r] = ca.SX.unary(op, *args) if len(args) == 1 else ca.SX.binary(op, *args)
+            loop_side[r] = None
+        else:
+            args = [read(a) for a in ins]
+            setup_side[r] = None
+            loop_side[r] = ca.SX.unary(op, *args) if len(args) == 1 else ca.SX.binary(op, *args)
+    rebuilt = [ca.reshape(ca.vertcat(*o), f.size1_out(i), f.size2_out(i)) if o else ca.SX(f.size_out(i))
+               for i, o in enumerate(outs)]
+    return rebuilt, moved, moved_vals
+
+
+def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options) -> DriverTrace:
+    """Trace ``algorithm`` (a :class:`~gen.algorithms.proximal.ProximalSolver`) for the
+    early-exit driver; ``options`` must hold ``tol`` (``max_iter``, else ``iterations``,
+    is the cap)."""
+    algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
+    solver = algo.fn
+    if not isinstance(solver, ProximalSolver):
+        raise RbdgenError(f"{algo.name} is not iterative: a tolerance applies to the proximal solvers only")
+    be = SXBackend()
+    syms = [(name, be.sym(name, n)) for name, n in algo.inputs(model, cset)]
+    prox = Proximal(model, cset, be, **options)
+    if prox.tol is None or not math.isfinite(prox.tol):
+        raise RbdgenError(f"the early-exit driver needs a finite tolerance, got tol={options.get('tol')}")
+    if not prox.cset.m:
+        raise RbdgenError(f"{algo.name} without constraints does not iterate: build it without a tolerance")
+    plan, const, state0 = solver.setup(model, *[s for _, s in syms], prox, be)
+
+    const_leaves, const_tree = _flatten(const)
+    unique: dict[int, ca.SX] = {}                 # element hash -> value, first occurrence
+    for e in const_leaves:
+        if not e.is_constant():
+            unique.setdefault(e.element_hash(), e)
+    csym = ca.SX.sym("const", len(unique))
+    slot = {h: csym[a] for a, h in enumerate(unique)}
+    const_ph = const_tree([e if e.is_constant() else slot[e.element_hash()] for e in const_leaves])
+    state_leaves, state_tree = _flatten(state0)
+    ssym = ca.SX.sym("state", len(state_leaves))
+    state_ph = state_tree([ssym[a] for a in range(len(state_leaves))])
+
+    def run_step(b):
+        it = solver.step(model, plan, const_ph, state_ph, prox, b)
+        b.mark("iteration", it.lam, it.r)
+        return it
+
+    step_be, finish_be = SXBackend(), SXBackend()
+    it = run_step(step_be)
+    nxt = _flatten(it.state)[0]
+    if len(nxt) != len(state_leaves):
+        raise RuntimeError(f"{algo.name}: step changed the size of the loop state")
+    step_out = [ca.vertcat(*nxt), norm_inf(it.r, step_be)]
+    fin = run_step(finish_be)
+    ddq = fin.ddq()
+    finish_be.mark("acceleration", ddq)
+    finish_out = [ddq, fin.lam]
+
+    # move what does not depend on the loop state to setup: outputs and marked values of
+    # step and finish are rewritten together, so that both read one const
+    loops = [(step_out, step_be.phases), (finish_out, finish_be.phases)]
+    flat = [ca.SX(e) for outs, phases in loops for e in outs + [v for _, vals in phases for v in vals]]
+    values = list(unique.values())
+    rebuilt, moved, moved_vals = _hoist(flat, csym, values, ssym)
+    rest = iter(rebuilt)
+    loops = [([next(rest) for _ in outs], [(n, [next(rest) for _ in vals]) for n, vals in phases])
+             for outs, phases in loops]
+    be.mark("invariant", *moved_vals)
+
+    used = {e.element_hash() for e in ca.symvar(ca.veccat(*[e for outs, _ in loops for e in outs]))}
+    keep = [a for a in range(csym.numel()) if csym[a].element_hash() in used]
+    const_in = ca.vertcat(*[csym[a] for a in keep], *moved)
+    const_out = ca.vertcat(*[values[a] for a in keep], *moved_vals)
+    setup_out = [const_out if const_in.numel() else ca.SX(0, 1), ca.vertcat(*state_leaves)]
+
+    opts = dict(options)
+    loop_inputs = [("const", const_in if const_in.numel() else ca.SX(0, 1)), ("state", ssym)]
+    parts = []
+    for names, (outs, phases), ins in ((("const", "state"), (setup_out, be.phases), syms),
+                                       (("next", "residual"), loops[0], loop_inputs),
+                                       (("ddq", "lam"), loops[1], loop_inputs)):
+        exprs, marks = _cse(outs, phases)
+        parts.append(Trace(model, algo, cset, opts, ins, list(zip(names, exprs)), marks))
+    return DriverTrace(model, algo, cset, opts, syms, *parts, tol=prox.tol, max_iter=prox.n)

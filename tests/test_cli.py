@@ -85,6 +85,27 @@ def test_build(capsys, tmp_path):
     assert rc == 0 and err == ""
 
 
+def test_build_early_exit_driver(capsys, tmp_path):
+    from gen import RbdgenError, load_robot
+
+    try:
+        load_robot("solo12")
+    except RbdgenError as e:
+        pytest.skip(str(e))
+    spec = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+    rc, out, err = run(capsys, "build", "solo12", "-a", "constrained_aba", "-c", spec, "--tol", "1e-10",
+                       "--max-iter", "50", "--out", str(tmp_path / "k"), "--format", "json")
+    assert rc == 0, err
+    (row,) = json.loads(out)
+    man = json.loads((tmp_path / "k" / "manifest.json").read_text())
+    assert (man["iterations"], man["tolerance"], man["max_iter"]) == (None, 1e-10, 50)
+    assert row["ops"] == man["functions"][0]["opcount"]["total"] and "early-exit driver" in err
+    rc, out, err = run(capsys, "build", "solo12", "-a", "prox_ltl", "-c", spec, "--iterations", "4",
+                       "--out", str(tmp_path / "fixed"), "--quiet")
+    assert rc == 0, err
+    assert json.loads((tmp_path / "fixed" / "manifest.json").read_text())["iterations"] == 4
+
+
 def test_verify(capsys):
     rc, out, err = run(capsys, "verify", "chain:4", "--algorithm", "rnea,crba,ltdl", "--samples", "2", "--format", "json")
     assert rc == 0, err
@@ -141,6 +162,9 @@ def test_bad_arguments(capsys):
     assert_user_error(*run(capsys, "frobnicate")[::2])
     assert_user_error(*run(capsys, "build", "chain:3", "-a", "aba")[::2], "--out")
     assert_user_error(*run(capsys, "build", "chain:3", "-a", "aba", "--iterations", "3", "-o", "x")[::2], "iterations")
+    assert_user_error(*run(capsys, "build", "chain:3", "-a", "aba", "--tol", "1e-9", "-o", "x")[::2], "--tol")
+    assert_user_error(*run(capsys, "build", "fourbar", "-a", "prox_ltl", "-c", "3D:tip~anchor", "--max-iter", "9",
+                           "-o", "x")[::2], "--max-iter")
     assert_user_error(*run(capsys, "verify", "chain:3", "--samples", "0")[::2], "samples")
 
 

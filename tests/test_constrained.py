@@ -235,6 +235,31 @@ def test_sx_trace_equals_numpy(robot, spec, alg):
             assert rel_err(np.array(got).ravel(), want) < SX_TOL, f"{alg} {robot}: SX vs NumPy {name}"
 
 
+# --- phases (Sathya 2024 Fig. 1) -----------------------------------------------------------
+
+ONCE = {"prox_ltl": ["kinematics", "factorisation", "delassus"], "prox_ltls": ["kinematics", "factorisation"],
+        "constrained_aba": ["kinematics", "factorisation"], "prox_pv": ["kinematics", "factorisation", "delassus"]}
+
+
+@pytest.mark.parametrize("alg", SOLVERS)
+def test_phases_are_named_alike_and_partition_the_ops(alg):
+    """The same phase names in the four solvers, one per iteration, each iteration
+    non-empty (on talos, tracing's CSE of the outputs alone once left the marks on
+    pre-CSE copies and gave iterations 2 and 3 no operations), summing to the total."""
+    opcount = pytest.importorskip("opcount")
+    try:
+        model = gen.load_robot("talos")
+    except RbdgenError as e:
+        pytest.skip(str(e))
+    oc = opcount.opcount(model, alg, constraints="6D:left_sole_link,6D:right_sole_link", iterations=3)
+    names = [p["name"] for p in oc["phases"]]
+    loop = ["iteration_1", "iteration_2", "iteration_3", "acceleration"]
+    assert names in (ONCE[alg] + loop, ONCE[alg] + loop + ["output"]), f"{alg}: phases {names}"
+    total = {p["name"]: p["total"] for p in oc["phases"]}
+    assert all(total[n] > 0 for n in ONCE[alg] + loop[:3]), f"{alg}: an empty phase in {total}"
+    assert sum(total.values()) == oc["total"]
+
+
 # --- redundant and ill-posed sets ---------------------------------------------------------
 
 REDUNDANT = [("humanoid30", "6D:left_foot,6D:right_foot,6D:left_foot,6D:right_foot"),

@@ -11,9 +11,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .aba import aba
+from .caba_osim import caba_osim, caba_osimf
 from .constrained_aba import constrained_aba
 from .crba import crba
+from .delassus import delassus, delassus_inputs, matrix_output
+from .impulse import impulse, impulse_inputs, impulse_outputs
+from .kkt_osim import kkt_delassus, kkt_osim
 from .ltdl import crba_solve, ltdl, ltl
+from .ltl_osim import ltl_osim
+from .prox_lcp import prox_lcp
 from .prox_ltl import prox_ltl
 from .prox_ltls import prox_ltls
 from .prox_pv import prox_pv
@@ -75,4 +81,28 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs,
               "constrained dynamics (ddq, lam): Popov-Vereshchagin with proximal dual iterations",
               "Sathya 2024 Alg. 4", constrained=True),
+    Algorithm("prox_lcp", prox_lcp, constrained_inputs, constrained_outputs,
+              "forward dynamics with unilateral normal rows (3D+/6D+): LCP by projected proximal Gauss-Seidel "
+              "on the sparse KKT factorisation", "Tedrake 2012 §3.1, Carpentier 2021 eq. 18", constrained=True),
+    Algorithm("impulse", impulse, impulse_inputs, impulse_outputs,
+              "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
+              "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", constrained=True),
+    Algorithm("delassus", delassus, delassus_inputs("delassus"), matrix_output("Delassus"),
+              "Delassus matrix J M^-1 J^T by CRBA, sparse LTDL and sparse back-substitution",
+              "Featherstone 2005 §5", constrained=True),
+    Algorithm("kkt_delassus", kkt_delassus, delassus_inputs("kkt_delassus"), matrix_output("Delassus"),
+              "Delassus matrix J M^-1 J^T as the Schur complement of the sparse KKT joint pass",
+              "Carpentier 2021 Alg. 1, §IV-E", constrained=True),
+    Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"),
+              "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, O(n + m^2)",
+              "Sathya 2024 Alg. 5, eq. 40", constrained=True),
+    Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"),
+              "damped Delassus inverse as caba_osim, split at the floating base",
+              "Sathya 2024 §VI-B, eq. 41", constrained=True),
+    Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"),
+              "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
+              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", constrained=True),
+    Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"),
+              "damped Delassus inverse from the sparse LDL^T of the KKT matrix",
+              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", constrained=True),
 ]}

@@ -19,6 +19,11 @@ spatial acceleration of its body (eq. 20c), ``k = K a0_b + a_rest`` (see
 4. after the last iteration, the roll-out of the bodies that support no constraint
    (Alg. 3 lines 9-11).
 
+Setup is step 1 up to the roll-out (phases ``kinematics`` and ``factorisation``, the
+latter the augmented sweep, H^A in Sathya 2024 Fig. 1); a step rolls out ``S_E``, updates
+``lam`` (2) and carries the new bias forces to the root (3), so the loop state is ``lam``
+and ``D^-1 u`` on ``S_E`` (:class:`State`); see :class:`proximal.ProximalSolver`.
+
 Only constraints relative to the world are handled (§II-E: a loop between two moving
 bodies couples their accelerations in the penalty; use ``prox_ltl`` or ``prox_ltls``).
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1),
@@ -26,90 +31,85 @@ residual (1,1).  Options and the stopping test: :mod:`gen.algorithms.proximal`.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..model import Model
-from ..spatial import act_force, cross_force, inertia_matrix, inv_motion
-from .common import forward_velocities, gravity_acceleration, subspaces
-from .proximal import (Proximal, body_gravity, constant_constraint_inertia, dsolve, joint_terms,
-                       propagate_inertia, supporting_bodies)
+from ..spatial import act_force
+from .proximal import (Iterate, ProximalSolver, backward_pass, column, dsolve, forward_pass, rollout,
+                       supporting_bodies)
 
 
-def constrained_aba(model: Model, q, v, tau, *, be, cset=None, **options):
-    prox = Proximal(model, cset, be, **options)
-    cset, m, nb = prox.cset, prox.cset.m, model.nbodies
+class Plan(NamedTuple):
+    """The structure of a constrainedABA solve (plain ints and floats)."""
+
+    SE: list            # bodies supporting a constraint (Sathya 2024's S_E), ascending
+    rest: list          # the other bodies, ascending
+    rows: list          # per constraint: (body, 1/rho)
+
+
+class Const(NamedTuple):
+    """What every constrainedABA iteration reads."""
+
+    art: object         # proximal.Articulated after the augmented sweep
+    K: list             # per constraint (size x 6)
+    k: list             # per constraint (size x 1)
+
+
+class State(NamedTuple):
+    """The loop state of iterate k."""
+
+    lam: list           # lam_{k-1}, per constraint
+    Dinv_u: list        # D^-1 u of iterate k on S_E
+
+
+def setup(model: Model, q, v, tau, prox, be):
+    """Alg. 1 up to its roll-out: the first forward sweep with the augmented inertia and
+    bias force (eq. 29), then the backward sweep."""
+    cset = prox.cset
     cset.require_anchored("constrained_aba")
-    S = subspaces(model, be)
-    Xup, vel, c = forward_velocities(model, q, v, S, be)
-    cons = constraint_rows(model, cset, prox.rho, q, v, (Xup, vel, c), be) if m else []
-
-    IA, pA = [], []                                   # Alg. 1, first forward sweep (eq. 29)
-    for i, b in enumerate(model.bodies):
-        I = inertia_matrix(b.inertia, be)
-        IA.append(I)
-        pA.append(cross_force(vel[i], I @ vel[i], be))
-    for con, body, K, k, w, aug in cons:
-        IA[body] = IA[body] + (be.asarray(aug) if aug is not None else w * (K.T @ K))
-        pA[body] = pA[body] - K.T @ (w * k)
-    be.mark("forward", *c, *IA, *pA)
-
-    U, Dfac, Dinv_u, Dinv_Ut = [None] * nb, [None] * nb, [None] * nb, [None] * nb
-    for i in reversed(range(nb)):                     # Alg. 1, backward sweep
-        U[i], Dfac[i], Dinv_u[i], Dinv_Ut[i] = joint_terms(model, i, S, IA, pA, tau, be)
-        if model.bodies[i].parent != -1:
-            propagate_inertia(model, i, q, Xup, c, IA, pA, U[i], Dinv_u[i], Dinv_Ut[i], be)
-    be.mark("backward", *U, *Dinv_u, *Dinv_Ut)
-
+    art, cons = forward_pass(model, q, v, prox, be)
+    for con, body, K, k, w, aug in cons:              # eq. 29
+        art.IA[body] = art.IA[body] + (be.asarray(aug) if aug is not None else w * (K.T @ K))
+        art.pA[body] = art.pA[body] - K.T @ (w * k)
+    backward_pass(model, q, tau, art, be)
     SE = supporting_bodies(model, cset)
+    plan = Plan(SE, [i for i in range(model.nbodies) if i not in SE], [(body, w) for _, body, _, _, w, _ in cons])
+    const = Const(art, [K for _, _, K, _, _, _ in cons], [k for _, _, _, k, _, _ in cons])
+    state = State([be.zeros(con.size, 1) for con, *_ in cons], [art.Dinv_u[i] for i in SE])
+    return plan, const, state
+
+
+def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iterate:
+    """Roll-out of ``S_E`` (Alg. 1 / Alg. 2), ``r_k = K a - k``, ``lam_k`` (eq. 27b), and the
+    reduced backward sweep (Alg. 2) giving the next iterate's ``D^-1 u`` on ``S_E``."""
+    art, nb = const.art, model.nbodies
+    Dinv_u = list(art.Dinv_u)
+    for i, d in zip(plan.SE, state.Dinv_u):
+        Dinv_u[i] = d
     acc, ddq = [None] * nb, [None] * nb
-    rollout(model, SE, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be)
-    lam = [be.zeros(con.size, 1) for con, *_ in cons]
-    while m:
-        r = [K @ acc[body] - k for _, body, K, k, _, _ in cons]                     # K a - k
-        lam = [lj - w * rj for lj, rj, (_, _, _, _, w, _) in zip(lam, r, cons)]     # eq. 27b
-        if prox.step(be.vcat(r)):
-            break
-        dp = {}                                        # Alg. 2, reduced backward sweep
-        for (_, body, K, _, w, _), rj in zip(cons, r):
-            f = K.T @ (w * rj)
-            dp[body] = f if body not in dp else dp[body] + f
-        for i in reversed(SE):
-            if i not in dp:
-                continue
-            du = dsolve(Dfac[i], S[i].T @ dp[i], be)
-            Dinv_u[i] = Dinv_u[i] - du
-            p = model.bodies[i].parent
-            if p != -1:
-                f = act_force(Xup[i], dp[i] - U[i] @ du, be)
-                dp[p] = f if p not in dp else dp[p] + f
-        rollout(model, SE, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be)   # Alg. 2, roll-out
-    rest = [i for i in range(nb) if ddq[i] is None]
-    rollout(model, rest, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be)     # Alg. 3, lines 9-11
-    return prox.outputs(be.vcat(ddq), be.vcat(lam) if m else None)
+    rollout(model, plan.SE, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
+    r = [K @ acc[body] - k for (body, _), K, k in zip(plan.rows, const.K, const.k)]     # K a - k
+    lam = [lj - w * rj for lj, rj, (_, w) in zip(state.lam, r, plan.rows)]              # eq. 27b
 
-
-def rollout(model: Model, bodies, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be):
-    """``a' = X^-1 a_parent + c``, ``ddq_i = D^-1 u_i - D^-1 U^T a'``, ``a_i = a' + S ddq_i``
-    for the listed bodies (ascending), ``a_0 = -g``."""
-    a0 = gravity_acceleration(model, be)
-    for i in bodies:
+    nxt, dp = list(Dinv_u), {}                        # Alg. 2, reduced backward sweep
+    for (body, w), K, rj in zip(plan.rows, const.K, r):
+        f = K.T @ (w * rj)
+        dp[body] = f if body not in dp else dp[body] + f
+    for i in reversed(plan.SE):
+        if i not in dp:
+            continue
+        du = dsolve(art.Dfac[i], art.S[i].T @ dp[i], be)
+        nxt[i] = nxt[i] - du
         p = model.bodies[i].parent
-        a = inv_motion(Xup[i], a0 if p == -1 else acc[p], be) + c[i]
-        ddq[i] = Dinv_u[i] - Dinv_Ut[i] @ a
-        acc[i] = a + S[i] @ ddq[i]
+        if p != -1:
+            f = act_force(art.Xup[i], dp[i] - art.U[i] @ du, be)
+            dp[p] = f if p not in dp else dp[p] + f
+
+    def accelerations():                               # Alg. 3, lines 9-11
+        rollout(model, plan.rest, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
+        return be.vcat(ddq)
+
+    return Iterate(State(lam, [nxt[i] for i in plan.SE]), column(lam, be), column(r, be), accelerations)
 
 
-def constraint_rows(model: Model, cset, rho, q, v, kin, be):
-    """Per constraint: (constraint, body, K, k, 1/rho, constant w K^T K or None), with
-    ``k = K a0_body + a_rest`` the desired (gravity-offset) body acceleration component."""
-    ev = cset.evaluate(model, q, v, be=be, kin=kin, jacobian=False, drift=False)
-    Xup = kin[0]
-    bodies = [terms[0][0] for terms in ev.terms]
-    grav = body_gravity(model, Xup, bodies, be)
-    out = []
-    for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
-        (body, K), = terms
-        r0 = cset.offsets[ci]
-        w = 1.0 / float(rho[r0])
-        k = K @ grav[body] + ev.a_rest[r0:r0 + con.size, 0:1]
-        const = constant_constraint_inertia(con, w)
-        out.append((con, body, K, k, w, None if const is None else const[1]))
-    return out
+constrained_aba = ProximalSolver("constrained_aba", setup, step)

@@ -16,6 +16,10 @@ Equations", RSS 2021 (``../shared/papers/carpentier2021-...``):
   at the end is the damped Delassus matrix ``-(J M^-1 J^T + rho)``, dense;
 * a fixed number of proximal iterations, each one sparse solve with the same factors.
 
+Setup (phases ``kinematics``: ``b``, ``J``, ``a_c*``; ``factorisation``: ``M`` and the
+joint rows of the factor, which are M's own LTDL factor; ``delassus``: the constraint
+rows) and step (one solve; loop state ``lam_{k-1}``), see :class:`proximal.ProximalSolver`.
+
 The sparsity pattern, fill-in included, is computed at trace time from the tree and the
 constraint supports (:func:`proximal.fill_pattern`), so loop closures between two moving
 bodies are handled too.  Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1),
@@ -24,40 +28,52 @@ penalty 1/mu); see :mod:`gen.algorithms.proximal` for the options and the stoppi
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..model import Model
 from .crba import crba
-from .proximal import Proximal, column, fill_pattern, ldl_factor, ldl_solve, tree_lower
+from .proximal import (Iterate, ProximalSolver, Unmarked, column, fill_pattern, ldl_factor,
+                       ldl_solve, tree_lower)
 from .rnea import nle
 
 
-def prox_ltl(model: Model, q, v, tau, *, be, cset=None, **options):
-    prox = Proximal(model, cset, be, **options)
-    cset, m, n = prox.cset, prox.cset.m, model.nv
-    (M,) = crba(model, q, be=be)
-    (b,) = nle(model, q, v, be=be)
-    be.mark("dynamics", M, b)
-    ev = cset.evaluate(model, q, v, be=be) if m else None
-    if m:
-        be.mark("constraints", ev.J, ev.a_star)
-    pattern, dinv, L = kkt_factor(model, cset, M, ev.J if m else None, prox.rho, be)
-    be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
+class Const(NamedTuple):
+    """What every proxLTL iteration reads."""
 
-    rhs_v = [tau[i, 0] - b[i, 0] for i in range(n)]
-    lam, ddq = None, None
-    for _ in range(prox.n if m else 1):
-        top = [ev.a_star[r, 0] + (prox.rho[r] * lam[r, 0] if lam is not None else 0.0)
-               for r in range(m)]
-        sol = ldl_solve(pattern, dinv, L, top + rhs_v)
-        ddq = column(sol[m:], be)
-        if not m:
-            break
-        new = column([-x for x in sol[:m]], be)                     # lam_k = -x
-        prev = lam if lam is not None else be.zeros(m, 1)
-        r = be.vcat([prox.rho[i] * (prev[i, 0] - new[i, 0]) for i in range(m)])
-        lam = new
-        if prox.step(r):
-            break
-    return prox.outputs(ddq, lam)
+    dinv: list          # 1/D of K_mu = L^T D L, constraint rows first
+    L: dict             # L over the pattern
+    a_star: object      # a_c* (m x 1), None without constraints
+    rhs: list           # tau - b, per dof
+
+
+def setup(model: Model, q, v, tau, prox, be):
+    """``b``, ``J``, ``a_c*``, ``M`` and the factorisation of ``K_mu``; plan: its pattern;
+    state: ``lam_0 = 0``."""
+    cset, m, n = prox.cset, prox.cset.m, model.nv
+    (b,) = nle(model, q, v, be=Unmarked(be))
+    ev = cset.evaluate(model, q, v, be=be) if m else None
+    be.mark("kinematics", b, *([ev.J, ev.a_star] if m else []))
+    (M,) = crba(model, q, be=Unmarked(be))
+    pattern, dinv, L = kkt_factor(model, cset, M, ev.J if m else None, prox.rho, be)
+    be.mark("factorisation", column(dinv[m:], be), column([L[e] for e in sorted(L) if e[0] >= m], be))
+    if m:
+        be.mark("delassus", column(dinv[:m], be), column([L[e] for e in sorted(L) if e[0] < m], be))
+    const = Const(dinv, L, ev.a_star if m else None, [tau[i, 0] - b[i, 0] for i in range(n)])
+    return pattern, const, be.zeros(m, 1)
+
+
+def step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
+    """eq. (18): ``K_mu [x; ddq_k] = [a_c* + rho lam_{k-1}; tau - b]``, ``lam_k = -x``,
+    ``r_k = J ddq_k - a_c* = rho (lam_{k-1} - lam_k)``."""
+    m = prox.cset.m
+    top = [const.a_star[r, 0] + prox.rho[r] * lam[r, 0] for r in range(m)]
+    sol = ldl_solve(pattern, const.dinv, const.L, top + const.rhs)
+    new = column([-x for x in sol[:m]], be)                        # lam_k = -x
+    r = column([prox.rho[i] * (lam[i, 0] - new[i, 0]) for i in range(m)], be)
+    return Iterate(new, new, r, lambda: column(sol[m:], be))
+
+
+prox_ltl = ProximalSolver("prox_ltl", setup, step)
 
 
 def kkt_factor(model: Model, cset, M, J, rho, be):

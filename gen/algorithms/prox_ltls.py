@@ -20,29 +20,45 @@ Pinocchio's damping ``rho = mu / weight`` (Sathya's penalty is ``1/rho``):
 * ``M_mu = L^T D L`` by Featherstone's sparse LTDL (2005, Table 2), once; each iteration
   is one sparse solve.
 
+Setup (phases ``kinematics``: ``b``, ``J``, ``a_c*``; ``factorisation``: ``M_mu`` and its
+factor) and step (loop state ``lam_{k-1}``), see :class:`proximal.ProximalSolver`.
+
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1),
 residual (1,1).  Options and the stopping test: :mod:`gen.algorithms.proximal`.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
 from ..model import Inertia, Model
 from .crba import crba
-from .proximal import (Proximal, column, constant_constraint_inertia, fill_pattern, ldl_factor,
-                       ldl_solve, tree_lower)
+from .proximal import (Iterate, ProximalSolver, Unmarked, column, constant_constraint_inertia,
+                       fill_pattern, ldl_factor, ldl_solve, tree_lower)
 from .rnea import nle
 
 
-def prox_ltls(model: Model, q, v, tau, *, be, cset=None, **options):
-    prox = Proximal(model, cset, be, **options)
+class Const(NamedTuple):
+    """What every proxLTLs iteration reads."""
+
+    dinv: list          # 1/D of M_mu = L^T D L
+    L: dict             # L over the pattern
+    base: object        # tau - b (nv x 1)
+    J: object           # m x nv, None without constraints
+    a_star: object      # a_c* (m x 1), None without constraints
+
+
+def setup(model: Model, q, v, tau, prox, be):
+    """``b``, ``J``, ``a_c*``, ``M_mu`` (eq. 24) and its factor; plan: the pattern of the
+    factor; state: ``lam_0 = 0``."""
     cset, m, n = prox.cset, prox.cset.m, model.nv
     aug, additive = augmented_model(model, cset, prox.rho)
-    (Mmu,) = crba(aug, q, be=be)
-    (b,) = nle(model, q, v, be=be)
+    (b,) = nle(model, q, v, be=Unmarked(be))
     ev = cset.evaluate(model, q, v, be=be) if m else None
+    be.mark("kinematics", b, *([ev.J, ev.a_star] if m else []))
+    (Mmu,) = crba(aug, q, be=Unmarked(be))
     lower = tree_lower(model)
     diag = [Mmu[k, k] for k in range(n)]
     off = {(k, i): Mmu[k, i] for k in range(n) for i in lower[k]}
@@ -56,26 +72,28 @@ def prox_ltls(model: Model, q, v, tau, *, be, cset=None, **options):
                 else:
                     lower[j].add(i)
                     off[(j, i)] = off.get((j, i), 0.0) + s
-    be.mark("augmented_crba", Mmu, b, *([ev.J, ev.a_star] if m else []))
     pattern = fill_pattern(lower)
     dinv, L = ldl_factor(pattern, diag, off, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
+    const = Const(dinv, L, tau - b, ev.J if m else None, ev.a_star if m else None)
+    return pattern, const, be.zeros(m, 1)
 
-    base = tau - b
-    lam, ddq = be.zeros(m, 1), None
-    for _ in range(prox.n if m else 1):
-        rhs = base
-        if m:
-            w = be.vcat([lam[r, 0] + ev.a_star[r, 0] * (1.0 / prox.rho[r]) for r in range(m)])
-            rhs = base + ev.J.T @ w
-        ddq = column(ldl_solve(pattern, dinv, L, [rhs[i, 0] for i in range(n)]), be)
-        if not m:
-            break
-        r = ev.J @ ddq - ev.a_star
-        lam = be.vcat([lam[i, 0] - r[i, 0] * (1.0 / prox.rho[i]) for i in range(m)])
-        if prox.step(r):
-            break
-    return prox.outputs(ddq, lam if m else None)
+
+def step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
+    """eq. (16): ``M_mu ddq_k = tau - b + J^T (lam_{k-1} + rho^-1 a_c*)``,
+    ``r_k = J ddq_k - a_c*``, ``lam_k = lam_{k-1} - rho^-1 r_k``."""
+    m, n = prox.cset.m, model.nv
+    rhs = const.base
+    if m:
+        w = be.vcat([lam[r, 0] + const.a_star[r, 0] * (1.0 / prox.rho[r]) for r in range(m)])
+        rhs = const.base + const.J.T @ w
+    ddq = column(ldl_solve(pattern, const.dinv, const.L, [rhs[i, 0] for i in range(n)]), be)
+    r = const.J @ ddq - const.a_star if m else be.zeros(0, 1)
+    new = column([lam[i, 0] - r[i, 0] * (1.0 / prox.rho[i]) for i in range(m)], be)
+    return Iterate(new, new, r, lambda: ddq)
+
+
+prox_ltls = ProximalSolver("prox_ltls", setup, step)
 
 
 def augmented_model(model: Model, cset, rho):

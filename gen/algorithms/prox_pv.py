@@ -22,6 +22,11 @@ Sathya & Carpentier, "Constrained Articulated Body Dynamics Algorithms", 2024
    ``F_b = K^T lam`` to the root through ``P_i`` (equal to ``KA_i^T lam``, line 18), then
    ``ddq_i = D^-1 (u_i + S^T F_i - U^T a')``.
 
+Setup is 1-2 and the factorisation of 3 (phases ``kinematics``, ``factorisation``: the
+ABA terms, H^A in Sathya 2024 Fig. 1, and ``delassus``: ``L_0``, ``l_0`` and the factor,
+Lambda), a step is one solve of 3 (loop state ``lam_{k-1}``), and 4 is the returned
+iterate's ``ddq``; see :class:`proximal.ProximalSolver`.
+
 Only constraints relative to the world are handled (§II-E); use ``prox_ltl`` or
 ``prox_ltls`` for loops between two moving bodies.  Shapes: q (nq,1), v (nv,1),
 tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1), residual (1,1).  Options and the
@@ -29,63 +34,90 @@ stopping test: :mod:`gen.algorithms.proximal`.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..model import Model
-from ..spatial import act_force, cross_force, inertia_matrix
-from .common import forward_velocities, gravity_acceleration, subspaces
-from .constrained_aba import constraint_rows, rollout
-from .proximal import (Proximal, column, dsolve, fill_pattern, joint_terms, ldl_factor, ldl_solve,
-                       propagate_inertia, supporting_bodies)
+from ..spatial import act_force
+from .common import gravity_acceleration
+from .proximal import (Iterate, ProximalSolver, backward_pass, column, dsolve, fill_pattern,
+                       forward_pass, ldl_factor, ldl_solve, rollout, supporting_bodies)
 
 
-def prox_pv(model: Model, q, v, tau, *, be, cset=None, **options):
-    prox = Proximal(model, cset, be, **options)
-    cset, m, nb = prox.cset, prox.cset.m, model.nbodies
+class Plan(NamedTuple):
+    """The structure of a proxPV solve (plain ints)."""
+
+    pattern: list       # of the dense m x m factor
+    SE: list            # bodies supporting a constraint, ascending
+    bodies: list        # per constraint: its body
+
+
+class Const(NamedTuple):
+    """What every proxPV iteration (and the final roll-out) reads."""
+
+    art: object         # proximal.Articulated after the backward sweep
+    K: list             # per constraint (size x 6)
+    dinv: list          # 1/D of L_0 + rho = L^T D L
+    L: dict             # L over the pattern
+    c0: list            # KA_0 a_0 + l_0, per row
+
+
+def setup(model: Model, q, v, tau, prox, be):
+    """Lines 1-11 and the factorisation of line 13's matrix; state: ``lam_0 = 0``."""
+    cset, nb = prox.cset, model.nbodies
     cset.require_anchored("prox_pv")
-    S = subspaces(model, be)
-    Xup, vel, c = forward_velocities(model, q, v, S, be)
-    cons = constraint_rows(model, cset, prox.rho, q, v, (Xup, vel, c), be) if m else []
-
-    IA, pA = [], []                                   # line 4
-    for i, b in enumerate(model.bodies):
-        I = inertia_matrix(b.inertia, be)
-        IA.append(I)
-        pA.append(cross_force(vel[i], I @ vel[i], be))
+    art, cons = forward_pass(model, q, v, prox, be)
     sub = [Subtree() for _ in range(nb + 1)]          # sub[nb] is the world
     for ci, (con, body, K, k, _, _) in enumerate(cons):
         sub[body].add(list(cset.rows(ci)), K.T, -k, None)
-    be.mark("forward", *c, *IA, *pA)
 
-    U, Dfac, Dinv_u, Dinv_Ut = [None] * nb, [None] * nb, [None] * nb, [None] * nb
-    for i in reversed(range(nb)):                     # lines 5-11
-        U[i], Dfac[i], Dinv_u[i], Dinv_Ut[i] = joint_terms(model, i, S, IA, pA, tau, be)
-        p = model.bodies[i].parent
-        if p != -1:
-            propagate_inertia(model, i, q, Xup, c, IA, pA, U[i], Dinv_u[i], Dinv_Ut[i], be)
+    def visit(i):                                     # lines 9-11
         if sub[i].rows:
-            pv_step(sub[i], sub[p if p != -1 else nb], Xup[i], S[i], c[i], U[i], Dfac[i],
-                    Dinv_u[i], Dinv_Ut[i], be)
-    be.mark("backward", *U, *Dinv_u, *Dinv_Ut)
+            p = model.bodies[i].parent
+            pv_step(sub[i], sub[p if p != -1 else nb], art.Xup[i], art.S[i], art.c[i], art.U[i],
+                    art.Dfac[i], art.Dinv_u[i], art.Dinv_Ut[i], be)
 
-    lam = None
-    if m:
-        lam = dual_iterations(sub[nb], gravity_acceleration(model, be), prox, be)
-    F = {}                                            # F_i = KA_i^T lam, root-ward
-    for ci, (con, body, K, _, _, _) in enumerate(cons):
+    backward_pass(model, q, tau, art, be, visit)
+    pattern, dinv, L, c0 = delassus_factor(sub[nb], gravity_acceleration(model, be), prox, be)
+    plan = Plan(pattern, supporting_bodies(model, cset), [body for _, body, _, _, _, _ in cons])
+    return plan, Const(art, [K for _, _, K, _, _, _ in cons], dinv, L, c0), be.zeros(cset.m, 1)
+
+
+def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
+    """Line 13: ``(L_0 + rho) lam_k = rho lam_{k-1} - (KA_0 a_0 + l_0)``, and
+    ``r_k = J ddq_k - a_c* = rho (lam_{k-1} - lam_k)``."""
+    m = prox.cset.m
+    rhs = [prox.rho[r] * lam[r, 0] - const.c0[r] for r in range(m)]
+    new = ldl_solve(plan.pattern, const.dinv, const.L, rhs)
+    r = column([prox.rho[i] * (lam[i, 0] - new[i]) for i in range(m)], be)
+    lam_k = column(new, be)
+    return Iterate(lam_k, lam_k, r, lambda: accelerations(model, plan, const, lam_k, prox.cset, be))
+
+
+def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
+    """Lines 17-19: ``F_i = KA_i^T lam`` carried root-ward through ``P_i``, then the
+    roll-out ``ddq_i = D^-1 (u_i + S^T F_i - U^T a')``."""
+    art, nb = const.art, model.nbodies
+    F = {}
+    for ci, (body, K) in enumerate(zip(plan.bodies, const.K)):
         r = cset.rows(ci)
         f = K.T @ lam[r.start:r.stop, 0:1]
         F[body] = f if body not in F else F[body] + f
-    for i in reversed(supporting_bodies(model, cset)):
+    Dinv_u = list(art.Dinv_u)
+    for i in reversed(plan.SE):
         if i not in F:
             continue
-        dv = dsolve(Dfac[i], S[i].T @ F[i], be)
+        dv = dsolve(art.Dfac[i], art.S[i].T @ F[i], be)
         Dinv_u[i] = Dinv_u[i] + dv                   # D^-1 (u + S^T F)
         p = model.bodies[i].parent
         if p != -1:
-            f = act_force(Xup[i], F[i] - U[i] @ dv, be)
+            f = act_force(art.Xup[i], F[i] - art.U[i] @ dv, be)
             F[p] = f if p not in F else F[p] + f
     acc, ddq = [None] * nb, [None] * nb
-    rollout(model, range(nb), Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be)   # lines 17-19
-    return prox.outputs(be.vcat(ddq), lam)
+    rollout(model, range(nb), art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
+    return be.vcat(ddq)
+
+
+prox_pv = ProximalSolver("prox_pv", setup, step)
 
 
 class Subtree:
@@ -125,9 +157,12 @@ def act_force_cols(X, F, be):
     return be.hcat([act_force(X, F[:, k:k + 1], be) for k in range(F.shape[1])])
 
 
-def dual_iterations(world, a0, prox, be):
-    """Line 13: ``(L_0 + rho) lam_k = rho lam_{k-1} - (KA_0 a_0 + l_0)``, dense LDL^T once."""
+def delassus_factor(world: Subtree, a0, prox, be):
+    """Line 13's matrix ``L_0 + rho`` (rows in constraint order) and its dense LDL^T, once,
+    and ``c0 = KA_0 a_0 + l_0``.  Phase ``delassus``.  Returns (pattern, 1/D, L, c0)."""
     m = len(world.rows)
+    if not m:
+        return [], [], {}, []
     pos = {r: a for a, r in enumerate(world.rows)}   # subtree order -> row order
     KAt = be.hcat(world.KAt)
     c0s = KAt.T @ a0 + be.vcat(world.l)
@@ -140,13 +175,6 @@ def dual_iterations(world, a0, prox, be):
         else:
             off[(ra, rb)] = e
     pattern = fill_pattern([set(range(k)) for k in range(m)])
-    dinv, Lf = ldl_factor(pattern, diag, off, be)
-    be.mark("delassus", column(dinv, be), column([Lf[e] for e in sorted(Lf)], be))
-    lam = [0.0] * m
-    while True:
-        rhs = [prox.rho[r] * lam[r] - c0[r] for r in range(m)]
-        new = ldl_solve(pattern, dinv, Lf, rhs)
-        res = be.vcat([prox.rho[r] * (lam[r] - new[r]) for r in range(m)])   # J ddq - a_c*
-        lam = new
-        if prox.step(res):
-            return be.vcat(lam)
+    dinv, L = ldl_factor(pattern, diag, off, be)
+    be.mark("delassus", column(dinv, be), column([L[e] for e in sorted(L)], be), column(c0, be))
+    return pattern, dinv, L, c0

@@ -21,12 +21,13 @@ fed back as external forces reproduces ``ddq`` exactly at every iterate.
 runs that many (``be.converged`` is False for SX: the count is static and recorded).  With
 a tolerance ``tol`` the NumPy run exits early when ``|r_k|_inf <= tol`` with
 ``r_k = J ddq_k - a_c*`` (the primal residual); ``max_iter`` (if given) replaces
-``iterations`` as the cap.  Without ``tol`` both backends run exactly the cap.  (Sathya
-2024 Alg. 3 also stops when the iterates stagnate, which detects the least-squares
-solution of an infeasible set; near a singular configuration the convergence is slow
-enough (rate ``rho / (rho + sigma_min(J M^-1 J^T))``) to look like stagnation, so only the
-residual is used: an infeasible set runs to the cap and returns the least-squares
-iterate.)
+``iterations`` as the cap.  Without ``tol`` both backends run exactly the cap.  The
+emitted C applies the same test in a driver that loops a traced step
+(:func:`gen.trace.trace_driver`).  (Sathya 2024 Alg. 3 also stops when the iterates
+stagnate, which detects the least-squares solution of an infeasible set; near a singular
+configuration the convergence is slow enough (rate ``rho / (rho + sigma_min(J M^-1
+J^T))``) to look like stagnation, so only the residual is used: an infeasible set runs to
+the cap and returns the least-squares iterate.)
 
 **Accuracy.**  The dual methods (``prox_ltl``, ``prox_pv``) never form ``1/mu``-sized
 numbers and reach the KKT solution to ~1e-13.  The augmented-Lagrangian ones
@@ -36,16 +37,36 @@ dual methods to ~1e-9 relative (5e-9 on solo12's light legs), at ``mu = 1e-4`` t
 at the cost of a few more iterations.  Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations``
 (1x1, the number of proximal steps taken; 0 with no constraints) and ``residual`` (1x1,
 ``|r_k|_inf`` of the returned iterate).
+
+**Setup and step.**  Each solver is a :class:`ProximalSolver`: ``setup`` computes what
+every iteration reads (``const``: factors, articulated inertias, constraint terms) and
+the loop state of the first iteration (``lam_0 = 0`` plus whatever the iterations
+update), ``step`` maps a loop state to the next :class:`Iterate`.  Calling the solver
+composes them with the stopping test; that one composition is the NumPy run and the
+fixed-K trace, and the early-exit driver traces setup and step separately.
+
+**Phases** (``be.mark``; Sathya 2024 Fig. 1 blocks in brackets), the same names in the
+four solvers: ``kinematics`` (placements, velocities, bias forces, constraint Jacobian
+and ``a_c*`` or the rows ``K``, ``k``), ``factorisation`` (``M`` and its sparse
+factor [M^-1], ``M_mu`` and its factor [M_mu^-1], or the articulated-body sweep [H^A]),
+``delassus`` (dual solvers only: the damped Delassus matrix and its factor [Lambda]),
+``iteration_1``, ``iteration_2``, ... (what it takes to get ``lam_k`` and ``r_k`` from
+the previous iterate [proximal]), ``acceleration`` (``ddq`` of the returned iterate beyond
+what its iteration computed).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from ..constraints import ConstraintSet, as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model, skew
-from ..spatial import act_force, inertia_to_parent, inv_motion, motion_subspace
-from .common import gravity_acceleration, qslice, vslice
+from ..spatial import (act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion,
+                       motion_subspace)
+from .common import forward_velocities, gravity_acceleration, qslice, subspaces, vslice
 from .dense import ldlt_factor, ldlt_solve
 
 DEFAULT_ITERATIONS = 3
@@ -97,6 +118,67 @@ class Proximal:
             lam = be.zeros(0, 1)
         res = self.res if self.k else 0.0
         return ddq, lam, be.asarray([[float(self.k)]]), be.vcat([res])
+
+
+@dataclass
+class Iterate:
+    """Iterate k of a solver's ``step``: ``state`` (the loop state step k+1 starts from),
+    ``lam`` (``lam_k``, m x 1), ``r`` (``r_k = J ddq_k - a_c*``, m x 1) and ``ddq`` (a
+    function of no argument giving ``ddq_k``: only the returned iterate needs it)."""
+
+    state: object
+    lam: object
+    r: object
+    ddq: Callable[[], object]
+
+
+@dataclass(frozen=True)
+class ProximalSolver:
+    """A proximal solver as ``setup`` + ``step`` (DESIGN §3.3), called like any registered
+    algorithm: ``solver(model, q, v, tau, *, be, cset, iterations=, mu=, tol=, max_iter=)``.
+
+    * ``setup(model, q, v, tau, prox, be) -> (plan, const, state)``: ``plan`` is structure
+      (ints, patterns; never a backend value), ``const`` the numbers every iteration reads,
+      ``state`` the loop state of iteration 1;
+    * ``step(model, plan, const, state, prox, be) -> Iterate``.
+
+    ``const`` and ``state`` are nested lists, tuples (named or not) and dicts of backend
+    values, so that :func:`gen.trace.trace_driver` can trace setup and step as separate
+    functions for the early-exit C driver."""
+
+    name: str
+    setup: Callable
+    step: Callable
+
+    def __call__(self, model: Model, q, v, tau, *, be, cset=None, **options):
+        prox = Proximal(model, cset, be, **options)
+        plan, const, state = self.setup(model, q, v, tau, prox, be)
+        m = prox.cset.m
+        while True:
+            it = self.step(model, plan, const, state, prox, be)
+            if not m:
+                break
+            be.mark(f"iteration_{prox.k + 1}", it.lam, it.r)
+            if prox.step(it.r):
+                break
+            state = it.state
+        ddq = it.ddq()
+        be.mark("acceleration", ddq)
+        return prox.outputs(ddq, it.lam if m else None)
+
+
+class Unmarked:
+    """The backend ``be`` with :meth:`mark` a no-op: a sub-algorithm (CRBA, RNEA) called
+    by a solver adds its operations to the solver's phases instead of its own."""
+
+    def __init__(self, be):
+        self.be = be
+
+    def __getattr__(self, name):
+        return getattr(self.be, name)
+
+    def mark(self, phase: str, *values) -> None:
+        pass
 
 
 def norm_inf(x, be):
@@ -174,13 +256,90 @@ def column(xs, be):
 
 # --- articulated-body pieces (Featherstone 2008 Table 7.1), shared by cABA and proxPV ----
 
+class Articulated(NamedTuple):
+    """Per-body lists of the articulated-body sweeps: motion subspaces ``S``, ``Xup``,
+    ``c``, articulated inertias ``IA`` and bias forces ``pA`` (as propagated), ``U``, the
+    factor ``Dfac`` of ``D``, ``D^-1 u`` and ``D^-1 U^T`` (:func:`joint_terms`)."""
+
+    S: list
+    Xup: list
+    c: list
+    IA: list
+    pA: list
+    U: list
+    Dfac: list
+    Dinv_u: list
+    Dinv_Ut: list
+
+
+def forward_pass(model: Model, q, v, prox: Proximal, be):
+    """Sathya 2024 Alg. 1 line 1-4 (Alg. 4 line 4): ``Xup``, ``v``, ``c``, ``IA_i = I_i``,
+    ``pA_i = v_i x* I_i v_i``, and the constraint rows (:func:`constraint_rows`).  Phase
+    ``kinematics``.  Returns (Articulated with the sweep lists still empty, rows)."""
+    nb = model.nbodies
+    S = subspaces(model, be)
+    Xup, vel, c = forward_velocities(model, q, v, S, be)
+    cons = constraint_rows(model, prox.cset, prox.rho, q, v, (Xup, vel, c), be) if prox.cset.m else []
+    IA, pA = [], []
+    for i, b in enumerate(model.bodies):
+        I = inertia_matrix(b.inertia, be)
+        IA.append(I)
+        pA.append(cross_force(vel[i], I @ vel[i], be))
+    be.mark("kinematics", *c, *pA, *[k for _, _, _, k, _, _ in cons])
+    return Articulated(S, Xup, c, IA, pA, [None] * nb, [None] * nb, [None] * nb, [None] * nb), cons
+
+
+def backward_pass(model: Model, q, tau, art: Articulated, be, visit=None) -> None:
+    """Sathya 2024 Alg. 1 lines 5-8 (Alg. 4 lines 5-8), in place on ``art``: the joint
+    terms of every body, leaves to root, and the inertia and bias force it passes to its
+    parent; ``visit(i)`` runs after body ``i`` (proxPV folds its constraints there).
+    Phase ``factorisation``."""
+    for i in reversed(range(model.nbodies)):
+        art.U[i], art.Dfac[i], art.Dinv_u[i], art.Dinv_Ut[i] = joint_terms(model, i, art.S, art.IA, art.pA, tau, be)
+        if model.bodies[i].parent != -1:
+            propagate_inertia(model, i, q, art.Xup, art.c, art.IA, art.pA, art.U[i], art.Dinv_u[i],
+                              art.Dinv_Ut[i], be)
+        if visit is not None:
+            visit(i)
+    be.mark("factorisation", *art.U, *art.Dinv_u, *art.Dinv_Ut)
+
+
+def rollout(model: Model, bodies, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be):
+    """``a' = X^-1 a_parent + c``, ``ddq_i = D^-1 u_i - D^-1 U^T a'``, ``a_i = a' + S ddq_i``
+    for the listed bodies (ascending), ``a_0 = -g``."""
+    a0 = gravity_acceleration(model, be)
+    for i in bodies:
+        p = model.bodies[i].parent
+        a = inv_motion(Xup[i], a0 if p == -1 else acc[p], be) + c[i]
+        ddq[i] = Dinv_u[i] - Dinv_Ut[i] @ a
+        acc[i] = a + S[i] @ ddq[i]
+
+
+def constraint_rows(model: Model, cset, rho, q, v, kin, be):
+    """Per constraint: (constraint, body, K, k, 1/rho, constant w K^T K or None), with
+    ``k = K a0_body + a_rest`` the desired (gravity-offset) body acceleration component."""
+    ev = cset.evaluate(model, q, v, be=be, kin=kin, jacobian=False, drift=False)
+    Xup = kin[0]
+    bodies = [terms[0][0] for terms in ev.terms]
+    grav = body_gravity(model, Xup, bodies, be)
+    out = []
+    for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
+        (body, K), = terms
+        r0 = cset.offsets[ci]
+        w = 1.0 / float(rho[r0])
+        k = K @ grav[body] + ev.a_rest[r0:r0 + con.size, 0:1]
+        const = constant_constraint_inertia(con, w)
+        out.append((con, body, K, k, w, None if const is None else const[1]))
+    return out
+
+
 def joint_terms(model: Model, i: int, S, IA, pA, tau, be):
     """``U = IA S``, the factor of ``D = S^T U`` (``1/D`` for a 1-DoF joint, an unrolled
     LDL^T otherwise), ``D^-1 u`` and ``D^-1 U^T`` with ``u = tau_i - S^T pA``."""
     U = IA[i] @ S[i]
     D = S[i].T @ U
     u = vslice(model, i, tau) - S[i].T @ pA[i]
-    Dfac = 1.0 / D[0, 0] if model.bodies[i].nv == 1 else ldlt_factor(D)
+    Dfac = be.reciprocal(D[0, 0]) if model.bodies[i].nv == 1 else ldlt_factor(D, be)
     return U, Dfac, dsolve(Dfac, u, be), dsolve(Dfac, U.T, be)
 
 

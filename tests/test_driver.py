@@ -1,0 +1,254 @@
+"""The early-exit C driver of the four proximal solvers (gen.trace.trace_driver, gen/emit.py,
+templates/wrapper.c.j2; DESIGN §3.3): the compiled driver equals the NumPy run with the
+same tolerance, iteration count included (§6c); it stops at the residual test or at
+max_iter; non-finite input gives -1; the traced setup, step and finish looped in Python
+equal NumPy and compose to the fixed-K kernel (§6b); a step costs one unrolled iteration
+(loop-invariant work is in setup); manifest, header, standalone Makefile build.
+
+mu: as in tests/test_constrained.py, the dual solvers at 1e-6, the augmented-Lagrangian
+ones at 1e-4.  Their compiled-vs-NumPy gap is the fixed-K kernel's too: at mu = 1e-4
+prox_ltls reaches ~2e-10 on solo12 whatever the compiler flags (eps / (mu lambda_min(M)),
+gen/algorithms/proximal.py "Accuracy"), hence ALM_TOL."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import gen
+from gen import RbdgenError
+from gen.constraints import ConstraintSet, parse_constraints
+from gen.emit import emit
+from gen.trace import trace, trace_driver
+from test_constrained import states
+from test_emit import needs_cc, standalone_program
+
+SOLVERS = ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv"]
+DUAL = {"prox_ltl", "prox_pv"}
+MU = {a: (1e-6 if a in DUAL else 1e-4) for a in SOLVERS}
+SOLO = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+SETS = [("solo12", SOLO, SOLVERS), ("ur5", "6D:tool0", SOLVERS),
+        ("fourbar", "3D:tip~anchor", ["prox_ltl", "prox_ltls"])]          # a loop: not for cABA/PV
+CASES = [(r, s, a) for r, s, algs in SETS for a in algs]
+TOL, MAX_ITER = 1e-10, 50
+
+DUAL_TOL = 1e-12         # ddq, lam: compiled driver vs NumPy (relative)
+ALM_TOL = 1e-9           # the same for prox_ltls / constrained_aba at mu = 1e-4 (see above)
+RES_TOL = 1e-12          # residual: compiled vs NumPy (absolute; both ~TOL)
+SX_TOL = 1e-10           # traced setup/step/finish evaluated by CasADi vs NumPy (relative)
+
+
+def c_tol(alg):
+    return DUAL_TOL if alg in DUAL else ALM_TOL
+
+
+def rel_err(x, ref):
+    x, ref = np.asarray(x, dtype=float).ravel(), np.asarray(ref, dtype=float).ravel()
+    return float(np.max(np.abs(x - ref)) / max(1.0, np.max(np.abs(ref)))) if ref.size else 0.0
+
+
+def load_or_skip(robot):
+    try:
+        return gen.load_robot(robot)
+    except RbdgenError as e:
+        pytest.skip(f"{robot}: {e}")
+
+
+@pytest.fixture(scope="session")
+def cache(request):
+    env = os.environ.get("RBDGEN_CACHE")
+    return env if env else str(request.config.cache.mkdir("rbdgen-build"))
+
+
+def driver(robot, spec, alg, cache, **options):
+    model = load_or_skip(robot)
+    opts = {"tol": TOL, "max_iter": MAX_ITER, "mu": MU[alg]} | options
+    return gen.build(model, alg, spec, cache=cache, **opts), model, parse_constraints(model, spec), opts
+
+
+# --- compiled driver == NumPy -------------------------------------------------------------------
+
+@pytest.mark.parametrize("robot, spec, alg", CASES, ids=[f"{r}-{a}" for r, _, a in CASES])
+def test_compiled_driver_equals_numpy(robot, spec, alg, cache):
+    k, model, cset, opts = driver(robot, spec, alg, cache)
+    assert k.manifest["tolerance"] == TOL and k.manifest["max_iter"] == MAX_ITER and k.manifest["iterations"] is None
+    for q, v, tau in states(model, 51, n=3, cset=cset):
+        ddq, lam, it, res = k(q, v, tau)
+        ref = gen.run(model, alg, q, v, tau, constraints=cset, **opts)
+        assert it[0] == ref[2][0], f"{alg} {robot}: {it[0]:.0f} iterations in C, {ref[2][0]:.0f} in NumPy"
+        assert 1 <= it[0] < MAX_ITER, f"{alg} {robot}: no convergence in {MAX_ITER} iterations"
+        assert res[0] <= TOL, f"{alg} {robot}: converged with residual {res[0]:.2e} > tol"
+        assert abs(res[0] - ref[3][0]) < RES_TOL, f"{alg} {robot}: residual {res[0]:.3e} vs NumPy {ref[3][0]:.3e}"
+        assert rel_err(ddq, ref[0]) < c_tol(alg), f"{alg} {robot}: ddq, driver vs NumPy"
+        assert rel_err(lam, ref[1]) < c_tol(alg), f"{alg} {robot}: lam, driver vs NumPy"
+
+
+@pytest.mark.parametrize("alg", SOLVERS)
+def test_unreachable_tolerance_runs_max_iter(alg, cache):
+    """tol = 0: the driver stops at max_iter (here the papers' 3; later a dual iterate can
+    reach an exact fixed point, residual 0), with the iterate of the fixed-K run."""
+    k, model, cset, opts = driver("solo12", SOLO, alg, cache, tol=0.0, max_iter=3)
+    (q, v, tau), = states(model, 52, n=1, cset=cset)
+    ddq, lam, it, res = k(q, v, tau)
+    fixed = gen.run(model, alg, q, v, tau, constraints=cset, mu=MU[alg], iterations=3)
+    assert it[0] == 3 and fixed[2][0] == 3 and res[0] > 0
+    assert gen.run(model, alg, q, v, tau, constraints=cset, **opts)[2][0] == 3
+    assert rel_err(ddq, fixed[0]) < c_tol(alg) and rel_err(lam, fixed[1]) < c_tol(alg), f"{alg}: 3 steps vs fixed K=3"
+    assert abs(res[0] - fixed[3][0]) < RES_TOL
+
+
+def test_nonfinite_input_returns_error_code(cache):
+    k, model, cset, _ = driver("ur5", "6D:tool0", "prox_ltl", cache)
+    (q, v, tau), = states(model, 53, n=1, cset=cset)
+    outs = [np.zeros(o["size"]) for o in k.function["outputs"]]
+    assert k.call_raw([q, v, tau], outs) == 0 and outs[2][0] >= 1
+    tau[2] = np.nan
+    assert k.call_raw([q, v, tau], outs) == -1
+    assert all(np.all(np.isnan(o)) for o in outs), "outputs must be NaN after a rejected input"
+
+
+# --- the traced functions ------------------------------------------------------------------------
+
+TRACE_SETS = [("humanoid30", "6D:left_foot,6D:right_foot,3D:left_hand,3D:right_hand"),
+              ("humanoid30", "6D:left_foot,3D:left_hand~right_hand"), ("fourbar", "3D:tip~anchor")]
+
+
+def loop_in_python(dt, q, v, tau, steps=None):
+    """The C driver's loop over the traced functions, evaluated by CasADi."""
+    setup, step, finish = (getattr(dt, n).function() for n in ("setup", "step", "finish"))
+    c, s = setup(q, v, tau)
+    k = 0
+    while True:
+        nxt, res = step(c, s)
+        k += 1
+        if (steps is None and float(res) <= dt.tol) or k >= (steps or dt.max_iter):
+            break
+        s = nxt
+    ddq, lam = finish(c, s)
+    return np.array(ddq).ravel(), np.array(lam).ravel(), k, float(res)
+
+
+@pytest.mark.parametrize("robot, spec", TRACE_SETS)
+@pytest.mark.parametrize("alg", SOLVERS)
+def test_traced_driver_equals_numpy_and_the_fixed_kernel(robot, spec, alg):
+    model = gen.load_robot(robot)
+    cset = parse_constraints(model, spec, Kd=1.0)
+    if alg in ("constrained_aba", "prox_pv") and not all(c.anchored for c in cset.constraints):
+        pytest.skip("loop between moving bodies")
+    dt = trace_driver(model, alg, cset, tol=TOL, max_iter=MAX_ITER, mu=MU[alg])
+    fixed = trace(model, alg, cset, iterations=3, mu=MU[alg]).function()
+    for q, v, tau in states(model, 54, n=2, cset=cset):
+        ddq, lam, k, res = loop_in_python(dt, q, v, tau)
+        ref = gen.run(model, alg, q, v, tau, constraints=cset, tol=TOL, max_iter=MAX_ITER, mu=MU[alg])
+        assert k == ref[2][0] and res <= TOL, f"{alg} {spec}: {k} iterations, NumPy {ref[2][0]:.0f}"
+        assert rel_err(ddq, ref[0]) < SX_TOL and rel_err(lam, ref[1]) < SX_TOL, f"{alg} {spec}: traced driver vs NumPy"
+        ddq3, lam3, _, res3 = loop_in_python(dt, q, v, tau, steps=3)
+        want = [np.array(x).ravel() for x in fixed(q, v, tau)]
+        assert rel_err(ddq3, want[0]) < SX_TOL and rel_err(lam3, want[1]) < SX_TOL, f"{alg}: 3 steps vs fixed K=3"
+        assert abs(res3 - want[3][0]) < RES_TOL
+
+
+@pytest.mark.parametrize("alg", SOLVERS)
+def test_a_step_costs_one_unrolled_iteration(alg):
+    """What does not depend on the loop state is computed once, in setup: a step costs the
+    marginal cost of one more iteration of the fixed-K kernel, plus what the driver needs
+    every iteration and the unrolled graph does not: the residual vector and its norm
+    (5 m - 1 operations) and the loop state itself (e.g. proxLTL's ``lam_k = -x``, whose
+    negation the unrolled graph folds into the next iteration's constants): at most 7 m.
+    (Without the hoisting a proxLTL step costs twice the marginal iteration.)"""
+    opcount = pytest.importorskip("opcount")
+    model = gen.load_robot("humanoid30")
+    cset = parse_constraints(model, TRACE_SETS[0][1])
+    dt = trace_driver(model, alg, cset, tol=TOL, max_iter=MAX_ITER)
+    step = opcount.count_trace(dt.step)["total"]["total"]
+    marginal = (opcount.opcount(model, alg, constraints=cset, iterations=3)["total"]
+                - opcount.opcount(model, alg, constraints=cset, iterations=2)["total"])
+    assert step <= marginal + 7 * cset.m, f"{alg}: step {step} ops, one more unrolled iteration {marginal}"
+    assert dt.state_size <= cset.m + 6 * model.nbodies, f"{alg}: loop state of {dt.state_size} doubles"
+
+
+def test_driver_user_errors():
+    model = gen.load_robot("fourbar")
+    with pytest.raises(RbdgenError, match="aba has no iterations or tolerance"):
+        gen.build(model, "aba", tol=1e-3)
+    with pytest.raises(RbdgenError, match="does not iterate"):
+        trace_driver(model, "prox_ltl", ConstraintSet(model, []), tol=1e-3)
+    with pytest.raises(RbdgenError, match="finite tolerance"):
+        trace_driver(model, "prox_ltl", "3D:tip~anchor", tol=float("inf"))
+    with pytest.raises(RbdgenError, match="tol=-1"):
+        trace_driver(model, "prox_ltl", "3D:tip~anchor", tol=-1.0)
+
+
+# --- the build folder ----------------------------------------------------------------------------
+
+def test_manifest_header_and_abi(tmp_path):
+    opcount = pytest.importorskip("opcount")
+    spec = "6D:tool0"
+    bf = emit("ur5", "prox_pv", spec, out_dir=tmp_path / "driver", tol=TOL, max_iter=MAX_ITER)
+    fixed = emit("ur5", "prox_pv", spec, out_dir=tmp_path / "fixed", iterations=3)
+    man = json.loads((bf.path / "manifest.json").read_text())
+    assert man == bf.manifest
+    assert (man["iterations"], man["tolerance"], man["max_iter"]) == (None, TOL, MAX_ITER)
+    (f,), (g,) = man["functions"], fixed.manifest["functions"]
+    for key in ("symbol", "inputs", "outputs"):
+        assert f[key] == g[key], f"driver and fixed-K kernel differ in {key}"
+    oc = f["opcount"]
+    dt = trace_driver(gen.load_robot("ur5"), "prox_pv", parse_constraints(gen.load_robot("ur5"), spec),
+                      tol=TOL, max_iter=MAX_ITER)
+    for part in ("setup", "step", "finish"):
+        assert oc[part]["total"] == opcount.count_trace(getattr(dt, part))["total"]["total"] > 0
+    assert oc["total"] == oc["setup"]["total"] + MAX_ITER * oc["step"]["total"] + oc["finish"]["total"]
+    assert f["work_size"] >= dt.const_size + 2 * dt.state_size
+    h = bf.files[man["header"]]
+    sym = f["symbol"].upper()
+    assert f"#define {sym}_TOL 1e-10" in h and f"#define {sym}_MAX_ITER 50" in h
+    for part in ("setup", "step", "finish"):
+        assert f"{f['symbol']}_{part} (" in h, f"header lacks the op counts of {part}"
+    decl = [[ln for ln in x.cdef.splitlines() if ln.startswith("int ")] for x in (bf, fixed)]
+    assert decl[0] == decl[1], "driver and fixed-K kernel differ in their C declaration"
+    code = bf.files[f"{f['symbol']}_kernel.c"]
+    assert all(f"int {f['symbol']}_{p}(" in code for p in ("setup", "step", "finish"))
+
+
+@needs_cc
+def test_standalone_program_built_with_the_makefile(tmp_path):
+    model = gen.load_robot("ur5")
+    cset = parse_constraints(model, "6D:tool0")
+    bf = emit(model, "prox_ltl", cset, out_dir=tmp_path / "kernel", tol=TOL, max_iter=MAX_ITER)
+    (q, v, tau), = states(model, 55, n=1, cset=cset)
+    got = standalone_program(bf, [q, v, tau], tmp_path)
+    ref = gen.run(model, "prox_ltl", q, v, tau, constraints=cset, tol=TOL, max_iter=MAX_ITER)
+    assert got["iterations"] == [ref[2][0]]
+    assert rel_err(got["ddq"], ref[0]) < DUAL_TOL and rel_err(got["lam"], ref[1]) < DUAL_TOL
+    assert got["residual"][0] <= TOL
+
+
+
+CANARY, N_CANARY = -7.25e301, 16
+
+
+@pytest.mark.parametrize("avoid_stack", [False, True])
+def test_workspace_size_is_honoured(avoid_stack, cache, tmp_path):
+    """const, both loop states (and CasADi's work with avoid_stack) fit in work_size: a
+    buffer exactly that long between canaries, outputs between canaries."""
+    model = gen.load_robot("humanoid30")
+    spec = TRACE_SETS[0][1]
+    k = gen.build(model, "constrained_aba", spec, cache=cache, avoid_stack=avoid_stack, out_dir=tmp_path / "k",
+                  tol=TOL, max_iter=MAX_ITER, mu=MU["constrained_aba"])
+    ws = k.work_size
+    buf = np.full(ws + 2 * N_CANARY, CANARY)
+    outbufs = [np.full(o["size"] + 2 * N_CANARY, CANARY) for o in k.function["outputs"]]
+    outs = [b[N_CANARY:N_CANARY + o["size"]] for b, o in zip(outbufs, k.function["outputs"])]
+    (q, v, tau), = states(model, 56, n=1, cset=parse_constraints(model, spec))
+    assert k.call_raw([q, v, tau], outs, work=buf[N_CANARY:N_CANARY + ws]) == 0
+    for b, name in [(buf, "work")] + [(b, o["name"]) for b, o in zip(outbufs, k.function["outputs"])]:
+        assert np.all(b[:N_CANARY] == CANARY) and np.all(b[-N_CANARY:] == CANARY), f"{name} canaries overwritten"
+    ref = gen.run(model, "constrained_aba", q, v, tau, constraints=spec, tol=TOL, max_iter=MAX_ITER,
+                  mu=MU["constrained_aba"])
+    assert outs[2][0] == ref[2][0] and rel_err(outs[0], ref[0]) < ALM_TOL and rel_err(outs[1], ref[1]) < ALM_TOL
+
+
+def test_emitting_a_driver_twice_gives_identical_bytes(tmp_path):
+    a = emit("fourbar", "prox_ltls", "3D:tip~anchor", out_dir=tmp_path / "a", tol=TOL, max_iter=MAX_ITER)
+    b = emit("fourbar", "prox_ltls", "3D:tip~anchor", out_dir=tmp_path / "b", tol=TOL, max_iter=MAX_ITER)
+    assert a.files == b.files
