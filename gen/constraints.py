@@ -47,6 +47,17 @@ Maximal-coordinate view (Sathya 2024 eq. 20c/22): each constraint is a sum of *t
 acceleration: ``J v = sum_t K_t v_body(t)``, and the constraint force on that body is
 ``K_t^T lam``.  Anchored constraints have one term with a constant ``K``.
 
+Velocity constraints (Tedrake 2012 §2): a TYPE ending in ``v`` (``3Dv:FRAME``,
+``6Dv:FRAME``, ``3Dv:A~B``) is the *velocity* constraint ``psi(q, v) = J v = 0`` (the
+frame's velocity, or the two frames' relative velocity, held at zero) rather than the
+position constraint whose derivative it is: it has no position anchor and no ``Kp``
+feedback, and is stabilised by ``psi' = -Kv psi`` (Tedrake's ``1/epsilon``), i.e.
+``a_c* = -gamma - Kv (J v)`` on its rows, with the set's gain ``Kv`` (default 0: the plain
+``psi' = 0``).  Position constraints keep ``Kp``, ``Kd``.  Its Jacobian ``d psi / d v = J``
+and forces are those of the position constraint, so every solver handles it; a velocity
+constraint with gain ``Kv`` equals Pinocchio's constraint with corrector ``(Kp, Kd) =
+(0, Kv)``.
+
 Unilateral rows (Tedrake 2012 §3.1): a TYPE ending in ``+`` (``3D+:FL_FOOT``,
 ``6D+:left_sole_link``, ``3D+:A~B``) marks the constraint's *normal row* as one-sided:
 the row along frame A's LOCAL z axis (the contact normal of a contact frame; the linear
@@ -67,7 +78,8 @@ from .spatial import (act_motion, ang, compose, cross3, cross_motion, inv_motion
                       snap)
 
 TYPES = {"3D": 3, "6D": 6}
-SPEC_HELP = ("comma-separated TYPE:FRAME or TYPE:FRAME_A~FRAME_B with TYPE 3D or 6D, "
+SPEC_HELP = ("comma-separated TYPE:FRAME or TYPE:FRAME_A~FRAME_B with TYPE 3D or 6D "
+             "(3Dv/6Dv: velocity constraints; 3D+/6D+: unilateral normal row), "
              "e.g. '6D:left_sole_link,3D:FL_FOOT'")
 
 
@@ -87,6 +99,7 @@ class Constraint:
     weight: float = 1.0
     token: str = ""
     unilateral: bool = False          # the normal row (frame A's LOCAL z) is one-sided
+    velocity: bool = False            # psi = J v = 0 (Tedrake 2012 §2), no position anchor
 
     @property
     def size(self) -> int:
@@ -104,21 +117,24 @@ class Constraint:
         return len(self.moving) == 1
 
     def __str__(self) -> str:
-        return f"{self.kind}{'+' if self.unilateral else ''}:{self.frame1}" + (f"~{self.frame2}" if self.frame2 else "")
+        suffix = ("v" if self.velocity else "") + ("+" if self.unilateral else "")
+        return f"{self.kind}{suffix}:{self.frame1}" + (f"~{self.frame2}" if self.frame2 else "")
 
 
 @dataclass
 class ConstraintSet:
-    """An ordered list of constraints with Baumgarte gains ``Kp``, ``Kd`` (default 0).
-    Rows are stacked in list order; ``offsets[c]`` is the first row of constraint c."""
+    """An ordered list of constraints with Baumgarte gains ``Kp``, ``Kd`` of the position
+    constraints and ``Kv`` of the velocity constraints (default 0).  Rows are stacked in
+    list order; ``offsets[c]`` is the first row of constraint c."""
 
     model: Model = field(repr=False)
     constraints: list[Constraint]
     Kp: float = 0.0
     Kd: float = 0.0
+    Kv: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, g in (("Kp", self.Kp), ("Kd", self.Kd)):
+        for name, g in (("Kp", self.Kp), ("Kd", self.Kd), ("Kv", self.Kv)):
             if not np.isfinite(g) or g < 0:
                 raise RbdgenError(f"Baumgarte gain {name}={g} must be finite and non-negative")
         self.offsets, m = [], 0
@@ -140,6 +156,12 @@ class ConstraintSet:
 
     def rows(self, c: int) -> range:
         return range(self.offsets[c], self.offsets[c] + self.constraints[c].size)
+
+    def gains(self, c: int) -> tuple[float, float]:
+        """``(Kp, Kd)`` acting on constraint c's position error and velocity ``J v``:
+        the set's Baumgarte pair for a position constraint, ``(0, Kv)`` for a velocity
+        constraint (Pinocchio's corrector that reproduces it)."""
+        return (0.0, self.Kv) if self.constraints[c].velocity else (self.Kp, self.Kd)
 
     def unilateral_rows(self) -> list[int]:
         """Rows of the unilateral constraints' normals (frame A's LOCAL z, row 2 of the
@@ -266,7 +288,7 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
         for i, b in enumerate(model.bodies):
             acc.append(c[i] if b.parent == -1 else inv_motion(Xup[i], acc[b.parent], be) + c[i])
     need_oM = [b for con in cset.constraints for b in (con.body1, con.body2)
-               if b >= 0 and (con.body2 >= 0 or cset.Kp != 0.0)]
+               if b >= 0 and (con.body2 >= 0 or _position_feedback(cset, con))]
     oM = _placements(model, Xup, need_oM, be)
 
     J = be.zeros(cset.m, model.nv) if want_J else None
@@ -274,7 +296,7 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
     for ci, con in enumerate(cset.constraints):
         F1, F2 = _const(con.placement1, be), _const(con.placement2, be)
         rel = None
-        if con.body2 >= 0 or cset.Kp != 0.0:                        # c1Mc2 = oMc1^-1 oMc2
+        if con.body2 >= 0 or _position_feedback(cset, con):         # c1Mc2 = oMc1^-1 oMc2
             oMc1 = F1 if con.body1 < 0 else compose(oM[con.body1], F1)
             oMc2 = F2 if con.body2 < 0 else compose(oM[con.body2], F2)
             rel = compose(_inverse(oMc1), oMc2)
@@ -284,13 +306,14 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
         a2 = inv_motion(F2, acc[con.body2], be) if want_drift and con.body2 >= 0 else None
         if con.kind == "3D":
             jv, gk, gx = _rows3(rel, v1, v2, a1, a2, be)
-            err = None if cset.Kp == 0.0 else -rel[1]
+            err = -rel[1] if _position_feedback(cset, con) else None
         else:
             jv, gk, gx = _rows6(rel, v1, v2, a1, a2, be)
-            err = None if cset.Kp == 0.0 else -log6(rel[0], rel[1], be)
+            err = -log6(rel[0], rel[1], be) if _position_feedback(cset, con) else None
         r = -gx if gx is not None else be.zeros(con.size, 1)
-        if cset.Kd != 0.0:
-            r = r - cset.Kd * jv
+        kd = cset.gains(ci)[1]                         # velocity rows: psi' = -Kv psi
+        if kd != 0.0:
+            r = r - kd * jv
         if err is not None:
             r = r - cset.Kp * err
         Jv.append(jv)
@@ -305,6 +328,11 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
     cat = (lambda xs: be.vcat(xs) if xs else be.zeros(0, 1))
     return ConstraintEval(J, cat(Jv), cat(gam) if want_drift else None,
                           cat(ast) if want_drift else None, cat(rest), terms)
+
+
+def _position_feedback(cset: ConstraintSet, con: Constraint) -> bool:
+    """The position error enters ``a_c*`` (``Kp != 0``; never for velocity constraints)."""
+    return cset.Kp != 0.0 and not con.velocity
 
 
 def _rows3(rel, v1, v2, a1, a2, be):
@@ -449,10 +477,11 @@ def log6(R, p, be):
 
 # --- parsing --------------------------------------------------------------------------
 
-def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, weights=None,
+def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, Kv: float = 0.0, weights=None,
                       reference_q=None) -> ConstraintSet:
     """Parse a constraint spec (DESIGN §4) for ``robot`` (a Model or anything
-    ``gen.load_robot`` accepts).  ``weights``: one positive weight per constraint
+    ``gen.load_robot`` accepts).  ``Kp``, ``Kd``: Baumgarte gains of the position
+    constraints; ``Kv``: stabilisation gain of the velocity constraints (``3Dv``, ``6Dv``).  ``weights``: one positive weight per constraint
     (default 1).  ``reference_q``: anchor each world-anchored constraint at the frame's
     placement in that configuration (default: the world origin, Pinocchio's default),
     which only matters for the position feedback ``Kp``.  Errors name the offending
@@ -477,7 +506,7 @@ def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, weights=
         from .backend import NUMPY
         ref = (lambda name: _se3(frame_placement(model, name, NUMPY.asarray(reference_q), be=NUMPY)))
     cons = [_parse_token(model, tok, i, w, ref) for i, (tok, w) in enumerate(zip(tokens, weights))]
-    return ConstraintSet(model, cons, float(Kp), float(Kd))
+    return ConstraintSet(model, cons, float(Kp), float(Kd), float(Kv))
 
 
 def _se3(M) -> SE3:
@@ -494,9 +523,15 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
     kind = kind.strip().upper()
     unilateral = kind.endswith("+")
     kind = kind[:-1] if unilateral else kind
+    velocity = kind.endswith("V")
+    kind = kind[:-1] if velocity else kind
     if kind not in TYPES:
-        raise RbdgenError(f"constraint '{tok}': unknown type '{kind}' (choose from {', '.join(TYPES)}; "
-                          f"a trailing + makes the normal row unilateral, e.g. 3D+)")
+        raise RbdgenError(f"constraint '{tok}': unknown type '{tok.partition(':')[0].strip()}' (choose from "
+                          f"{', '.join(TYPES)}; a trailing v makes it a velocity constraint, e.g. 3Dv, and a "
+                          f"trailing + makes the normal row unilateral, e.g. 3D+)")
+    if velocity and unilateral:
+        raise RbdgenError(f"constraint '{tok}': a velocity constraint (v) cannot be unilateral (+); "
+                          f"one-sided rows are position constraints (Tedrake 2012 §3)")
     if not weight > 0 or not np.isfinite(weight):
         raise RbdgenError(f"constraint '{tok}': weight {weight} must be positive and finite")
     names = [n.strip() for n in rest.split("~")]
@@ -509,7 +544,8 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
             raise RbdgenError(f"constraint '{tok}': frame '{f1.name}' is fixed to the world, "
                               f"so constraining it to the world does nothing")
         anchor = ref(f1.name) if ref is not None else SE3.identity()
-        return Constraint(kind, f1.name, None, f1.body, -1, f1.placement, anchor, weight, tok, unilateral)
+        return Constraint(kind, f1.name, None, f1.body, -1, f1.placement, anchor, weight, tok, unilateral,
+                          velocity)
     f2 = frames[1]
     if f1.name == f2.name:
         raise RbdgenError(f"constraint '{tok}': a loop closure needs two different frames, got '{f1.name}' twice")
@@ -518,7 +554,7 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
         raise RbdgenError(f"constraint '{tok}': frames '{f1.name}' and '{f2.name}' are both fixed to "
                           f"{where}, so the loop constrains nothing")
     return Constraint(kind, f1.name, f2.name, f1.body, f2.body, f1.placement, f2.placement, weight, tok,
-                      unilateral)
+                      unilateral, velocity)
 
 
 def _frame(model: Model, tok: str, name: str):

@@ -79,7 +79,7 @@ def to_pinocchio(model: Model):
 def pin_constraints(pm, cset: ConstraintSet):
     """pin.RigidConstraintModel list, LOCAL, joint1 = frame A, joint2 = frame B / world."""
     cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in cset.constraints:
+    for ci, c in enumerate(cset.constraints):
         f1 = pm.frames[pm.getFrameId(c.frame1)]
         if c.frame2 is None:
             j2, P2 = 0, pin.SE3(c.placement2.R, c.placement2.p)
@@ -88,8 +88,7 @@ def pin_constraints(pm, cset: ConstraintSet):
             j2, P2 = f2.parentJoint, f2.placement
         kind = pin.ContactType.CONTACT_3D if c.kind == "3D" else pin.ContactType.CONTACT_6D
         cm = pin.RigidConstraintModel(kind, pm, f1.parentJoint, f1.placement, j2, P2, pin.ReferenceFrame.LOCAL)
-        cm.m_baumgarte_parameters.Kp = cset.Kp
-        cm.m_baumgarte_parameters.Kd = cset.Kd
+        cm.m_baumgarte_parameters.Kp, cm.m_baumgarte_parameters.Kd = cset.gains(ci)
         cms.append(cm)
         cds.append(cm.createData())
     return cms, cds
