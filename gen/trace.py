@@ -113,7 +113,7 @@ def _flatten(tree):
     if isinstance(tree, ca.SX):
         rows, cols = tree.shape
         leaves = [tree[i, j] for j in range(cols) for i in range(rows)]
-        return leaves, lambda xs: ca.reshape(ca.vertcat(*xs), rows, cols) if xs else ca.SX(rows, cols)
+        return leaves, lambda xs: ca.reshape(ca.vertcat(ca.SX(0, 1), *xs), rows, cols)
     if isinstance(tree, (list, tuple, dict)):
         keys = list(tree) if isinstance(tree, dict) else range(len(tree))
         parts = [_flatten(tree[k]) for k in keys]
@@ -170,8 +170,7 @@ def _hoist(outputs: list, csym: ca.SX, cvals: list, ssym: ca.SX):
             args = [read(a) for a in ins]
             setup_side[r] = None
             loop_side[r] = ca.SX.unary(op, *args) if len(args) == 1 else ca.SX.binary(op, *args)
-    rebuilt = [ca.reshape(ca.vertcat(*o), f.size1_out(i), f.size2_out(i)) if o else ca.SX(f.size_out(i))
-               for i, o in enumerate(outs)]
+    rebuilt = [ca.reshape(ca.vertcat(ca.SX(0, 1), *o), f.size1_out(i), f.size2_out(i)) for i, o in enumerate(outs)]
     return rebuilt, moved, moved_vals
 
 
@@ -233,12 +232,11 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
 
     used = {e.element_hash() for e in ca.symvar(ca.veccat(*[e for outs, _ in loops for e in outs]))}
     keep = [a for a in range(csym.numel()) if csym[a].element_hash() in used]
-    const_in = ca.vertcat(*[csym[a] for a in keep], *moved)
-    const_out = ca.vertcat(*[values[a] for a in keep], *moved_vals)
-    setup_out = [const_out if const_in.numel() else ca.SX(0, 1), ca.vertcat(*state_leaves)]
+    const_in = ca.vertcat(ca.SX(0, 1), *[csym[a] for a in keep], *moved)
+    setup_out = [ca.vertcat(ca.SX(0, 1), *[values[a] for a in keep], *moved_vals), ca.vertcat(*state_leaves)]
 
     opts = dict(options)
-    loop_inputs = [("const", const_in if const_in.numel() else ca.SX(0, 1)), ("state", ssym)]
+    loop_inputs = [("const", const_in), ("state", ssym)]
     parts = []
     for names, (outs, phases), ins in ((("const", "state"), (setup_out, be.phases), syms),
                                        (("next", "residual"), loops[0], loop_inputs),
