@@ -127,9 +127,21 @@ IO_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint acceleration
            "M": "joint-space inertia matrix (full, symmetric)", "L": "unit lower factor",
            "D": "diagonal factor", "x": "solution",
            "lam": "constraint forces (local frames, M ddq + b = tau + J^T lam)",
-           "iterations": "proximal iterations performed", "residual": "|J ddq - a_c*|_inf of the result"}
+           "iterations": "proximal iterations performed", "residual": "|J ddq - a_c*|_inf of the result",
+           "Delassus": "Delassus matrix J M^-1 J^T (m x m, symmetric)",
+           "Lambda": "damped inverse Delassus matrix (J M^-1 J^T + diag(rho))^-1 (m x m, symmetric)",
+           "v_minus": "joint velocity before the impact", "v_plus": "joint velocity after the impact",
+           "impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)"}
+#: per-algorithm wording where an output name means something else
+IO_DOCS_OF = {"impulse": {"residual": "|J v_plus + e J v_minus|_inf of the result"},
+              "prox_lcp": {"residual": "complementarity residual: |min(lam, w)| on unilateral rows, "
+                                       "|w| = |J ddq - a_c*| on bilateral rows (inf-norm)"}}
 
 log = logging.getLogger("rbdgen")
+
+
+def _io_doc(algorithm: str, name: str) -> str:
+    return IO_DOCS_OF.get(algorithm, {}).get(name, IO_DOCS.get(name, ""))
 
 
 # --- progress ----------------------------------------------------------------------------
@@ -290,10 +302,11 @@ def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Funct
     iw_doubles = math.ceil(sz_iw * 4 / 8)          # ints stored after the doubles
     w_offset = driver["w_offset"] if driver else 0
     inputs = [{"name": n, "size": int(s.numel()), "rows": int(s.numel()), "cols": 1,
-               "doc": IO_DOCS.get(n, "")} for n, s in tr.inputs]
+               "doc": _io_doc(tr.algorithm.name, n)} for n, s in tr.inputs]
     outputs = []
     for n, rows, cols in tr.algorithm.outputs(tr.model, tr.cset):
-        outputs.append({"name": n, "size": rows * cols, "rows": rows, "cols": cols, "doc": IO_DOCS.get(n, "")})
+        outputs.append({"name": n, "size": rows * cols, "rows": rows, "cols": cols,
+                        "doc": _io_doc(tr.algorithm.name, n)})
     titles = [(symbol, None)] if driver is None else \
         [(f"{f.name()} ({role})", key) for f, (key, role) in zip(funcs, DRIVER_PARTS)]
     return {"symbol": symbol, "SYMBOL": symbol.upper(), "kernel": funcs[0].name(),

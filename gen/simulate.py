@@ -67,6 +67,7 @@ import json
 import math
 import shutil
 import sys
+import sysconfig
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -339,7 +340,8 @@ def scenario(robot, constraints=None, *, gravity=None, hold: float | None = None
     tau_ff = np.where(act, sol[:model.nv], 0.0)
     notes.append(f"torque: PD hold, Kp_j = {omega:g}^2 m_j, Kd_j = 2*{omega:g} m_j with m_j = 1/G_jj(q0) the "
                  f"constrained inertia of joint j, plus the least-norm static feed-forward "
-                 f"(|g - S^T tau_ff - J^T lam| = {np.linalg.norm(A @ sol - g0):.1e})")
+                 f"(|g - S^T tau_ff - J^T lam| = {np.linalg.norm(A @ sol - g0):.1e}); the energy below "
+                 f"leaves out the PD's spring energy and is not conserved")
     return Scenario(model, cset.spec, q0, vel, q0.copy(), tau_ff, kp, kd, notes)
 
 
@@ -509,8 +511,6 @@ def build_loop(kernel, *, flags=None, cache=None, progress=None) -> CLoop:
     key = content_key(data, flags)
     modname = f"_rbdgen_{prefix}_{key[:16]}"
     root = cache_dir(cache)
-    import sysconfig
-
     target = root / f"{modname}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     if not target.exists():
         with timed(progress, f"compile {prefix} ({' '.join(flags)})", announce=True):
@@ -655,6 +655,8 @@ def markdown(result: dict, plots: dict | None = None) -> str:
              f"dt = {result['dt']:g} s, {result['steps']} steps ({result['duration']:g} s). "
              "Drift: largest distance of a constrained frame from its target (m), largest 6D angle "
              "(rad), |J v|_2; energy = kinetic + gravity potential (J).", ""]
+    if result.get("command"):
+        lines += [f"`{result['command']}`", ""]
     lines += [f"- {n}" for n in result["notes"]] + [""]
     lines.append(render_table(summary_rows(result), SUMMARY_COLUMNS, "md"))
     for name in (plots or {}).values():
@@ -730,6 +732,7 @@ def add_parser(subparsers):
     p.add_argument("--c-loop", action="store_true", help="also run the loop in C and report its steps per second")
     p.add_argument("--tol", type=float, default=1e-10, help="solver tolerance of the early-exit driver (default 1e-10)")
     p.add_argument("--max-iter", type=int, default=50, help="iteration cap of the driver (default 50)")
+    p.add_argument("--iterations", type=int, help="a fixed number of proximal iterations instead of --tol/--max-iter")
     p.add_argument("--mu", type=float, default=1e-6, help="proximal damping (Pinocchio's sense; default 1e-6)")
     p.add_argument("--gravity", metavar="GX,GY,GZ", help="gravity (default: the model's; fourbar: 0,-9.81,0)")
     p.add_argument("--hold", type=float, help=f"PD hold frequency in rad/s (0: passive; default {HOLD_OMEGA:g} "
@@ -755,13 +758,34 @@ def _floats(text: str, n: int, what: str) -> list[float]:
     return vals
 
 
+def _command(args, solver: dict) -> str:
+    """The ``rbdgen simulate`` command line that reproduces a run."""
+    parts = ["rbdgen simulate", args.robot] + (["--floating-base"] if args.floating_base else [])
+    if args.constraints:
+        parts += ["--constraints", args.constraints]
+    parts += ["--algorithm", args.algorithm, "--dt", f"{args.dt:g}", "--duration", f"{args.duration:g}"]
+    if args.baumgarte is not None:
+        parts += ["--baumgarte", args.baumgarte]
+    elif args.compare_baumgarte is not None:
+        parts += ["--compare-baumgarte"] + ([] if args.compare_baumgarte is True else [args.compare_baumgarte])
+    parts += [f"--{k.replace('_', '-')} {v:g}" for k, v in solver.items()]
+    for flag, val in (("--gravity", args.gravity), ("--hold", args.hold)):
+        if val is not None:
+            parts += [flag, str(val)]
+    parts += ["--v0", f"{args.v0:g}", "--seed", str(args.seed)] + (["--c-loop"] if args.c_loop else [])
+    return " ".join(parts)
+
+
 def run_cli(args) -> int:
     progress = None if args.quiet else (lambda s: print(f"rbdgen: {s}", file=sys.stderr, flush=True))
     for name, val in (("--dt", args.dt), ("--duration", args.duration), ("--tol", args.tol), ("--mu", args.mu)):
         if not (math.isfinite(val) and val > 0):
             raise RbdgenError(f"{name} must be a positive number, got {val}")
-    if args.max_iter < 1:
-        raise RbdgenError(f"--max-iter must be at least 1, got {args.max_iter}")
+    for name, val in (("--max-iter", args.max_iter), ("--iterations", args.iterations)):
+        if val is not None and val < 1:
+            raise RbdgenError(f"{name} must be at least 1, got {val}")
+    solver = {"iterations": args.iterations, "mu": args.mu} if args.iterations else \
+        {"tol": args.tol, "max_iter": args.max_iter, "mu": args.mu}
     if args.baumgarte is not None:
         gains = [parse_pair(args.baumgarte, "--baumgarte")]
     elif args.compare_baumgarte is not None:
@@ -774,7 +798,8 @@ def run_cli(args) -> int:
     result = simulate(args.robot, args.constraints, algorithm=args.algorithm, dt=args.dt, duration=args.duration,
                       gains=gains, c_loop=args.c_loop, gravity=gravity, hold=args.hold, v0=args.v0,
                       seed=args.seed, floating_base=args.floating_base, flags=args.flags, progress=progress,
-                      tol=args.tol, max_iter=args.max_iter, mu=args.mu)
+                      **solver)
+    result["command"] = _command(args, solver)
     paths = write_report(result, args.out)
     if progress:
         progress("wrote " + ", ".join(str(p) for p in paths.values()))

@@ -184,12 +184,13 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
         raise RbdgenError(f"{algo.name} is not iterative: a tolerance applies to the proximal solvers only")
     be = SXBackend()
     syms = [(name, be.sym(name, n)) for name, n in algo.inputs(model, cset)]
-    prox = Proximal(model, cset, be, **options)
+    loop, own = solver.split_options(options)
+    prox = Proximal(model, cset, be, **loop)
     if prox.tol is None or not math.isfinite(prox.tol):
         raise RbdgenError(f"the early-exit driver needs a finite tolerance, got tol={options.get('tol')}")
     if not prox.cset.m:
         raise RbdgenError(f"{algo.name} without constraints does not iterate: build it without a tolerance")
-    plan, const, state0 = solver.setup(model, *[s for _, s in syms], prox, be)
+    plan, const, state0 = solver.setup(model, *[s for _, s in syms], prox, be, **own)
 
     const_leaves, const_tree = _flatten(const)
     unique: dict[int, ca.SX] = {}                 # element hash -> value, first occurrence

@@ -252,3 +252,23 @@ def test_emitting_a_driver_twice_gives_identical_bytes(tmp_path):
     a = emit("fourbar", "prox_ltls", "3D:tip~anchor", out_dir=tmp_path / "a", tol=TOL, max_iter=MAX_ITER)
     b = emit("fourbar", "prox_ltls", "3D:tip~anchor", out_dir=tmp_path / "b", tol=TOL, max_iter=MAX_ITER)
     assert a.files == b.files
+
+
+def test_driver_passes_a_solver_own_option_and_names_unknown_ones():
+    """``restitution`` is the impact map's own option: the early-exit driver traces setup
+    with it; an option no solver takes is a one-line user error."""
+    import gen
+    from gen import RbdgenError
+
+    model = gen.load_robot("solo12")
+    spec = "3D:FL_FOOT,3D:FR_FOOT"
+    k = gen.build(model, "impulse", spec, tol=1e-10, max_iter=20, restitution=0.5, mu=1e-4)
+    rng = np.random.default_rng(4)
+    q, v = model.random_q(rng), rng.normal(size=model.nv)
+    got = k(q, v)
+    ref = gen.run(model, "impulse", q, v, constraints=spec, tol=1e-10, max_iter=20, restitution=0.5, mu=1e-4)
+    assert np.ravel(got[2])[0] == np.ravel(ref[2])[0]
+    scale = max(1.0, np.max(np.abs(ref[0])))
+    assert np.max(np.abs(got[0].ravel() - np.ravel(ref[0]))) / scale < 1e-8
+    with pytest.raises(RbdgenError, match="prox_ltl has no option 'foo'"):
+        gen.run(model, "prox_ltl", q, v, v, constraints=spec, foo=1)

@@ -230,3 +230,18 @@ def test_two_kernels_link_into_one_program(tmp_path):
     objects = [a.path / src.replace(".c", ".o") for src in a.manifest["sources"]]   # force a in
     got = standalone_program(b, ins, tmp_path, link=objects)
     assert relerr(np.array(got["ddq"]), gen.run(model, "aba", *ins)) < C_TOL
+
+
+def test_every_registered_input_and_output_is_documented_in_the_header():
+    from gen.algorithms import ALGORITHMS
+    from gen.constraints import parse_constraints
+    from gen.emit import _io_doc
+    from gen.robots.synthetic import humanoid30
+
+    model = humanoid30()
+    cset = parse_constraints(model, "6D:left_foot,3D:right_hand")
+    for name, algo in ALGORITHMS.items():
+        c = cset if algo.constrained else None
+        names = [n for n, *_ in algo.inputs(model, c)] + [n for n, *_ in algo.outputs(model, c)]
+        missing = [n for n in names if not _io_doc(name, n)]
+        assert not missing, f"{name}: no header documentation for {missing} (gen/emit.py IO_DOCS)"

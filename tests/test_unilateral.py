@@ -121,7 +121,7 @@ def test_spec_flag_marks_the_normal_rows():
     assert cset.spec == "6D+:left_foot,3D:left_hand,3D+:left_hand~right_hand"
     assert cset.unilateral_rows() == [2, 11] and cset.m == 12
     assert parse_constraints(model, cset.spec).unilateral_rows() == [2, 11], "the spec round-trips"
-    with pytest.raises(RbdgenError, match=r"unknown type '4D'.*3D, 6D.*trailing \+"):
+    with pytest.raises(RbdgenError, match=r"unknown type '4D\+'.*3D, 6D.*trailing \+"):
         parse_constraints(model, "4D+:left_foot")
 
 

@@ -74,6 +74,9 @@ class Const(NamedTuple):
 def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     """Placements and velocities, ``k = -(1 + e) K v-_body``, and the augmented sweep
     (Sathya 2024 Alg. 1 up to its roll-out, eq. 29) with ``tau = 0``, ``c = 0``."""
+    if not 0.0 <= restitution <= 1.0:
+        raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
+                          f"(0: plastic impact, 1: elastic)")
     cset, nb = prox.cset, model.nbodies
     for con in cset.constraints:
         if not con.anchored:
@@ -117,23 +120,7 @@ def without_gravity(model: Model) -> Model:
     return dataclasses.replace(model, gravity=np.zeros(3))
 
 
-class ImpactSolver(ProximalSolver):
-    """The proximal loop of :class:`~gen.algorithms.proximal.ProximalSolver` on the inputs
-    ``(q, v_minus)`` with the ``restitution`` option."""
-
-    def __call__(self, model: Model, q, v_minus, *, be, cset=None, restitution=0.0, **options):
-        e = float(restitution)
-        if not 0.0 <= e <= 1.0:
-            raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
-                              f"(0: plastic impact, 1: elastic)")
-
-        def bound(model, q, v_minus, _tau, prox, be):              # the loop passes (q, v, tau)
-            return self.setup(model, q, v_minus, prox, be, e)
-
-        return ProximalSolver(self.name, bound, self.step)(model, q, v_minus, None, be=be, cset=cset, **options)
-
-
-impulse = ImpactSolver("impulse", setup, step)
+impulse = ProximalSolver("impulse", setup, step)
 
 
 # --- registry helpers ------------------------------------------------------------------

@@ -56,6 +56,7 @@ what its iteration computed).
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -71,6 +72,7 @@ from .dense import ldlt_factor, ldlt_solve
 
 DEFAULT_ITERATIONS = 3
 DEFAULT_MU = 1e-6
+PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter")
 
 
 # --- registry helpers ------------------------------------------------------------------
@@ -135,11 +137,13 @@ class Iterate:
 @dataclass(frozen=True)
 class ProximalSolver:
     """A proximal solver as ``setup`` + ``step`` (DESIGN §3.3), called like any registered
-    algorithm: ``solver(model, q, v, tau, *, be, cset, iterations=, mu=, tol=, max_iter=)``.
+    algorithm: ``solver(model, *inputs, be, cset, iterations=, mu=, tol=, max_iter=,
+    **own)`` with the inputs of its registry row (``q, v, tau`` for forward dynamics).
 
-    * ``setup(model, q, v, tau, prox, be) -> (plan, const, state)``: ``plan`` is structure
-      (ints, patterns; never a backend value), ``const`` the numbers every iteration reads,
-      ``state`` the loop state of iteration 1;
+    * ``setup(model, *inputs, prox, be, **own) -> (plan, const, state)``: ``own`` are the
+      solver's own options (keyword parameters of ``setup``, e.g. ``restitution``);
+      ``plan`` is structure (ints, patterns; never a backend value), ``const`` the numbers
+      every iteration reads, ``state`` the loop state of iteration 1;
     * ``step(model, plan, const, state, prox, be) -> Iterate``.
 
     ``const`` and ``state`` are nested lists, tuples (named or not) and dicts of backend
@@ -150,9 +154,22 @@ class ProximalSolver:
     setup: Callable
     step: Callable
 
-    def __call__(self, model: Model, q, v, tau, *, be, cset=None, **options):
-        prox = Proximal(model, cset, be, **options)
-        plan, const, state = self.setup(model, q, v, tau, prox, be)
+    def split_options(self, options: dict) -> tuple[dict, dict]:
+        """``(options of the proximal loop, the solver's own options)``; an option neither
+        takes is a user error naming the choices."""
+        own_names = [n for n, p in inspect.signature(self.setup).parameters.items()
+                     if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]
+        unknown = [k for k in options if k not in PROXIMAL_OPTIONS and k not in own_names]
+        if unknown:
+            raise RbdgenError(f"{self.name} has no option {', '.join(map(repr, unknown))} "
+                              f"(options: {', '.join(PROXIMAL_OPTIONS + tuple(own_names))})")
+        return ({k: v for k, v in options.items() if k in PROXIMAL_OPTIONS},
+                {k: v for k, v in options.items() if k not in PROXIMAL_OPTIONS})
+
+    def __call__(self, model: Model, *inputs, be, cset=None, **options):
+        loop, own = self.split_options(options)
+        prox = Proximal(model, cset, be, **loop)
+        plan, const, state = self.setup(model, *inputs, prox, be, **own)
         m = prox.cset.m
         while True:
             it = self.step(model, plan, const, state, prox, be)
