@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 
 from .algorithms import Algorithm
-from .algorithms.proximal import Proximal, ProximalSolver, norm_inf
+from .algorithms.proximal import ProximalSolver, norm_inf
 from .api import get_algorithm
 from .backend import SXBackend
 from .errors import RbdgenError
@@ -184,8 +184,7 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
         raise RbdgenError(f"{algo.name} is not iterative: a tolerance applies to the proximal solvers only")
     be = SXBackend()
     syms = [(name, be.sym(name, n)) for name, n in algo.inputs(model, cset)]
-    loop, own = solver.split_options(options)
-    prox = Proximal(model, cset, be, **loop)
+    prox, own = solver.start(model, cset, be, options)
     if prox.tol is None or not math.isfinite(prox.tol):
         raise RbdgenError(f"the early-exit driver needs a finite tolerance, got tol={options.get('tol')}")
     if not prox.cset.m:

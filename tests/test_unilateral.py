@@ -208,3 +208,12 @@ def test_compiled_early_exit_driver_equals_numpy(tmp_path):
         assert got[2][0] == ref[2][0], "iteration count, C vs NumPy"
         for k, name in enumerate(("ddq", "lam", "iterations", "residual")):
             assert rel_err(got[k], ref[k]) < C_TOL, f"solo12: compiled driver vs NumPy {name}"
+
+
+@pytest.mark.parametrize("alg", ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv", "impulse"])
+def test_bilateral_solvers_refuse_one_sided_rows(alg):
+    model = humanoid30()
+    n = model.nv
+    inputs = (model.random_q(np.random.default_rng(0)), np.zeros(n)) + (() if alg == "impulse" else (np.zeros(n),))
+    with pytest.raises(RbdgenError, match=f"{alg} solves bilateral constraints only; 3D\\+:left_foot.*prox_lcp"):
+        gen.run(model, alg, *inputs, constraints="3D+:left_foot,6D:right_foot")

@@ -133,7 +133,7 @@ def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
     return Iterate(lam_k, lam_k, column(res, be), lambda: column(forward(pattern, L, y, m + n, sol)[m:], be))
 
 
-prox_lcp = ProximalSolver("prox_lcp", setup, step)
+prox_lcp = ProximalSolver("prox_lcp", setup, step, unilateral=True)
 
 
 def kkt_factor_ordered(model: Model, cset, M, J, rho, order, be):

@@ -153,6 +153,18 @@ class ProximalSolver:
     name: str
     setup: Callable
     step: Callable
+    unilateral: bool = False        # reads one-sided rows (3D+, 6D+); the others refuse them
+
+    def start(self, model: Model, cset, be, options: dict):
+        """``(Proximal controller, own options)`` after checking the options and that the
+        set has no one-sided row this solver would silently treat as two-sided."""
+        loop, own = self.split_options(options)
+        prox = Proximal(model, cset, be, **loop)
+        one_sided = [str(c) for c in prox.cset.constraints if c.unilateral]
+        if one_sided and not self.unilateral:
+            raise RbdgenError(f"{self.name} solves bilateral constraints only; {', '.join(one_sided)} "
+                              f"has a unilateral row (+): use prox_lcp")
+        return prox, own
 
     def split_options(self, options: dict) -> tuple[dict, dict]:
         """``(options of the proximal loop, the solver's own options)``; an option neither
@@ -167,8 +179,7 @@ class ProximalSolver:
                 {k: v for k, v in options.items() if k not in PROXIMAL_OPTIONS})
 
     def __call__(self, model: Model, *inputs, be, cset=None, **options):
-        loop, own = self.split_options(options)
-        prox = Proximal(model, cset, be, **loop)
+        prox, own = self.start(model, cset, be, options)
         plan, const, state = self.setup(model, *inputs, prox, be, **own)
         m = prox.cset.m
         while True:
