@@ -218,6 +218,68 @@ def test_harness_constrained_generic_early_exit():
     assert its["generic"].max() > 1
 
 
+@pytest.mark.parametrize("robot,algorithm,spec", [("ur5", "delassus", "6D:tool0"), ("ur5", "caba_osim", "6D:tool0"),
+                                                   ("ur5", "ltl_osim", "6D:tool0"), ("ur5", "kkt_osim", "6D:tool0"),
+                                                   ("solo12", "caba_osimf", FEET)])
+def test_harness_delassus_generic(robot, algorithm, spec):
+    """A Delassus algorithm (input q, output m x m), specialised vs generic C (caba_osimf:
+    rbg_caba_osim): the generic C agrees with the specialised C and NumPy on every state
+    and the report is well formed."""
+    from gen.constraints import parse_constraints
+
+    model = gen.load_robot(robot)
+    cset = parse_constraints(model, spec)
+    opts = {} if algorithm == "delassus" else {"mu": 1e-3}
+    r = harness.benchmark(model, algorithm, cset, against=("generic",), keep_outputs=True, **opts, **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    assert r["m"] == cset.m and r["iterations"] is None
+    out = r["outputs"]["generic"]["Delassus" if algorithm == "delassus" else "Lambda"]
+    assert out.shape == (SMALL["n_states"], cset.m, cset.m)
+    for s in range(SMALL["n_states"]):
+        ref = gen.run(model, algorithm, r["states"][s], constraints=cset, **opts)
+        err = np.max(np.abs(out[s] - ref)) / np.max(np.abs(ref))
+        assert err <= 1e-10, f"{algorithm} state {s}: generic C in the harness vs NumPy {err:.2e}"
+    md = report.render([{k: x for k, x in r.items() if k not in ("states", "outputs")}], "md")
+    assert f"| {robot} | {algorithm} ({spec}) | {model.nv} |" in md and "| ok |" in md
+
+
+DELASSUS_SHIM_MU = 1e-4       # Pinocchio's lemma rounds at ~eps / mu (tests/test_delassus.py)
+DELASSUS_SHIM_TOL = 1e-7      # its frame form vs the exact (J M^-1 J^T + mu)^-1, relative (seen 1.3e-9)
+
+
+@needs_pin
+@pytest.mark.skipif(not _constrained_shim_ready(),
+                    reason="the shim's constrained part is not compiled yet (~5 min of g++); "
+                           "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
+def test_damped_delassus_inverse_vs_pinocchio():
+    """caba_osim on solo12's feet vs the generic C and computeDampedDelassusMatrixInverse
+    at mu = 1e-4: the cross-check passes, the shim returns the full symmetric matrix (pin
+    4.1 fills the blocks on and above the diagonal; the shim mirrors them) equal to the
+    damped inverse by LTL-OSIM, and the report is well formed.  (pin's Python binding of
+    computeDampedDelassusMatrixInverse cannot serve as the reference: without a binding of
+    initPvDelassus it returns 1/mu on the diagonal and zeros elsewhere in pin 4.1.)"""
+    from gen.constraints import parse_constraints
+
+    model = gen.load_robot("solo12")
+    cset = parse_constraints(model, FEET)
+    r = harness.benchmark(model, "caba_osim", cset, keep_outputs=True, mu=DELASSUS_SHIM_MU, **SMALL)
+    _check_result(r, ("specialized", "generic", "pinocchio"))
+    assert r["implementations"]["pinocchio"]["function"] == "delassus_inv"
+    assert "pinocchio_iterations" not in r["verify"]
+    got_all = r["outputs"]["pinocchio"]["Lambda"]
+    for s in range(SMALL["n_states"]):
+        got = got_all[s]
+        assert np.array_equal(got, got.T), f"state {s}: the shim's damped inverse is not symmetric"
+        ref = gen.run(model, "ltl_osim", r["states"][s], constraints=cset, mu=DELASSUS_SHIM_MU)
+        err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+        assert err <= DELASSUS_SHIM_TOL, f"state {s}: Pinocchio's damped inverse vs LTL-OSIM {err:.2e}"
+    rr = {k: x for k, x in r.items() if k not in ("states", "outputs")}
+    md = report.render([rr], "md")
+    assert f"| solo12 | caba_osim ({FEET}) | {model.nv} |" in md and "| ok |" in md
+    row = json.loads(report.render([rr], "json"))[0]
+    assert set(row["ratios"]) == {"generic/specialized", "pinocchio/specialized"}
+
+
 def test_cli_bench_json(capsys):
     """``rbdgen bench chain:6 --algorithm aba --against generic --format json`` through
     the sub-command's own parser."""

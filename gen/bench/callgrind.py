@@ -24,7 +24,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 
 from ..errors import RbdgenError
 

@@ -5,10 +5,11 @@ same process and the same run, interleaved.
 ``harness.c.j2`` into a C program that links
 
 * the specialised C of the build folder (``int <symbol>(in..., out..., work)``),
-* the generic C (``rbg.c``, ``rbg_constrained.c``, with the robot embedded by
-  :func:`gen.generic.serialize.model_to_c` and, for the proximal solvers, the constraint
-  set by :func:`~gen.generic.serialize.constraints_to_c`, initialised once in ``main``
-  and called with the specialised kernel's options: mu, its iteration count or, with a
+* the generic C (``rbg.c``, ``rbg_constrained.c``, ``rbg_delassus.c``, with the robot
+  embedded by :func:`gen.generic.serialize.model_to_c` and, for the proximal solvers and
+  the Delassus algorithms, the constraint set by
+  :func:`~gen.generic.serialize.constraints_to_c`, initialised once in ``main`` and
+  called with the specialised kernel's options: mu, its iteration count or, with a
   tolerance, the same early exit and cap),
 * the Pinocchio shim's objects (:mod:`gen.bench.pinshim`; the model is handed over as
   the Boost text archive of the ``pin.Model`` built in Python),
@@ -39,6 +40,7 @@ memory (full symmetric ``M``).  That favours Pinocchio by at most one copy of th
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -66,15 +68,24 @@ IMPLEMENTATIONS = ("specialized", "generic", "pinocchio")
 #: ``contact_aba`` time Pinocchio's maximal-coordinate solvers, but their conventions
 #: differ (lcaba: agrees to ~2e-6 on 3D contacts, not on 6D; contactABA: its ``mu`` and
 #: force conventions do not reproduce rbdgen's), so the agreement check usually refuses
-#: them unless ``check=False`` / ``--no-check``.
+#: them unless ``check=False`` / ``--no-check``.  The damped Delassus inverses are timed
+#: against ``computeDampedDelassusMatrixInverse`` (PV-OSIMr, the same inversion lemma as
+#: cABA-OSIM in Pinocchio's frame form), at the kernel's mu and unit weights; below
+#: mu = 1e-4 its own rounding (~eps / mu) exceeds the cross-check's tolerance.
 PIN_PEERS = {
     "rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba",
     "prox_ltl": "constraint_dynamics",      # same method (Carpentier 2021)
     "prox_ltls": "constraint_dynamics",
     "constrained_aba": "constraint_dynamics",
     "prox_pv": "constraint_dynamics",
+    "ltl_osim": "delassus_inv",             # Lambda_mu = (J M^-1 J^T + mu)^-1 (PV-OSIMr)
+    "kkt_osim": "delassus_inv",
+    "caba_osim": "delassus_inv",
+    "caba_osimf": "delassus_inv",
 }
-CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba")
+CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv")
+#: constrained peers that run proximal iterations (their count is reported)
+ITERATIVE_PEERS = ("constraint_dynamics", "contact_aba", "lcaba")
 #: outputs that are bookkeeping, not results: never compared across implementations
 NOT_COMPARED = ("iterations", "residual")
 #: outputs a Pinocchio peer computes differently, so only its other outputs are checked:
@@ -189,8 +200,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     import gen
     from ..api import get_algorithm
     from ..emit import resolve_constraints
-    from ..generic.serialize import (ALGO_IDS, CONSTRAINED_ALGO_IDS, constrained_work_sizes, constraints_to_c,
-                                     model_to_c, work_sizes)
+    from ..generic.serialize import (ALGO_IDS, CONSTRAINED_ALGO_IDS, DELASSUS_ALGO_IDS, GENERIC_ALIASES,
+                                     constrained_work_sizes, constraints_to_c, delassus_work_sizes, model_to_c,
+                                     work_sizes)
     from ..model import Model
     from ..robots import load_robot
 
@@ -232,25 +244,36 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
 
     generic_ctx = None
     if "generic" in against:
-        if algorithm in ALGO_IDS:
-            impls.append({"name": "generic", "key": "gen", "kind": "generic",
-                          "work_size": int(work_sizes(model)[algorithm]), "colmajor": False})
-            generic_ctx = {"model_c": model_to_c(model, "bench_model"), "constrained": False}
-        elif algorithm in CONSTRAINED_ALGO_IDS:
+        from ..algorithms.proximal import DEFAULT_MU
+
+        gen_name = GENERIC_ALIASES.get(algorithm, algorithm)
+        # rbg_<name>(&model, [&constraints,] [&options | mu,] inputs..., outputs..., work)
+        generic_ctx = {"model_c": model_to_c(model, "bench_model"), "function": f"rbg_{gen_name}",
+                       "constrained": False, "prox": False, "mu_arg": None}
+        if gen_name in ALGO_IDS:
+            work = work_sizes(model)[gen_name]
+        elif gen_name in CONSTRAINED_ALGO_IDS:
             # the specialised kernel's proximal options (its manifest): mu, the iteration
             # count or, with a tolerance, the early exit's cap; tol -1 = none
-            from ..algorithms.proximal import DEFAULT_MU
-
             tol = man.get("tolerance")
             cap = man.get("max_iter") if tol is not None else man.get("iterations")
-            impls.append({"name": "generic", "key": "gen", "kind": "generic",
-                          "work_size": int(constrained_work_sizes(model, cset)[algorithm]), "colmajor": False})
-            generic_ctx = {"model_c": model_to_c(model, "bench_model"), "constrained": True,
-                           "constraints_c": constraints_to_c(model, cset, "bench_cons"),
-                           "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(cap),
-                           "tol": "-1.0" if tol is None else _fmt(tol)}
+            work = constrained_work_sizes(model, cset)[gen_name]
+            generic_ctx.update({"constrained": True, "prox": True,
+                                "constraints_c": constraints_to_c(model, cset, "bench_cons"),
+                                "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(cap),
+                                "tol": "-1.0" if tol is None else _fmt(tol)})
+        elif gen_name in DELASSUS_ALGO_IDS:
+            # the damped inverses take the kernel's mu; J M^-1 J^T takes none
+            damped = "mu" in inspect.signature(algo.fn).parameters
+            work = delassus_work_sizes(model, cset)[gen_name]
+            generic_ctx.update({"constrained": True, "constraints_c": constraints_to_c(model, cset, "bench_cons"),
+                                "mu_arg": _fmt(options.get("mu", DEFAULT_MU)) if damped else None})
         else:
+            generic_ctx, work = None, None
             skipped["generic"] = f"the generic C has no {algorithm}"
+        if generic_ctx is not None:
+            impls.append({"name": "generic", "key": "gen", "kind": "generic", "work_size": int(work),
+                          "colmajor": False})
 
     # --- Pinocchio ----------------------------------------------------------------------------
     pin_ctx, shim, shim_parts, archive = None, None, None, None
@@ -283,7 +306,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             shim = pinshim.build_shim(shim_parts, progress=progress)
             pin_outputs = [{"name": y["name"]} for y in outputs if y["compare"]]
             pin_ctx = {"function": peer, "outputs": pin_outputs, "constrained": algo.constrained,
-                       "constraints": [], "mu": "1e-6", "max_iter": 0, "accuracy": "0.0", "family": 0}
+                       "iterative": peer in ITERATIVE_PEERS, "constraints": [], "mu": "1e-6", "max_iter": 0,
+                       "accuracy": "0.0", "family": 0}
             if algo.constrained:
                 from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
 

@@ -214,21 +214,13 @@ int pinshim_last_iterations(const pinshim *s, int family)
 
 static void copy_vec(const Eigen::VectorXd &x, double *out) { std::memcpy(out, x.data(), sizeof(double) * x.size()); }
 
-/* Full symmetric nv x nv, row-major, from Pinocchio's upper triangle. */
+/* Full symmetric n x n, row-major, from Pinocchio's upper triangle. */
 static void copy_sym_upper(const Eigen::MatrixXd &M, double *out)
 {
     const Eigen::Index n = M.rows();
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = 0; j < n; ++j)
             out[i * n + j] = (j >= i) ? M(i, j) : M(j, i);
-}
-
-/* Row-major copy of a full matrix. */
-static void copy_mat(const Eigen::MatrixXd &M, double *out)
-{
-    for (Eigen::Index i = 0; i < M.rows(); ++i)
-        for (Eigen::Index j = 0; j < M.cols(); ++j)
-            out[i * M.cols() + j] = M(i, j);
 }
 
 void pinshim_detail_fetch_tau(const pinshim *s, double *out) { copy_vec(s->data->tau, out); }
@@ -261,7 +253,9 @@ void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq,
     }
 }
 
-void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out) { copy_mat(s->delassus_inv, out); }
+/* computeDampedDelassusMatrixInverse in pin 4.1 fills only the blocks on and above the
+ * diagonal (those below keep stale values): the copy mirrors the upper triangle. */
+void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out) { copy_sym_upper(s->delassus_inv, out); }
 
 }  /* extern "C" */
 
@@ -400,7 +394,9 @@ int pinshim_lcaba(pinshim *s, const double *q, const double *v, const double *ta
 }
 
 /* (J M^-1 J^T + mu I)^-1 (m x m, row-major) by computeDampedDelassusMatrixInverse
- * with PV-OSIMr (Pv = true), unscaled, mu from pinshim_init_constraints. */
+ * with PV-OSIMr (Pv = true), unscaled, mu from pinshim_init_constraints.  Pinocchio
+ * writes the blocks on and above the diagonal; `out` gets the full symmetric matrix,
+ * the upper triangle mirrored (timed with out = NULL: Pinocchio's call alone). */
 int pinshim_delassus_inv(pinshim *s, const double *q, double *out)
 {
     PINSHIM_TRY

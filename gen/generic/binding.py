@@ -13,6 +13,7 @@ hash of the C sources, the cdef, the flags and the Python/cffi versions::
     g = GenericModel(gen.load_robot("solo12"), constraints="3D:FL_FOOT,3D:HR_FOOT")
     ddq, lam, iterations, residual = g.prox_ltl(q, v, tau, iterations=3, mu=1e-6)
     # = gen.run(model, "prox_ltl", q, v, tau, constraints=..., iterations=3, mu=1e-6)
+    Lam = g.caba_osim(q, mu=1e-4)       # = gen.run(model, "caba_osim", q, constraints=..., mu=1e-4)
 
 A C harness instead includes ``rbg.h``, compiles :data:`SOURCES` and embeds the model
 with :func:`gen.generic.serialize.model_to_c` (and a constraint set with
@@ -40,14 +41,14 @@ import numpy as np
 
 from ..errors import RbdgenError
 from ..model import Model
-from .serialize import (ALGO_IDS, ARRAY_FIELDS, CONSTRAINED_ALGO_IDS, CONSTRAINT_ARRAY_FIELDS, serialize,
-                        serialize_constraints)
+from .serialize import (ALGO_IDS, ARRAY_FIELDS, CONSTRAINED_ALGO_IDS, CONSTRAINT_ARRAY_FIELDS, DELASSUS_ALGO_IDS,
+                        GENERIC_ALIASES, serialize, serialize_constraints)
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE
 HEADER = HERE / "rbg.h"
 HEADERS = [HEADER, HERE / "rbg_internal.h"]
-SOURCES = [HERE / "rbg.c", HERE / "rbg_constrained.c"]
+SOURCES = [HERE / "rbg.c", HERE / "rbg_constrained.c", HERE / "rbg_delassus.c"]
 DEFAULT_CFLAGS = ("-O3", "-march=native")
 
 STATUS = {0: "ok", 1: "an input contains NaN or inf (or an option is out of range)",
@@ -137,10 +138,11 @@ class GenericModel:
     (``constraints``: a spec string, a :class:`~gen.constraints.ConstraintSet` or None
     for none; the proximal solvers then reduce to ABA).  Methods take and return NumPy
     arrays shaped like :func:`gen.run` (vectors 1-D, matrices 2-D); the proximal solvers
-    take gen.run's options ``iterations``, ``mu``, ``tol``, ``max_iter``.  An instance
+    take gen.run's options ``iterations``, ``mu``, ``tol``, ``max_iter``, the damped
+    Delassus inverses its ``mu``.  An instance
     reuses one workspace, so it is not thread-safe; use one instance per thread."""
 
-    ALGORITHMS = (*ALGO_IDS, *CONSTRAINED_ALGO_IDS)
+    ALGORITHMS = (*ALGO_IDS, *CONSTRAINED_ALGO_IDS, *DELASSUS_ALGO_IDS, *GENERIC_ALIASES)
 
     def __init__(self, model: Model, constraints=None, *, cflags=None):
         from ..constraints import as_constraint_set
@@ -171,7 +173,8 @@ class GenericModel:
                               f"({STATUS.get(rc, rc)})")
         self.work_sizes = {name: int(self.lib.rbg_work_size(self.c_model, i)) for name, i in ALGO_IDS.items()}
         self.work_sizes.update({name: int(self.lib.rbg_constrained_work_size(self.c_model, self.c_constraints, i))
-                                for name, i in CONSTRAINED_ALGO_IDS.items()})
+                                for name, i in {**CONSTRAINED_ALGO_IDS, **DELASSUS_ALGO_IDS}.items()})
+        self.work_sizes.update({alias: self.work_sizes[name] for alias, name in GENERIC_ALIASES.items()})
         self._work = np.zeros(max(self.work_sizes.values(), default=0) + 1)
         self.nq, self.nv, self.m = a.nq, a.nv, ca.m
 
@@ -311,6 +314,60 @@ class GenericModel:
                              self._in(algo, "v", v, self.nv), self._in(algo, "tau", tau, self.nv),
                              dp, lp if self.m else self.ffi.NULL, ip, rp, self._w))
         return ddq, lam, its, res
+
+    # --- Delassus matrix and damped Delassus inverses --------------------------------------
+    def delassus(self, q) -> np.ndarray:
+        """``J M^-1 J^T`` (m x m) by CRBA, LTDL and sparse back-substitution (Featherstone
+        2005 §5)."""
+        return self._delassus("delassus", q)
+
+    def ltl_osim(self, q, mu=None) -> np.ndarray:
+        """``Lambda_mu = (J M^-1 J^T + R)^-1`` by LTL-OSIM (Sathya 2024 §VIII-C)."""
+        return self._delassus("ltl_osim", q, mu)
+
+    def caba_osim(self, q, mu=None) -> np.ndarray:
+        """``Lambda_mu`` by cABA-OSIM (Sathya 2024 Alg. 5, eq. 40); constraints relative
+        to the world only."""
+        return self._delassus("caba_osim", q, mu)
+
+    def caba_osimf(self, q, mu=None) -> np.ndarray:
+        """``Lambda_mu`` split at the floating base (Sathya 2024 eq. 41): the generic
+        cABA-OSIM, which carries every supporting body in constraint space."""
+        return self._delassus("caba_osimf", q, mu)
+
+    def kkt_osim(self, q, mu=None) -> np.ndarray:
+        """``Lambda_mu`` from the sparse LDL^T of the KKT matrix (Carpentier 2021 §IV-E)."""
+        return self._delassus("kkt_osim", q, mu)
+
+    def _delassus(self, algo: str, q, mu=None) -> np.ndarray:
+        from ..algorithms.delassus import delassus_set
+        from ..algorithms.proximal import DEFAULT_MU
+
+        delassus_set(self.model, self.cset, algo)
+        if algo in ("caba_osim", "caba_osimf"):
+            for con in self.cset.constraints:
+                if not con.anchored:
+                    raise RbdgenError(f"{algo} handles constraints relative to the world only (Sathya 2024 "
+                                      f"§II-E); '{con}' closes a loop between two moving bodies: use ltl_osim "
+                                      f"or kkt_osim")
+        if algo == "caba_osimf":
+            for b in self.model.bodies:
+                if b.parent == -1 and b.kind != "free":
+                    raise RbdgenError(f"caba_osimf splits the Delassus matrix at a floating base (Sathya 2024 "
+                                      f"eq. 41), but joint '{b.name}' at the root of the constrained tree is "
+                                      f"'{b.kind}'; use caba_osim")
+        out, op = self._out(self.m, self.m)
+        qp = self._in(algo, "q", q, self.nq)
+        fn = getattr(self.lib, f"rbg_{GENERIC_ALIASES.get(algo, algo)}")
+        if algo == "delassus":
+            self._check(algo, fn(self.c_model, self.c_constraints, qp, op, self._w))
+            return out
+        mu = DEFAULT_MU if mu is None else float(mu)
+        if not (mu > 0 and np.isfinite(mu)):
+            raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
+                              f"e.g. 1e-6; Sathya's penalty is 1/mu)")
+        self._check(algo, fn(self.c_model, self.c_constraints, mu, qp, op, self._w))
+        return out
 
     def call(self, algorithm: str, *inputs, **options):
         """Run ``algorithm`` (a registry name, see :data:`gen.algorithms.ALGORITHMS`) on

@@ -230,7 +230,7 @@ int rbg_crba(const rbg_model *RST m, const double *RST q, double *RST M, double 
 /* In place H = L^T D L on the lower triangle (D on the diagonal, L_ki below):
  *   for k = n-1 .. 0:  for i in lambda-chain(lambda(k)):
  *       a = H_ki / H_kk;  H_ij -= a H_kj  for j in chain(i);  H_ki = a */
-static int ltdl_inplace(const int *RST lam, int n, double *RST H)
+int rbgi_ltdl_inplace(const int *RST lam, int n, double *RST H)
 {
     for (int k = n - 1; k >= 0; --k) {
         const double *Hk = H + (size_t)n * k;
@@ -251,7 +251,7 @@ static int ltdl_inplace(const int *RST lam, int n, double *RST H)
 /* In place H = L^T L on the lower triangle:
  *   for k = n-1 .. 0:  H_kk = sqrt(H_kk);  H_ki /= H_kk  (i in chain(lambda(k)));
  *                      H_ij -= H_ki H_kj  (i in chain(lambda(k)), j in chain(i)) */
-static int ltl_inplace(const int *RST lam, int n, double *RST H)
+int rbgi_ltl_inplace(const int *RST lam, int n, double *RST H)
 {
     for (int k = n - 1; k >= 0; --k) {
         double *Hk = H + (size_t)n * k;
@@ -278,7 +278,7 @@ int rbg_ltdl(const rbg_model *RST m, const double *RST q, double *RST L, double 
         return RBG_EINPUT;
     memset(L, 0, (size_t)n * (size_t)n * sizeof(double));
     rbgi_crba_core(m, q, L, work, 0);
-    const int rc = ltdl_inplace(m->dof_parent, n, L);
+    const int rc = rbgi_ltdl_inplace(m->dof_parent, n, L);
     if (rc)
         return rc;
     for (int k = 0; k < n; ++k) {
@@ -295,7 +295,7 @@ int rbg_ltl(const rbg_model *RST m, const double *RST q, double *RST L, double *
         return RBG_EINPUT;
     memset(L, 0, (size_t)n * (size_t)n * sizeof(double));
     rbgi_crba_core(m, q, L, work, 0);
-    return ltl_inplace(m->dof_parent, n, L);
+    return rbgi_ltl_inplace(m->dof_parent, n, L);
 }
 
 /* x = H^-1 b = L^-1 D^-1 L^-T b (Featherstone 2005 §5, Table 3):
@@ -312,7 +312,7 @@ int rbg_crba_solve(const rbg_model *RST m, const double *RST q, const double *RS
         return RBG_EINPUT;
     /* only entries on lambda-chains are read below, so H needs no clearing */
     rbgi_crba_core(m, q, H, work + (size_t)n * (size_t)n, 0);
-    const int rc = ltdl_inplace(lam, n, H);
+    const int rc = rbgi_ltdl_inplace(lam, n, H);
     if (rc)
         return rc;
     memcpy(x, b, (size_t)n * sizeof(double));
@@ -409,15 +409,7 @@ int rbgi_aba_backward(const rbg_model *RST m, const double *RST tau, const rbgi_
             continue;
         }
         /* U_i = IA_i S_i,  D_i = S_i^T U_i,  u_i = tau_i - S_i^T pA_i */
-        const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
-        if (k >= 0) {
-            memcpy(Ui, IAi + 6 * (o + k), 6 * sizeof(double));   /* row = column */
-        } else {
-            const double *u = m->axis + 3 * i;
-            for (int r = 0; r < 6; ++r)
-                Ui[r] = IAi[6 * r + o] * u[0] + IAi[6 * r + o + 1] * u[1] + IAi[6 * r + o + 2] * u[2];
-        }
-        const double D = S_dot1(m, i, Ui);
+        const double D = joint_U(m, i, IAi, Ui);
         if (!(D > 0.0))
             return RBG_ESINGULAR;
         w->Dinv[i] = 1.0 / D;
@@ -425,13 +417,7 @@ int rbgi_aba_backward(const rbg_model *RST m, const double *RST tau, const rbgi_
         if (p < 0)
             continue;
         /* Ia = IA_i - U_i D_i^-1 U_i^T  (in place, symmetric) */
-        for (int r = 0; r < 6; ++r) {
-            const double s = Ui[r] * w->Dinv[i];
-            for (int l = r; l < 6; ++l) {
-                IAi[6 * r + l] -= s * Ui[l];
-                IAi[6 * l + r] = IAi[6 * r + l];
-            }
-        }
+        articulated_update(IAi, Ui, w->Dinv[i]);
         /* pa = pA_i + Ia c_i + U_i D_i^-1 u_i */
         double pa[6];
         const double *ci = w->c + 6 * i;

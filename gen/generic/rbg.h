@@ -37,7 +37,8 @@
  * The constrained solvers (section "Constraints", rbg_constrained.c) take a constraint
  * set as data too (rbg_constraints, its patterns precomputed once by
  * rbg_constraints_init) and proximal options, and add the codes RBG_EMODEL (bad
- * constraint arrays) and RBG_ELOOP (see below).
+ * constraint arrays) and RBG_ELOOP (see below); so do the Delassus matrix and the
+ * damped Delassus inverses (section "Delassus", rbg_delassus.c).
  *
  * References: R. Featherstone, Rigid Body Dynamics Algorithms, Springer 2008 (RBDA;
  * Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA, Table 2.5 spatial arithmetic);
@@ -138,9 +139,13 @@ typedef enum rbg_algo {
     RBG_ALGO_PROX_LTL = 7,          /* constrained: rbg_constrained_work_size */
     RBG_ALGO_PROX_LTLS = 8,
     RBG_ALGO_CONSTRAINED_ABA = 9,
-    RBG_ALGO_PROX_PV = 10
+    RBG_ALGO_PROX_PV = 10,
+    RBG_ALGO_DELASSUS = 11,         /* Delassus / OSIM: rbg_constrained_work_size too */
+    RBG_ALGO_LTL_OSIM = 12,
+    RBG_ALGO_CABA_OSIM = 13,
+    RBG_ALGO_KKT_OSIM = 14
 } rbg_algo;
-#define RBG_NALGO 11
+#define RBG_NALGO 15
 
 /* Workspace sizes in doubles (nb = nbodies).  Per body: a transform is 12 doubles
  * (R, p), a spatial vector 6, a rigid-body inertia 10, an articulated inertia 36. */
@@ -293,8 +298,8 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork);
 #define RBG_WORK_PROX_PV(nb, nv, m) \
     ((size_t)103 * (size_t)(nb) + (size_t)(nv) + (size_t)(m) * (size_t)((m) + 6 * (nb) + 25))
 
-/* Doubles of workspace the constrained solver `algo` needs on m with the initialised
- * set c; 0 for an algorithm that is not a constrained solver. */
+/* Doubles of workspace the constrained solver or Delassus algorithm `algo` needs on m
+ * with the initialised set c; 0 for any other algorithm. */
 size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, rbg_algo algo);
 
 /*
@@ -348,6 +353,58 @@ int rbg_prox_pv(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_REST
                 double *RBG_RESTRICT ddq, double *RBG_RESTRICT lam,
                 double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
                 double *RBG_RESTRICT work);
+
+/* ===================================================================== */
+/*  Delassus matrix and damped Delassus inverse (rbg_delassus.c)         */
+/* ===================================================================== */
+
+/*
+ * Input q[nq]; output the m x m matrix (row-major, exactly symmetric) of the initialised
+ * constraint set c, J the LOCAL constraint Jacobian above:
+ *   rbg_delassus:                 G = J M^-1 J^T   (Pinocchio's computeDelassusMatrix)
+ *   rbg_ltl_osim, rbg_caba_osim,
+ *   rbg_kkt_osim:                 Lambda_mu = (J M^-1 J^T + R)^-1,  R = diag(mu / weight)
+ * mu is Pinocchio's damping (> 0, e.g. 1e-6: computeDampedDelassusMatrixInverse for unit
+ * weights; Sathya 2024 writes the penalty 1 / mu).  Return RBG_OK, RBG_EINPUT (NaN / inf
+ * in q, or mu not positive and finite), RBG_ESINGULAR (a pivot of the wrong sign),
+ * RBG_ELOOP (rbg_caba_osim given a loop between two moving bodies).  An empty set
+ * (m = 0) returns RBG_OK and writes nothing.
+ */
+#define RBG_WORK_DELASSUS(nb, nv, m) \
+    ((size_t)(nv) * (size_t)((nv) + 7 + 2 * (m)) + (size_t)22 * (size_t)(nb))
+#define RBG_WORK_LTL_OSIM(nb, nv, m) \
+    ((size_t)(nv) * (size_t)((nv) + 6 + (m)) + (size_t)22 * (size_t)(nb) + (size_t)(m) * (size_t)(2 * (m) + 1))
+#define RBG_WORK_CABA_OSIM(nb, nv, m) \
+    ((size_t)91 * (size_t)(nb) + (size_t)(nv) + (size_t)(m) * (size_t)(6 * (nb) + 13))
+#define RBG_WORK_KKT_OSIM(nb, nv, m) \
+    ((size_t)((m) + (nv)) * (size_t)((m) + (nv) + 1) + (size_t)(nv) * (size_t)((nv) + (m) + 6) \
+     + (size_t)22 * (size_t)(nb) + (size_t)(m) * (size_t)((m) + 1))
+
+/* G = J M^-1 J^T = Z D^-1 Z^T with M = L^T D L and z_r = L^-T j_r: CRBA, the sparse
+ * LTDL and one back-substitution per row over the dofs supporting its constraint
+ * (Featherstone 2005 Table 2, Table 3). */
+int rbg_delassus(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                 const double *RBG_RESTRICT q, double *RBG_RESTRICT G, double *RBG_RESTRICT work);
+
+/* LTL-OSIM: M = L^T L, Y = J L^-1, the dense Cholesky Y Y^T + R = C^T C, then
+ * Lambda_mu = C^-1 C^-T (Sathya 2024 §VIII-C). */
+int rbg_ltl_osim(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c, double mu,
+                 const double *RBG_RESTRICT q, double *RBG_RESTRICT Lambda, double *RBG_RESTRICT work);
+
+/* cABA-OSIM: Lambda_mu = W - W J (M + J^T W J)^-1 J^T W with W = R^-1 (Sathya 2024
+ * eq. 40, Alg. 5), by one backward sweep of articulated inertias augmented with
+ * W K^T K, carrying the rows W K of the constraints below each supporting body in
+ * constraint space (PV-OSIM form, Alg. 4 lines 9-11); at a floating base this is eq. 41.
+ * Constraints relative to the world only.  Lambda_mu = W - L_0^A cancels ~W-sized
+ * terms: relative accuracy ~eps W |M^-1|, see gen/algorithms/caba_osim.py. */
+int rbg_caba_osim(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c, double mu,
+                  const double *RBG_RESTRICT q, double *RBG_RESTRICT Lambda, double *RBG_RESTRICT work);
+
+/* KKT-OSIM: the sparse L^T D L of K_mu = [[-R, J], [J^T, M]] (constraint rows first,
+ * Carpentier 2021 Alg. 1) leaves -Lambda_mu^-1 = Lc^T Dc Lc in the constraint block
+ * (§IV-E, eq. 24); Lambda_mu = Lc^-1 (-Dc)^-1 Lc^-T. */
+int rbg_kkt_osim(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c, double mu,
+                 const double *RBG_RESTRICT q, double *RBG_RESTRICT Lambda, double *RBG_RESTRICT work);
 
 #ifdef __cplusplus
 }

@@ -21,34 +21,6 @@
 /*  Small helpers                                                        */
 /* ===================================================================== */
 
-/* out = X m = (R m_v + p x R m_w, R m_w): motion, child -> parent */
-static inline void act_motion(const double *RST X, const double *RST m, double *RST out)
-{
-    const double *R = X, *p = X + 9;
-    mv3(R, m, out);
-    mv3(R, m + 3, out + 3);
-    cross3_add(p, out + 3, out);
-}
-
-/* out = A B for transforms (R, p): (R_A R_B, R_A p_B + p_A) */
-static inline void compose(const double *RST A, const double *RST B, double *RST out)
-{
-    mm3(A, B, out);
-    mv3(A, B + 9, out + 9);
-    for (int k = 0; k < 3; ++k)
-        out[9 + k] += A[9 + k];
-}
-
-/* out = A^-1 B = (R_A^T R_B, R_A^T (p_B - p_A)) */
-static inline void inv_compose(const double *RST A, const double *RST B, double *RST out)
-{
-    const double d[3] = {B[9] - A[9], B[10] - A[10], B[11] - A[11]};
-    for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 3; ++c)
-            out[3 * r + c] = A[r] * B[c] + A[3 + r] * B[3 + c] + A[6 + r] * B[6 + c];
-    mtv3(A, d, out + 9);
-}
-
 static inline double norm_inf(const double *x, int n)
 {
     double out = 0.0;
@@ -56,20 +28,6 @@ static inline double norm_inf(const double *x, int n)
         if (fabs(x[i]) > out)
             out = fabs(x[i]);
     return out;
-}
-
-/* The body that moves in an anchored constraint. */
-static inline int moving_body(const rbg_constraints *RST c, int l)
-{
-    return c->body1[l] >= 0 ? c->body1[l] : c->body2[l];
-}
-
-/* rho_r = mu / weight for every row of each constraint (Sathya 2024 Remark 2). */
-static void damping(const rbg_constraints *RST c, double mu, double *RST rho)
-{
-    for (int l = 0; l < c->nc; ++l)
-        for (int r = c->row[l]; r < c->row[l + 1]; ++r)
-            rho[r] = mu / c->weight[l];
 }
 
 static int bad_options(const rbg_prox_options *RST opt)
@@ -108,13 +66,6 @@ static int rows_of(const rbg_constraints *RST c)
         n += c->size[l];
     }
     return n;
-}
-
-/* w K^T K is a constant rigid-body inertia (Sathya 2024 eq. 24) for a frame held by
- * the world (3D or 6D) and for a 3D constraint whose frame A is the world. */
-static int constant_inertia(const rbg_constraints *RST c, int l)
-{
-    return c->body2[l] < 0 || (c->body1[l] < 0 && c->size[l] == 3);
 }
 
 size_t rbg_constraints_iwork_size(const rbg_model *m, const rbg_constraints *c)
@@ -266,6 +217,10 @@ size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, r
     case RBG_ALGO_PROX_LTLS: return RBG_WORK_PROX_LTLS(nb, nv, mr);
     case RBG_ALGO_CONSTRAINED_ABA: return RBG_WORK_CONSTRAINED_ABA(nb, nv, mr);
     case RBG_ALGO_PROX_PV: return RBG_WORK_PROX_PV(nb, nv, mr);
+    case RBG_ALGO_DELASSUS: return RBG_WORK_DELASSUS(nb, nv, mr);
+    case RBG_ALGO_LTL_OSIM: return RBG_WORK_LTL_OSIM(nb, nv, mr);
+    case RBG_ALGO_CABA_OSIM: return RBG_WORK_CABA_OSIM(nb, nv, mr);
+    case RBG_ALGO_KKT_OSIM: return RBG_WORK_KKT_OSIM(nb, nv, mr);
     default: return 0;
     }
 }
@@ -280,8 +235,8 @@ size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, r
  *       a = H_ki / H_kk;  H_ii -= a H_ki;  H_ij -= a H_kj (j after i in row k);  H_ki = a
  * Rows k < nneg must end with a negative pivot (the -rho block of K_mu), the others with a
  * positive one, else RBG_ESINGULAR.  dinv[k] = 1 / D_k. */
-static int ldl_factor(int n, const int *RST ptr, const int *RST idx, int nneg, double *RST H,
-                      double *RST dinv)
+int rbgi_ldl_factor(int n, const int *RST ptr, const int *RST idx, int nneg, double *RST H,
+                    double *RST dinv)
 {
     for (int k = n - 1; k >= 0; --k) {
         double *Hk = H + (size_t)n * k;
@@ -330,8 +285,8 @@ static void ldl_solve(int n, const int *RST ptr, const int *RST idx, const doubl
 
 /* oMc of side s (1 or 2) of constraint l: oX_body M_s, or M_s for the world, in a
  * frame with the world's axes at the world point o (oX given in that frame). */
-static void frame_placement(const rbg_constraints *RST c, int l, int s, const double *RST oX,
-                            const double *RST o, double *RST out)
+void rbgi_frame_placement(const rbg_constraints *RST c, int l, int s, const double *RST oX,
+                          const double *RST o, double *RST out)
 {
     const int b = s == 1 ? c->body1[l] : c->body2[l];
     const double *Ms = (s == 1 ? c->M1 : c->M2) + 12 * l;
@@ -453,9 +408,9 @@ static void constraint_rhs(const rbg_constraints *RST c, int l, const double *RS
  *   6D:  J_d = c1Xo Jw_d ([d supports A] - [d supports B])
  * (the LOCAL Jacobian of Pinocchio's RigidConstraintModel; a 6D loop's common ancestors
  * cancel exactly). */
-static void constraint_jacobian(const rbg_model *RST m, const rbg_constraints *RST c, int l,
-                                const double *RST oc1, const double *RST oc2,
-                                const double *RST Jw, double *RST J)
+void rbgi_constraint_jacobian(const rbg_model *RST m, const rbg_constraints *RST c, int l,
+                              const double *RST oc1, const double *RST oc2,
+                              const double *RST Jw, double *RST J)
 {
     const int n = c->size[l], nv = m->nv;
     double *Jl = J + (size_t)nv * c->row[l];
@@ -519,12 +474,12 @@ static void joint_space_constraints(const rbg_model *RST m, const rbg_constraint
 {
     for (int l = 0; l < c->nc; ++l) {
         double oc1[12], oc2[12], rel[12] = {0}, rest[6];
-        frame_placement(c, l, 1, oX, X + 9, oc1);
-        frame_placement(c, l, 2, oX, X + 9, oc2);
+        rbgi_frame_placement(c, l, 1, oX, X + 9, oc1);
+        rbgi_frame_placement(c, l, 2, oX, X + 9, oc2);
         if (needs_rel(c, l))
             inv_compose(oc1, oc2, rel);
         constraint_rhs(c, l, rel, vel, acc, rest, astar + c->row[l]);
-        constraint_jacobian(m, c, l, oc1, oc2, Jw, J);
+        rbgi_constraint_jacobian(m, c, l, oc1, oc2, Jw, J);
     }
 }
 
@@ -572,7 +527,7 @@ static void local_crba(const rbg_model *RST m, const double *RST inertia, const 
  * matrix of M1^-1 (rows r < 3: (R e_r, p x R e_r); rows 3 + r: (0, R e_r)):
  *   frame A moving (body1):  K = c1Xb, its first n rows;
  *   frame A fixed (body2 moves):  K = -R12 [c2Xb]_(0..2) (3D),  K = -c1Xc2 c2Xb (6D). */
-static void constraint_K(const rbg_constraints *RST c, int l, const double *RST rel, double *RST K)
+void rbgi_constraint_K(const rbg_constraints *RST c, int l, const double *RST rel, double *RST K)
 {
     const int n = c->size[l], side1 = c->body1[l] >= 0;
     const double *F = (side1 ? c->M1 : c->M2) + 12 * l, *R = F, *p = F + 9;
@@ -606,7 +561,7 @@ static void constraint_K(const rbg_constraints *RST c, int l, const double *RST 
 /* w K^T K of constraint l as a rigid-body inertia (10 parameters) when constant
  * (Sathya 2024 eq. 24): a point mass w at the frame origin p, plus the rotational
  * inertia w 1 for 6D:  (w, w p, w (|p|^2 1 - p p^T) [+ w 1]). */
-static void constraint_inertia(const rbg_constraints *RST c, int l, double w, double *RST I10)
+void rbgi_constraint_inertia(const rbg_constraints *RST c, int l, double w, double *RST I10)
 {
     const int side1 = c->body1[l] >= 0;
     const double *p = (side1 ? c->M1 : c->M2) + 12 * l + 9;
@@ -662,7 +617,7 @@ int rbg_prox_ltl(const rbg_model *RST m, const rbg_constraints *RST c,
         }
     }
     /* K_mu = L^T D L, joints leaves-to-root, then the constraints (Alg. 1) */
-    const int rc = ldl_factor(N, c->kkt_ptr, c->kkt_idx, mr, H, dinv);
+    const int rc = rbgi_ldl_factor(N, c->kkt_ptr, c->kkt_idx, mr, H, dinv);
     if (rc)
         return rc;
 
@@ -719,7 +674,7 @@ int rbg_prox_ltls(const rbg_model *RST m, const rbg_constraints *RST c,
     for (int l = 0; l < c->nc; ++l)
         if (constant_inertia(c, l)) {
             double I10[10];
-            constraint_inertia(c, l, 1.0 / rho[c->row[l]], I10);
+            rbgi_constraint_inertia(c, l, 1.0 / rho[c->row[l]], I10);
             double *Ib = inertia + RBG_INERTIA_STRIDE * moving_body(c, l);
             for (int e = 0; e < 10; ++e)
                 Ib[e] += I10[e];
@@ -747,7 +702,7 @@ int rbg_prox_ltls(const rbg_model *RST m, const rbg_constraints *RST c,
             }
     }
     /* M_mu = L^T D L (Featherstone 2005 Table 2 on the M_mu pattern) */
-    const int rc = ldl_factor(nv, c->mmu_ptr, c->mmu_idx, 0, H, dinv);
+    const int rc = rbgi_ldl_factor(nv, c->mmu_ptr, c->mmu_idx, 0, H, dinv);
     if (rc)
         return rc;
 
@@ -819,13 +774,13 @@ static void maximal_constraints(const rbg_model *RST m, const rbg_constraints *R
         if (needs_rel(c, l) || c->body1[l] < 0) {
             const double o[3] = {0.0, 0.0, 0.0};
             double oc1[12], oc2[12];
-            frame_placement(c, l, 1, oX, o, oc1);
-            frame_placement(c, l, 2, oX, o, oc2);
+            rbgi_frame_placement(c, l, 1, oX, o, oc1);
+            rbgi_frame_placement(c, l, 2, oX, o, oc2);
             inv_compose(oc1, oc2, rel);
         }
         constraint_rhs(c, l, rel, w->vel, NULL, rest, NULL);
         double *Kl = K + 6 * r0;
-        constraint_K(c, l, rel, Kl);
+        rbgi_constraint_K(c, l, rel, Kl);
         for (int r = 0; r < n; ++r) {
             const double *Kr = Kl + 6 * r, *gb = g + 6 * bl;
             kk[r0 + r] = Kr[0] * gb[0] + Kr[1] * gb[1] + Kr[2] * gb[2] + Kr[3] * gb[3] + Kr[4] * gb[4]
@@ -840,31 +795,6 @@ static void add_KT(const double *RST Kl, int n, const double *RST y, double *RST
     for (int r = 0; r < n; ++r)
         for (int k = 0; k < 6; ++k)
             f[k] += Kl[6 * r + k] * y[r];
-}
-
-/* out = D_i^-1 S_i^T f (nvj entries): 1/D for a 1-DoF joint, the 6x6 factor for a free one */
-static void dinv_sT(const rbg_model *RST m, int i, const rbgi_aba *RST w, const double *RST f,
-                    double *RST out)
-{
-    if (m->jtype[i] == RBG_FREE) {
-        memcpy(out, f, 6 * sizeof(double));
-        ldlt6_solve(w->IA + 36 * i, out);
-    } else {
-        out[0] = w->Dinv[i] * S_dot1(m, i, f);
-    }
-}
-
-/* f_parent += X_i^* P_i f with P_i = 1 - U_i D_i^-1 S_i^T (Sathya 2024 eq. 38); for a
- * free joint P_i = 0.  x = D_i^-1 S_i^T f (from dinv_sT). */
-static void project_to_parent(const rbg_model *RST m, int i, const rbgi_aba *RST w,
-                              const double *RST f, const double *RST x, double *RST fp)
-{
-    if (m->jtype[i] == RBG_FREE)
-        return;
-    double t[6];
-    for (int k = 0; k < 6; ++k)
-        t[k] = f[k] - w->U[6 * i + k] * x[0];
-    act_force_add(w->X + 12 * i, t, fp);
 }
 
 /* ===================================================================== */
@@ -897,7 +827,7 @@ int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
         double *IAb = w.IA + 36 * bl, *pAb = w.pA + 6 * bl;
         if (constant_inertia(c, l)) {
             double I10[10], I6[36];
-            constraint_inertia(c, l, wl, I10);
+            rbgi_constraint_inertia(c, l, wl, I10);
             rbi_matrix(I10, I6);
             for (int e = 0; e < 36; ++e)
                 IAb[e] += I6[e];
@@ -1085,7 +1015,7 @@ int rbg_prox_pv(const rbg_model *RST m, const rbg_constraints *RST c,
                  + l[ra];
         L[(size_t)mr * ra + ra] += rho[ra];
     }
-    const int rd = ldl_factor(mr, c->del_ptr, c->del_idx, 0, L, dinv);
+    const int rd = rbgi_ldl_factor(mr, c->del_ptr, c->del_idx, 0, L, dinv);
     if (rd)
         return rd;
     memset(lam, 0, (size_t)mr * sizeof(double));

@@ -1,9 +1,10 @@
 /*
- * rbg_internal.h -- pieces shared by rbg.c and rbg_constrained.c.  NOT part of the API:
- * spatial arithmetic, joints and the passes of RNEA, CRBA and ABA that the constrained
- * solvers reuse.  Conventions and notation are those of rbg.h / rbg.c: LOCAL body
- * frames, X_i = (R_i, p_i) is parent <- body i stored as 12 doubles [R row-major, p],
- * spatial vectors [linear; angular], and the transform acts through R and p
+ * rbg_internal.h -- pieces shared by rbg.c, rbg_constrained.c and rbg_delassus.c.  NOT
+ * part of the API: spatial arithmetic, joints, the passes of RNEA, CRBA and ABA and the
+ * constraint kinematics that the constrained and Delassus algorithms reuse.  Conventions
+ * and notation are those of rbg.h / rbg.c: LOCAL body frames, X_i = (R_i, p_i) is
+ * parent <- body i stored as 12 doubles [R row-major, p], spatial vectors
+ * [linear; angular], and the transform acts through R and p
  * (RBDA §2.8 / Table 2.5), never as a 6x6 matrix:
  *
  *   X^-1 m  = (R^T (v - p x w), R^T w)          motion, parent -> child
@@ -426,6 +427,33 @@ static inline void S_dot(const rbg_model *RST m, int i, const double *RST f, dou
         out[0] = S_dot1(m, i, f);
 }
 
+/* U_i = IA_i S_i for a 1-DoF joint (a column of IA_i when the axis is +e_k); returns
+ * D_i = S_i^T U_i  (RBDA Table 7.1). */
+static inline double joint_U(const rbg_model *RST m, int i, const double *RST IAi, double *RST Ui)
+{
+    const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
+    if (k >= 0) {
+        memcpy(Ui, IAi + 6 * (o + k), 6 * sizeof(double));   /* row = column */
+    } else {
+        const double *u = m->axis + 3 * i;
+        for (int r = 0; r < 6; ++r)
+            Ui[r] = IAi[6 * r + o] * u[0] + IAi[6 * r + o + 1] * u[1] + IAi[6 * r + o + 2] * u[2];
+    }
+    return S_dot1(m, i, Ui);
+}
+
+/* Ia = IA_i - U_i D_i^-1 U_i^T in place (symmetric: upper triangle, mirrored). */
+static inline void articulated_update(double *RST IAi, const double *RST Ui, double Dinv)
+{
+    for (int r = 0; r < 6; ++r) {
+        const double s = Ui[r] * Dinv;
+        for (int l = r; l < 6; ++l) {
+            IAi[6 * r + l] -= s * Ui[l];
+            IAi[6 * l + r] = IAi[6 * r + l];
+        }
+    }
+}
+
 /* oX_i from the local X_i in the frame with the world's axes at body 0's origin o:
  * a root's X_i shifted by -o (o = the translation of X_0, set when i == 0), else
  *   oR_i = oR_p R_i,  op_i = oR_p p_i + op_p */
@@ -528,5 +556,114 @@ int rbgi_aba_backward(const rbg_model *RST m, const double *RST tau, const rbgi_
 /* Second forward pass for body i (its parent's acc done):  a' = X_i^-1 a_p + c_i,
  * qdd_i = D_i^-1 (u_i - U_i^T a'),  a_i = a' + S_i qdd_i  (a_p = -g at the root). */
 void rbgi_aba_rollout(const rbg_model *RST m, int i, const rbgi_aba *RST w, double *RST ddq);
+
+/* In place H = L^T D L (Featherstone 2005 Table 2, left) of the lower triangle over the
+ * dof parents lam: D on the diagonal, L_ki below.  RBG_ESINGULAR on a pivot <= 0. */
+int rbgi_ltdl_inplace(const int *RST lam, int n, double *RST H);
+
+/* In place H = L^T L (Featherstone 2005 Table 2, right) of the lower triangle over lam. */
+int rbgi_ltl_inplace(const int *RST lam, int n, double *RST H);
+
+/* ===================================================================== */
+/*  Constraint pieces shared by rbg_constrained.c and rbg_delassus.c     */
+/* ===================================================================== */
+
+/* out = X m = (R m_v + p x R m_w, R m_w): motion, child -> parent */
+static inline void act_motion(const double *RST X, const double *RST m, double *RST out)
+{
+    const double *R = X, *p = X + 9;
+    mv3(R, m, out);
+    mv3(R, m + 3, out + 3);
+    cross3_add(p, out + 3, out);
+}
+
+/* out = A B for transforms (R, p): (R_A R_B, R_A p_B + p_A) */
+static inline void compose(const double *RST A, const double *RST B, double *RST out)
+{
+    mm3(A, B, out);
+    mv3(A, B + 9, out + 9);
+    for (int k = 0; k < 3; ++k)
+        out[9 + k] += A[9 + k];
+}
+
+/* out = A^-1 B = (R_A^T R_B, R_A^T (p_B - p_A)) */
+static inline void inv_compose(const double *RST A, const double *RST B, double *RST out)
+{
+    const double d[3] = {B[9] - A[9], B[10] - A[10], B[11] - A[11]};
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c)
+            out[3 * r + c] = A[r] * B[c] + A[3 + r] * B[3 + c] + A[6 + r] * B[6 + c];
+    mtv3(A, d, out + 9);
+}
+
+/* The body that moves in an anchored constraint. */
+static inline int moving_body(const rbg_constraints *RST c, int l)
+{
+    return c->body1[l] >= 0 ? c->body1[l] : c->body2[l];
+}
+
+/* rho_r = mu / weight for every row of each constraint (Sathya 2024 Remark 2). */
+static inline void damping(const rbg_constraints *RST c, double mu, double *RST rho)
+{
+    for (int l = 0; l < c->nc; ++l)
+        for (int r = c->row[l]; r < c->row[l + 1]; ++r)
+            rho[r] = mu / c->weight[l];
+}
+
+/* w K^T K is a constant rigid-body inertia (Sathya 2024 eq. 24) for a frame held by
+ * the world (3D or 6D) and for a 3D constraint whose frame A is the world. */
+static inline int constant_inertia(const rbg_constraints *RST c, int l)
+{
+    return c->body2[l] < 0 || (c->body1[l] < 0 && c->size[l] == 3);
+}
+
+/* out = D_i^-1 S_i^T f (nvj entries): 1/D for a 1-DoF joint, the 6x6 factor for a free one */
+static inline void dinv_sT(const rbg_model *RST m, int i, const rbgi_aba *RST w, const double *RST f,
+                            double *RST out)
+{
+    if (m->jtype[i] == RBG_FREE) {
+        memcpy(out, f, 6 * sizeof(double));
+        ldlt6_solve(w->IA + 36 * i, out);
+    } else {
+        out[0] = w->Dinv[i] * S_dot1(m, i, f);
+    }
+}
+
+/* f_parent += X_i^* P_i f with P_i = 1 - U_i D_i^-1 S_i^T (Sathya 2024 eq. 38); for a
+ * free joint P_i = 0.  x = D_i^-1 S_i^T f (from dinv_sT). */
+static inline void project_to_parent(const rbg_model *RST m, int i, const rbgi_aba *RST w,
+                                     const double *RST f, const double *RST x, double *RST fp)
+{
+    if (m->jtype[i] == RBG_FREE)
+        return;
+    double t[6];
+    for (int k = 0; k < 6; ++k)
+        t[k] = f[k] - w->U[6 * i + k] * x[0];
+    act_force_add(w->X + 12 * i, t, fp);
+}
+
+/* In place H = L^T D L over the pattern (ptr, idx) of rbg_constraints, eliminating rows
+ * n-1 .. 0; rows k < nneg must end with a negative pivot, the others with a positive one,
+ * else RBG_ESINGULAR.  dinv[k] = 1 / D_k.  (rbg_constrained.c) */
+int rbgi_ldl_factor(int n, const int *RST ptr, const int *RST idx, int nneg, double *RST H,
+                    double *RST dinv);
+
+/* oMc of side s (1 or 2) of constraint l in the frame with the world's axes at the world
+ * point o, oX the body placements in that frame.  (rbg_constrained.c) */
+void rbgi_frame_placement(const rbg_constraints *RST c, int l, int s, const double *RST oX,
+                          const double *RST o, double *RST out);
+
+/* Rows row[l].. of J (row-major m x nv, zeroed then filled) from the world dof subspaces
+ * Jw and the frames oc1 = oMc1, oc2 = oMc2.  (rbg_constrained.c) */
+void rbgi_constraint_jacobian(const rbg_model *RST m, const rbg_constraints *RST c, int l,
+                              const double *RST oc1, const double *RST oc2,
+                              const double *RST Jw, double *RST J);
+
+/* K (size x 6) of an anchored constraint l on the LOCAL motion of its moving body;
+ * rel = c1Mc2 is read when frame A is the world.  (rbg_constrained.c) */
+void rbgi_constraint_K(const rbg_constraints *RST c, int l, const double *RST rel, double *RST K);
+
+/* w K^T K of constraint l as a rigid-body inertia, when constant_inertia.  (rbg_constrained.c) */
+void rbgi_constraint_inertia(const rbg_constraints *RST c, int l, double w, double *RST I10);
 
 #endif /* RBG_INTERNAL_H */

@@ -97,6 +97,19 @@ _WORK_CONSTRAINED = {
     "prox_pv": lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25),
 }
 
+# The Delassus matrix and damped Delassus inverses (rbg_algo ids) and their workspaces,
+# functions of (nbodies, nv, m): the RBG_WORK_<ALGO>(nb, nv, m) macros.  caba_osimf is
+# computed by rbg_caba_osim, which carries every supporting body in constraint space: at
+# a floating base that is Sathya 2024 eq. 41's split (GENERIC_ALIASES).
+DELASSUS_ALGO_IDS = {"delassus": 11, "ltl_osim": 12, "caba_osim": 13, "kkt_osim": 14}
+GENERIC_ALIASES = {"caba_osimf": "caba_osim"}
+_WORK_DELASSUS = {
+    "delassus": lambda nb, nv, m: nv * (nv + 7 + 2 * m) + 22 * nb,
+    "ltl_osim": lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1),
+    "caba_osim": lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13),
+    "kkt_osim": lambda nb, nv, m: (m + nv) * (m + nv + 1) + nv * (nv + m + 6) + 22 * nb + m * (m + 1),
+}
+
 # (field, C element type, length as a function of nc); order = struct order.
 CONSTRAINT_FIELDS = [
     ("nc", "int", None),
@@ -240,6 +253,13 @@ def constrained_work_sizes(model: Model, cset) -> dict[str, int]:
     return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_CONSTRAINED.items()}
 
 
+def delassus_work_sizes(model: Model, cset) -> dict[str, int]:
+    """Doubles of workspace per Delassus algorithm for this constraint set
+    (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
+    m = serialize_constraints(model, cset).m
+    return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_DELASSUS.items()}
+
+
 # --- C initializer ---------------------------------------------------------------------
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -323,6 +343,6 @@ def constraints_to_c(model: Model, cset, name: str = "constraints") -> str:
     out.append(f"\nstatic rbg_constraints {name} = {{\n" + "\n".join(init) + "\n};\n\n")
     out.append(f"#define {upper}_IWORK {constraints_iwork_size(model, cset)}\n")
     out.append(f"static int {name}_iwork[{upper}_IWORK];\n\n")
-    for algo, n in constrained_work_sizes(model, cset).items():
+    for algo, n in {**constrained_work_sizes(model, cset), **delassus_work_sizes(model, cset)}.items():
         out.append(f"#define {upper}_WORK_{algo.upper()} {n}\n")
     return "".join(out)
