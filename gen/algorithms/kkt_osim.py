@@ -27,7 +27,8 @@ from __future__ import annotations
 from ..model import Model
 from .crba import crba
 from .delassus import delassus_set, inverse_from_lower
-from .proximal import DEFAULT_MU, fill_pattern, ldl_factor, tree_lower
+from .prox_ltl import kkt_pattern
+from .proximal import DEFAULT_MU, fill_pattern, ldl_eliminate, ldl_factor
 
 
 def kkt_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):
@@ -62,28 +63,12 @@ def _schur(model: Model, cset, q, block, be):
     """CRBA, J, and the pass over the joints of Algorithm 1 on ``[[diag(block), J],
     [J^T, M]]``: returns the m x m block left, ``diag(block) - J M^-1 J^T``, as its
     diagonal (list) and strictly lower part ({(r, s): value}, s < r)."""
-    m, n = cset.m, model.nv
+    m = cset.m
     (M,) = crba(model, q, be=be)
     J = cset.jacobian(model, q, be=be)
     be.mark("jacobian", J)
-    lower = [set() for _ in range(m)] + [{m + i for i in anc} for anc in tree_lower(model)]
-    d = list(block) + [M[k, k] for k in range(n)]
-    H = {(m + k, i): M[k, i - m] for k in range(n) for i in lower[m + k]}
-    for c in range(len(cset)):
-        for dof in cset.support(model, c):
-            for r in cset.rows(c):
-                lower[m + dof].add(r)
-                H[(m + dof, r)] = J[r, dof]
-    pattern = fill_pattern(lower)
-    for k in reversed(range(m, m + n)):                 # eliminate joint k into its pattern
-        row = pattern[k]
-        for a, i in enumerate(row):
-            hki = H.get((k, i), 0.0)
-            x = hki / d[k]
-            d[i] = d[i] - x * hki
-            for j in row[a + 1:]:
-                H[(i, j)] = H.get((i, j), 0.0) - x * H.get((k, j), 0.0)
-            H[(k, i)] = x
+    pattern, d, H = kkt_pattern(model, cset, M, J, block)
+    ldl_eliminate(pattern, d, H, m, be)                 # eliminate the joints, leaves first
     off = {(r, s): H.get((r, s), 0.0) for r in range(m) for s in range(r)}
     be.mark("joint_pass", be.vcat(d[:m]), *off.values())
     return d[:m], off

@@ -61,7 +61,8 @@ from typing import NamedTuple
 
 from ..model import Model
 from .crba import crba
-from .proximal import Iterate, ProximalSolver, Unmarked, column, fill_pattern, ldl_factor, tree_lower
+from .prox_ltl import kkt_factor
+from .proximal import Iterate, ProximalSolver, Unmarked, column, ldl_backward, ldl_forward
 from .rnea import nle
 
 
@@ -92,12 +93,12 @@ def setup(model: Model, q, v, tau, prox, be):
     ev = cset.evaluate(model, q, v, be=be) if m else None
     be.mark("kinematics", b, *([ev.J, ev.a_star] if m else []))
     (M,) = crba(model, q, be=Unmarked(be))
-    pattern, dinv, L = kkt_factor_ordered(model, cset, M, ev.J if m else None, prox.rho, order, be)
+    pattern, dinv, L = kkt_factor(model, cset, M, ev.J if m else None, prox.rho, be, order)
     be.mark("factorisation", column(dinv[m:], be), column([L[e] for e in sorted(L) if e[0] >= m], be))
     A = schur_block(len(U), dinv, L, be)
     Adinv = [1.0 / A[a][a] for a in range(len(U))]
     top = [ev.a_star[r, 0] for r in order] if m else []
-    base = backward(pattern, dinv, L, top + [tau[i, 0] - b[i, 0] for i in range(n)])
+    base = ldl_backward(pattern, dinv, L, top + [tau[i, 0] - b[i, 0] for i in range(n)])
     if m:
         be.mark("delassus", column(dinv[:m], be), column([L[e] for e in sorted(L) if e[0] < m], be),
                 column([x for row in A for x in row] + Adinv, be), column(base[:m], be))
@@ -111,15 +112,15 @@ def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
     order, rho = plan.U + plan.B, prox.rho
     pattern, L = plan.pattern, const.L
     t = [rho[r] * lam[r, 0] for r in order]                                   # rho lam_{k-1}
-    y = backward(pattern, const.dinv, L, t + [0.0] * n)
-    hat = [-z for z in forward(pattern, L, [const.base[a] + y[a] for a in range(u)], u)]   # lam^_U
+    y = ldl_backward(pattern, const.dinv, L, t + [0.0] * n)
+    hat = [-z for z in ldl_forward(pattern, L, [const.base[a] + y[a] for a in range(u)], u)]   # lam^_U
     lu = [lam[r, 0] for r in plan.U]
     for a in range(u):                                                        # projected Gauss-Seidel
         lu[a] = be.fmax(0.0, lu[a] - schur_product(const.A[a], lu, hat) * const.Adinv[a])
     w_hat = [schur_product(const.A[a], lu, hat) for a in range(u)]            # w^_U = A_U (lam_U - lam^_U)
-    y = backward(pattern, const.dinv, L, [t[a] + w_hat[a] for a in range(u)] + t[u:] + [0.0] * n)
+    y = ldl_backward(pattern, const.dinv, L, [t[a] + w_hat[a] for a in range(u)] + t[u:] + [0.0] * n)
     y = [const.base[i] + y[i] for i in range(m)] + const.base[m:]            # joint rows: lam-free
-    sol = forward(pattern, L, y, m)
+    sol = ldl_forward(pattern, L, y, m)
     new = [None] * m
     res = [None] * m
     for a, r in enumerate(plan.U):
@@ -130,52 +131,10 @@ def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
         new[r] = -sol[u + j]
         res[r] = rho[r] * (lam[r, 0] - new[r])                                # J_r ddq_k - a_r*
     lam_k = column(new, be)
-    return Iterate(lam_k, lam_k, column(res, be), lambda: column(forward(pattern, L, y, m + n, sol)[m:], be))
+    return Iterate(lam_k, lam_k, column(res, be), lambda: column(ldl_forward(pattern, L, y, m + n, sol)[m:], be))
 
 
 prox_lcp = ProximalSolver("prox_lcp", setup, step, unilateral=True)
-
-
-def kkt_factor_ordered(model: Model, cset, M, J, rho, order, be):
-    """``K_mu = L^T D L`` (Carpentier 2021 Alg. 1, as :func:`prox_ltl.kkt_factor`) with
-    constraint row ``order[i]`` at index ``i`` and joint ``k`` at ``m + k``.  Returns
-    (pattern, 1/D, L)."""
-    m, n = cset.m, model.nv
-    at = {r: i for i, r in enumerate(order)}
-    lower = [set() for _ in range(m)] + [{m + i for i in anc} for anc in tree_lower(model)]
-    off, diag = {}, [-float(rho[r]) for r in order] + [M[k, k] for k in range(n)]
-    for k in range(n):
-        for i in lower[m + k]:
-            off[(m + k, i)] = M[k, i - m]
-    for c in range(len(cset)):
-        for d in cset.support(model, c):
-            for r in cset.rows(c):
-                lower[m + d].add(at[r])
-                off[(m + d, at[r])] = J[r, d]
-    pattern = fill_pattern(lower)
-    dinv, L = ldl_factor(pattern, diag, off, be)
-    return pattern, dinv, L
-
-
-def backward(pattern, dinv, L, b) -> list:
-    """``D^-1 L^-T b`` (leaves to root), the first half of :func:`proximal.ldl_solve`."""
-    y = list(b)
-    for i in reversed(range(len(y))):
-        for j in pattern[i]:
-            y[j] = y[j] - L[(i, j)] * y[i]
-    return [yi * di for yi, di in zip(y, dinv)]
-
-
-def forward(pattern, L, y, stop: int, z=()) -> list:
-    """``L^-1 y`` on the indices below ``stop`` (root to leaves), the second half of
-    :func:`proximal.ldl_solve`, continuing the already solved leading entries ``z``."""
-    z = list(z)
-    for i in range(len(z), stop):
-        zi = y[i]
-        for j in pattern[i]:
-            zi = zi - L[(i, j)] * z[j]
-        z.append(zi)
-    return z
 
 
 def schur_block(u: int, dinv, L, be) -> list:

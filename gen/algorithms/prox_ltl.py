@@ -76,20 +76,32 @@ def step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
 prox_ltl = ProximalSolver("prox_ltl", setup, step)
 
 
-def kkt_factor(model: Model, cset, M, J, rho, be):
-    """``K_mu = L^T D L`` with constraint rows 0..m-1 first, joints after (Carpentier 2021
-    Algorithm 1).  Returns (pattern, 1/D, L)."""
+def kkt_factor(model: Model, cset, M, J, rho, be, order=None):
+    """``K_mu = L^T D L`` with constraint rows first, joints after (Carpentier 2021
+    Algorithm 1): constraint row ``order[i]`` at index ``i`` (default: row i), joint
+    ``k`` at ``m + k``.  Returns (pattern, 1/D, L)."""
+    order = list(range(cset.m)) if order is None else list(order)
+    pattern, diag, off = kkt_pattern(model, cset, M, J, [-float(rho[r]) for r in order], order)
+    dinv, L = ldl_factor(pattern, diag, off, be)
+    return pattern, dinv, L
+
+
+def kkt_pattern(model: Model, cset, M, J, block, order=None):
+    """The KKT matrix ``[[diag(block), J], [J^T, M]]`` on its sparsity pattern, constraint
+    row ``order[i]`` at index ``i``, joint ``k`` at ``m + k``: ``(pattern with fill-in,
+    diagonal, {(k, i): entry, i < k})``.  The joints' rows hold M's branch pattern and
+    the constraint rows of the constraints they support (Carpentier 2021 §IV-C)."""
     m, n = cset.m, model.nv
+    order = list(range(m)) if order is None else list(order)
+    at = {r: i for i, r in enumerate(order)}
     lower = [set() for _ in range(m)] + [{m + i for i in anc} for anc in tree_lower(model)]
-    off, diag = {}, [-float(rho[r]) for r in range(m)] + [M[k, k] for k in range(n)]
+    off, diag = {}, list(block) + [M[k, k] for k in range(n)]
     for k in range(n):
         for i in lower[m + k]:
             off[(m + k, i)] = M[k, i - m]
     for c in range(len(cset)):
         for d in cset.support(model, c):
             for r in cset.rows(c):
-                lower[m + d].add(r)
-                off[(m + d, r)] = J[r, d]
-    pattern = fill_pattern(lower)
-    dinv, L = ldl_factor(pattern, diag, off, be)
-    return pattern, dinv, L
+                lower[m + d].add(at[r])
+                off[(m + d, at[r])] = J[r, d]
+    return fill_pattern(lower), diag, off

@@ -238,31 +238,56 @@ def ldl_factor(pattern, diag, off, be):
     """In place on scalars: ``A = L^T D L``.  ``diag[k] = A[k, k]``, ``off[(k, i)] =
     A[k, i]`` for ``i`` in ``pattern[k]`` (missing entries are 0).  Returns ``(1/D, L)``
     with ``L`` a dict over the pattern.  Loops run over the pattern at trace time."""
-    d = list(diag)
-    H = dict(off)
-    for k in reversed(range(len(d))):
+    d, H = list(diag), dict(off)
+    dinv = ldl_eliminate(pattern, d, H, 0, be)
+    return dinv, H
+
+
+def ldl_eliminate(pattern, d, H, stop: int, be) -> list:
+    """Eliminate indices ``len(d) - 1`` down to ``stop`` of ``A = L^T D L`` in place
+    (``d``: pivots, ``H``: off-diagonal entries, overwritten by ``L`` on eliminated rows;
+    afterwards ``d[:stop]``, ``H`` on ``[:stop]`` hold the Schur complement left).  Each
+    pivot is final when its row is eliminated, so its reciprocal is taken once and the
+    row is scaled by products (``be.reciprocal``).  Returns the reciprocals ``1/d[k]`` of
+    the eliminated pivots (index ``k - stop``)."""
+    dinv = [None] * (len(d) - stop)
+    for k in reversed(range(stop, len(d))):
+        dinv[k - stop] = rk = be.reciprocal(d[k])
         row = pattern[k]
         for a, i in enumerate(row):
             hki = H.get((k, i), 0.0)
-            x = hki / d[k]
+            x = hki * rk
             d[i] = d[i] - x * hki
             for j in row[a + 1:]:
                 H[(i, j)] = H.get((i, j), 0.0) - x * H.get((k, j), 0.0)
             H[(k, i)] = x
-    return [1.0 / dk for dk in d], H
+    return dinv
 
 
 def ldl_solve(pattern, dinv, L, b):
     """``x = A^-1 b`` for ``A = L^T D L``: ``L^-T`` leaves to root, ``D^-1``, ``L^-1``."""
+    return ldl_forward(pattern, L, ldl_backward(pattern, dinv, L, b), len(b))
+
+
+def ldl_backward(pattern, dinv, L, b) -> list:
+    """``D^-1 L^-T b`` (leaves to root), the first half of :func:`ldl_solve`."""
     y = list(b)
     for i in reversed(range(len(y))):
         for j in pattern[i]:
             y[j] = y[j] - L[(i, j)] * y[i]
-    y = [yi * di for yi, di in zip(y, dinv)]
-    for i in range(len(y)):
+    return [yi * di for yi, di in zip(y, dinv)]
+
+
+def ldl_forward(pattern, L, y, stop: int, z=()) -> list:
+    """``L^-1 y`` on the indices below ``stop`` (root to leaves), the second half of
+    :func:`ldl_solve`, continuing the already solved leading entries ``z``."""
+    z = list(z)
+    for i in range(len(z), stop):
+        zi = y[i]
         for j in pattern[i]:
-            y[i] = y[i] - L[(i, j)] * y[j]
-    return y
+            zi = zi - L[(i, j)] * z[j]
+        z.append(zi)
+    return z
 
 
 def tree_lower(model: Model) -> list[set[int]]:
