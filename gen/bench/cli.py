@@ -43,6 +43,12 @@ def add_parser(subparsers):
                         "(default: generic,pinocchio; 'none' for the specialized C alone)")
     p.add_argument("--suite", action="store_true",
                    help="every named robot x (rnea, crba, aba, nle); writes bench/reports/<date>-suite.{md,json,png}")
+    p.add_argument("--constrained-suite", action="store_true",
+                   help="every named constraint set x (constrained_aba, prox_ltls, prox_ltl, prox_pv) against "
+                        "generic and Pinocchio's constraintDynamics / contactABA; writes "
+                        "bench/reports/<date>-constrained.{md,json}")
+    p.add_argument("--sets", help="with --constrained-suite: comma list of set names (default: the non-redundant "
+                                  "sets of opcount.constrained)")
     p.add_argument("--robots", help="with --suite: comma list of robots (default: every named robot)")
     p.add_argument("--algorithms", help="with --suite: comma list of algorithms (default: rnea,crba,aba,nle)")
     p.add_argument("--out", "-o", help="with --suite: report folder (default: bench/reports/ of the source tree)")
@@ -108,6 +114,23 @@ def run(args) -> int:
                                  ("max_iter", args.max_iter)) if v is not None}
     if "max_iter" in options and "tol" not in options:
         raise RbdgenError("--max-iter caps the early exit: give it with --tol (or use --iterations K)")
+    if args.constrained_suite:
+        from . import suite
+
+        if args.robot or args.algorithm or args.suite:
+            raise RbdgenError("--constrained-suite runs the named constraint sets: give no ROBOT/--algorithm/--suite "
+                              "(use --sets and --algorithms to narrow it)")
+        if "tol" in options:
+            raise RbdgenError("--constrained-suite times a fixed iteration count: use --iterations K, not --tol")
+        sets = [t.strip() for t in args.sets.split(",")] if args.sets else None
+        solvers = tuple(a.strip() for a in args.algorithms.split(",")) if args.algorithms else \
+            suite.CONSTRAINED_SOLVERS
+        s = suite.run_constrained_suite(sets, solvers, iterations=options.pop("iterations", 3), against=against,
+                                        progress=say, **kwargs, **options)
+        for kind, path in suite.write_constrained_report(s, args.out).items():
+            say(f"wrote {path}")
+        print(report.constrained_markdown(s) if args.format != "json" else __import__("json").dumps(s, indent=1))
+        return 1 if any("error" in r for r in s["results"]) else 0
     if args.suite:
         from . import suite
 
