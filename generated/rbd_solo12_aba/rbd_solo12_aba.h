@@ -27,10 +27,10 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_solo12_aba
- *     total             4024 = add 1785 mul 2141 div 73 trig 24 other 1
+ *     total             4068 = add 1793 mul 2222 div 14 trig 24 other 15
  *     forward           1079 = add 413 mul 642 trig 24
- *     backward          2351 = add 1103 mul 1204 div 44
- *     acceleration       594 = add 269 mul 295 div 29 other 1
+ *     backward          2383 = add 1111 mul 1256 div 8 other 8
+ *     acceleration       606 = add 269 mul 324 div 6 other 7
  */
 #ifndef RBD_SOLO12_ABA_H
 #define RBD_SOLO12_ABA_H
@@ -62,7 +62,7 @@ extern "C" {
 #define RBD_SOLO12_ABA_TAU_SIZE 18
 #define RBD_SOLO12_ABA_DDQ_SIZE 18
 #define RBD_SOLO12_ABA_WORK_SIZE 0
-#define RBD_SOLO12_ABA_STACK_DOUBLES 364
+#define RBD_SOLO12_ABA_STACK_DOUBLES 377
 
 /* ---- functions ----------------------------------------------------------- */
 

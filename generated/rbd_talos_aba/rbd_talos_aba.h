@@ -27,10 +27,10 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_talos_aba
- *     total            15619 = add 7109 mul 8185 div 236 trig 88 other 1
+ *     total            15755 = add 7140 mul 8452 div 37 trig 88 other 38
  *     forward           4294 = add 1681 mul 2525 trig 88
- *     backward          9613 = add 4600 mul 4829 div 184
- *     acceleration      1712 = add 828 mul 831 div 52 other 1
+ *     backward          9737 = add 4631 mul 5044 div 31 other 31
+ *     acceleration      1724 = add 828 mul 883 div 6 other 7
  */
 #ifndef RBD_TALOS_ABA_H
 #define RBD_TALOS_ABA_H
@@ -62,7 +62,7 @@ extern "C" {
 #define RBD_TALOS_ABA_TAU_SIZE 50
 #define RBD_TALOS_ABA_DDQ_SIZE 50
 #define RBD_TALOS_ABA_WORK_SIZE 0
-#define RBD_TALOS_ABA_STACK_DOUBLES 817
+#define RBD_TALOS_ABA_STACK_DOUBLES 841
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -4,6 +4,8 @@
  * caller's workspace, call the CasADi kernel (rbd_talos_rnea_kernel.c), check the outputs.
  */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "rbd_talos_rnea.h"
 
@@ -11,12 +13,18 @@
 int rbd_talos_rnea_kernel(const double **arg, double **res, int *iw, double *w, int mem);
 
 /* ---- helpers ------------------------------------------------------------- */
+/* 1 if no x[i] is inf or NaN (all exponent bits set).  An OR over the whole array, with
+ * no early exit, so the compiler vectorises it (talos crba, 2500 outputs: 3.01 -> 2.37 us
+ * per call against an early-exit isfinite loop). */
 static int all_finite(const double *x, int n)
 {
+    uint64_t bad = 0, bits;
     int i;
-    for (i = 0; i < n; ++i)
-        if (!isfinite(x[i])) return 0;
-    return 1;
+    for (i = 0; i < n; ++i) {
+        memcpy(&bits, x + i, sizeof bits);
+        bad |= (uint64_t)((~bits & 0x7ff0000000000000ULL) == 0);
+    }
+    return bad == 0;
 }
 
 static void fill_nan(double *x, int n)

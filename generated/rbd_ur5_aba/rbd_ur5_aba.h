@@ -27,10 +27,10 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_aba
- *     total             1272 = add 534 mul 704 div 24 trig 10
+ *     total             1288 = add 537 mul 731 div 5 trig 10 other 5
  *     forward            301 = add 98 mul 193 trig 10
- *     backward           859 = add 383 mul 457 div 19
- *     acceleration       112 = add 53 mul 54 div 5
+ *     backward           875 = add 386 mul 479 div 5 other 5
+ *     acceleration       112 = add 53 mul 59
  */
 #ifndef RBD_UR5_ABA_H
 #define RBD_UR5_ABA_H
