@@ -7,6 +7,13 @@ Commands: ``robots`` (list; ``--frames ROBOT`` lists a robot's frames), ``opcoun
 Progress with timings goes to stderr (``--quiet`` silences it).  User errors print one
 line ``rbdgen: error: ...`` to stderr and exit with status 2; failed verifications
 exit with status 1.
+
+Wherever a constraint spec is accepted (``opcount``, ``build``, ``verify``),
+``--baumgarte KP,KD`` (position constraints), ``--kv KV`` (velocity constraints ``3Dv``,
+``6Dv``) and ``--weights W1,...`` (one per constraint) complete it into one
+:class:`~gen.constraints.ConstraintSet` (``gen.parse_constraints``) used by every kernel
+of the command.  ``verify`` compares with Pinocchio wherever :mod:`gen.pinref` has a
+reference, constrained algorithms included (same gains, ``mu`` and iteration count).
 """
 from __future__ import annotations
 
@@ -31,6 +38,17 @@ VERIFY_TOL = 1e-9                     # relative: max|x - ref| / max(1, max|ref|
 # differently (FMA contraction) and the gap grows to ~eps / (mu lambda_min(M)), see
 # gen/algorithms/proximal.py "Accuracy"; their verification tolerance is floored here.
 TOL_FLOOR = {"prox_ltls": 1e-7, "constrained_aba": 1e-7, "impulse": 1e-7}
+# The same floor against Pinocchio's dual (KKT) solves, at the default mu = 1e-6: worst
+# seen 5e-7 (prox_ltls, icub 6D soles), 6e-9 (constrained_aba), 8e-8 (impulse, converged,
+# ur5 6D), see gen/pinref.py.  The dual solvers (prox_ltl, prox_pv) and the Delassus
+# matrices are held to --tol.
+PIN_TOL_FLOOR = {"prox_ltls": 1e-6, "constrained_aba": 1e-6, "impulse": 1e-6}
+# Random states of constrained kernels are well posed: the non-zero singular values of J
+# within this factor of the largest (near a singular configuration the proximal rate
+# rho / (rho + sigma_min) is slow and the damped solution leaves the exact one), the best
+# of WELL_POSED_DRAWS draws otherwise.
+WELL_POSED = 1e-3
+WELL_POSED_DRAWS = 100
 DEMO_CONSTRAINTS = {"solo12": "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT",
                     "humanoid30": "6D:left_foot,6D:right_foot"}
 
@@ -112,12 +130,38 @@ def _algorithm_options(algorithm: str, args) -> dict:
 
 
 def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:
-    """Random inputs for ``algorithm``: a random configuration for ``q``, standard
-    normal vectors for the others."""
+    """Random inputs for ``algorithm``: a random configuration for ``q`` (well posed for
+    the constraint set ``cset``, :func:`well_posed_q`), standard normal vectors for the
+    others."""
     from .api import get_algorithm
 
-    return [model.random_q(rng) if name == "q" else rng.normal(size=n)
+    return [well_posed_q(model, rng, cset) if name == "q" else rng.normal(size=n)
             for name, n in get_algorithm(algorithm).inputs(model, cset)]
+
+
+def _conditioning(model, cset, q) -> float:
+    """Smallest over largest non-zero singular value of the constraint Jacobian at q."""
+    from .backend import NUMPY
+
+    s = np.linalg.svd(cset.jacobian(model, NUMPY.asarray(q), be=NUMPY), compute_uv=False)
+    return float(s[s > 1e-9 * s[0]].min() / s[0]) if s[0] > 0 else 0.0
+
+
+def well_posed_q(model, rng, cset=None) -> np.ndarray:
+    """A random configuration at which the constraints of ``cset`` are well posed
+    (:data:`WELL_POSED`): the first of up to :data:`WELL_POSED_DRAWS` draws that is,
+    else the best conditioned one."""
+    if cset is None or not getattr(cset, "m", 0):
+        return model.random_q(rng)
+    best, best_ratio = None, -1.0
+    for _ in range(WELL_POSED_DRAWS):
+        q = model.random_q(rng)
+        ratio = _conditioning(model, cset, q)
+        if ratio >= WELL_POSED:
+            return q
+        if ratio > best_ratio:
+            best, best_ratio = q, ratio
+    return best
 
 
 def _relerr(got, ref) -> float:
@@ -130,31 +174,75 @@ def _relerr(got, ref) -> float:
 def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     """Worst relative errors of a compiled kernel against NumPy and Pinocchio over
     ``samples`` random states: ``{"c_numpy", "c_pinocchio", "numpy_pinocchio"}``
-    (``None`` where there is no Pinocchio reference)."""
+    (``None`` where there is no Pinocchio reference).  NumPy and Pinocchio run with the
+    kernel's options and constraint set (gains, weights); where Pinocchio's value is a
+    converged solution (:data:`gen.pinref.CONVERGED`: the impact map) ``numpy_pinocchio``
+    compares a converged NumPy run and ``c_pinocchio`` is ``None`` (the kernel's K
+    iterates are not that solution)."""
     from . import pinref
     from .api import run
 
-    model, name = kernel.model, kernel.algorithm.name
+    model, name, cset = kernel.model, kernel.algorithm.name, kernel.cset
+    options = dict(kernel.manifest.get("options") or {})
     pm = None
-    if pinref.available() and pinref.supports(model, name) and kernel.cset is None:
+    if pinref.available() and pinref.supports(model, name, cset, options):
         pm = pinref.pin_model(model)
+    converged = pinref.CONVERGED.get(name) if pm is not None else None
     rng = np.random.default_rng(seed)
-    worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None else 0.0,
+    worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None or converged else 0.0,
              "numpy_pinocchio": None if pm is None else 0.0}
     for _ in range(samples):
-        ins = random_inputs(model, name, rng, kernel.cset)
+        ins = random_inputs(model, name, rng, cset)
         c = kernel(*ins)
-        ref = run(model, name, *ins, constraints=kernel.cset)
+        ref = run(model, name, *ins, constraints=cset, **options)
         worst["c_numpy"] = max(worst["c_numpy"], _relerr(c, ref))
         if pm is not None:
-            p = pinref.reference(model, name, *ins, pmodel=pm)
-            worst["c_pinocchio"] = max(worst["c_pinocchio"], _relerr(c, p))
+            p = pinref.reference(model, name, *ins, pmodel=pm, cset=cset, options=options)
+            if converged:
+                ref = run(model, name, *ins, constraints=cset, **{**options, **converged})
+            else:
+                worst["c_pinocchio"] = max(worst["c_pinocchio"], _relerr(c, p))
             worst["numpy_pinocchio"] = max(worst["numpy_pinocchio"], _relerr(ref, p))
     return worst
 
 
-def _ok(w: dict, tol: float) -> bool:
-    return all(v is None or v <= tol for v in w.values())
+def _ok(name: str, w: dict, tol: float) -> bool:
+    """Every error within ``tol``, floored per algorithm (:data:`TOL_FLOOR` for C vs
+    NumPy, :data:`PIN_TOL_FLOOR` against Pinocchio)."""
+    tols = {"c_numpy": max(tol, TOL_FLOOR.get(name, 0.0))}
+    tols["c_pinocchio"] = tols["numpy_pinocchio"] = max(tol, PIN_TOL_FLOOR.get(name, 0.0))
+    return all(v is None or v <= tols[k] for k, v in w.items())
+
+
+def constraint_set(model, args):
+    """The :class:`~gen.constraints.ConstraintSet` of ``--constraints`` with
+    ``--baumgarte KP,KD``, ``--kv`` and ``--weights`` (None without ``--constraints``),
+    parsed once for every kernel of the command."""
+    from .constraints import parse_constraints
+
+    gains = {k: v for k, v in (("--baumgarte", getattr(args, "baumgarte", None)), ("--kv", getattr(args, "kv", None)),
+                               ("--weights", getattr(args, "weights", None))) if v is not None}
+    if not args.constraints:
+        if gains:
+            raise RbdgenError(f"{', '.join(gains)} given without --constraints: "
+                              f"gains and weights belong to a constraint set (-c SPEC)")
+        return None
+    Kp, Kd = gains.get("--baumgarte", (0.0, 0.0))
+    return parse_constraints(model, args.constraints, Kp=Kp, Kd=Kd, Kv=gains.get("--kv", 0.0),
+                             weights=gains.get("--weights"))
+
+
+def _numbers(count: int | None, form: str):
+    """argparse type: comma-separated numbers (``count`` of them when given)."""
+    def parse(text: str) -> tuple[float, ...]:
+        try:
+            xs = tuple(float(x) for x in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {form}, got '{text}'") from None
+        if count is not None and len(xs) != count:
+            raise argparse.ArgumentTypeError(f"expected {form}, got '{text}'")
+        return xs
+    return parse
 
 
 # --- commands ------------------------------------------------------------------------------
@@ -190,15 +278,14 @@ def cmd_robots(args) -> int:
 
 
 def cmd_opcount(args) -> int:
-    from .robots import load_robot
-
     try:
         from opcount.report import render
     except ImportError:
         raise RbdgenError("the op counter (opcount package) is not installed") from None
-    model = load_robot(args.robot, floating_base=args.floating_base)
-    algorithms = _algorithms(args.algorithm, args.constraints)
-    print(render(model, algorithms, args.format, constraints=args.constraints))
+    model = _load(args)
+    cset = constraint_set(model, args)
+    algorithms = _algorithms(args.algorithm, cset)
+    print(render(model, algorithms, args.format, constraints=cset))
     return 0
 
 
@@ -207,9 +294,10 @@ def cmd_build(args) -> int:
 
     progress = _Progress(args.quiet)
     model = _load(args)
+    cset = constraint_set(model, args)
     opts = _algorithm_options(args.algorithm, args)
     t0 = time.perf_counter()
-    k = build(model, args.algorithm, args.constraints, out_dir=args.out, flags=args.flags,
+    k = build(model, args.algorithm, cset, out_dir=args.out, flags=args.flags,
               progress=progress, avoid_stack=args.avoid_stack, **opts)
     f = k.function
     row = {"symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"),
@@ -225,12 +313,12 @@ def _load(args):
     return load_robot(args.robot, floating_base=getattr(args, "floating_base", False))
 
 
-def _verify_rows(model, algorithms, args, progress, out_root=None) -> list[dict]:
+def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list[dict]:
     from .build import build
 
     rows = []
     for name in algorithms:
-        cons = args.constraints if _is_constrained(name) else None
+        cons = cset if _is_constrained(name) else None
         t0 = time.perf_counter()
         out_dir = None if out_root is None else Path(out_root) / name
         k = build(model, name, cons, out_dir=out_dir, flags=args.flags, progress=progress)
@@ -240,7 +328,7 @@ def _verify_rows(model, algorithms, args, progress, out_root=None) -> list[dict]
         rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
                      "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
                      "err_numpy_pinocchio": w["numpy_pinocchio"],
-                     "status": "ok" if _ok(w, max(args.tol, TOL_FLOOR.get(name, 0.0))) else "FAIL",
+                     "status": "ok" if _ok(name, w, args.tol) else "FAIL",
                      "build_s": round(build_s, 2), "folder": str(k.path)})
     return rows
 
@@ -260,8 +348,9 @@ def _is_constrained(name: str) -> bool:
 def cmd_verify(args) -> int:
     progress = _Progress(args.quiet)
     model = _load(args)
-    algorithms = _algorithms(args.algorithm, args.constraints)
-    rows = _verify_rows(model, algorithms, args, progress)
+    cset = constraint_set(model, args)
+    algorithms = _algorithms(args.algorithm, cset)
+    rows = _verify_rows(model, algorithms, cset, args, progress)
     cols = ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "status"]
     print(render_table(rows, cols, args.format))
     bad = [r["algorithm"] for r in rows if r["status"] != "ok"]
@@ -292,7 +381,8 @@ def cmd_demo(args) -> int:
     progress(f"demo on {model.describe()}, constrained solvers with {args.constraints or 'no constraints'}, "
              f"build folders under {args.out}")
     t0 = time.perf_counter()
-    rows = _verify_rows(model, _algorithms("all", args.constraints), args, progress, out_root=args.out)
+    cset = constraint_set(model, args)
+    rows = _verify_rows(model, _algorithms("all", cset), cset, args, progress, out_root=args.out)
     progress(f"demo done in {time.perf_counter() - t0:.1f} s")
     cols = ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "build_s", "folder"]
     print(render_table(rows, cols, args.format))
@@ -322,6 +412,16 @@ def _common(p, *, table=True):
     p.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")
 
 
+def _constraint_args(p):
+    p.add_argument("--constraints", "-c", help="constraint spec, e.g. 6D:left_sole_link,6D:right_sole_link")
+    p.add_argument("--baumgarte", metavar="KP,KD", type=_numbers(2, "KP,KD (two numbers)"),
+                   help="Baumgarte gains of the position constraints: a_c* = -gamma - KD J v - KP e (default 0,0)")
+    p.add_argument("--kv", metavar="KV", type=float,
+                   help="gain of the velocity constraints (3Dv, 6Dv): psi' = -KV psi (default 0)")
+    p.add_argument("--weights", metavar="W1,W2,...", type=_numbers(None, "one number per constraint, W1,W2,..."),
+                   help="one positive weight per constraint: damping mu / w on its rows (default 1)")
+
+
 def _robot_args(p):
     p.add_argument("robot", help="named robot, synthetic spec (chain:N, bintree:N, humanoid30, fourbar) or URDF path")
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
@@ -344,14 +444,14 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("opcount", help="operation counts by class and phase")
     _robot_args(s)
     s.add_argument("--algorithm", "-a", default="all", help="algorithm name, comma list, or 'all' (default)")
-    s.add_argument("--constraints", "-c", help="constraint spec, e.g. 6D:left_sole_link,6D:right_sole_link")
+    _constraint_args(s)
     _common(s)
     s.set_defaults(func=cmd_opcount)
 
     s = sub.add_parser("build", help="emit and compile one kernel into a build folder")
     _robot_args(s)
     s.add_argument("--algorithm", "-a", required=True)
-    s.add_argument("--constraints", "-c")
+    _constraint_args(s)
     s.add_argument("--iterations", type=int, help="fixed iteration count (proximal solvers; default 3)")
     s.add_argument("--tol", type=float,
                    help="early-exit C driver: iterate until |J ddq - a_c*|_inf <= TOL (proximal solvers)")
@@ -369,7 +469,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "verify":
             _robot_args(s)
             s.add_argument("--algorithm", "-a", default="all", help="algorithm, comma list or 'all' (default)")
-            s.add_argument("--constraints", "-c")
+            _constraint_args(s)
         else:
             s.add_argument("--robot", default=DEFAULT_ROBOT, help=f"robot (default: {DEFAULT_ROBOT})")
             s.add_argument("--out", "-o", default="rbdgen-demo", help="folder for the build folders (default: ./rbdgen-demo)")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gen.cli import main, render_table
+from gen.pinref import available as pinref_available
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,6 +129,92 @@ def test_demo(capsys, tmp_path):
     for name, r in rows.items():
         assert r["ops"] > 0 and Path(r["folder"]).is_dir(), name
     assert "demo done in" in err
+    if HAVE_PIN and "prox_ltl" in rows:          # the constrained solvers have a Pinocchio column
+        for name in SOLVERS:
+            assert rows[name]["err_c_pinocchio"] is not None, name
+
+
+# --- constrained verification against Pinocchio -----------------------------------------------
+
+FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+SOLVERS = ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv")
+DUAL_PIN_TOL = 1e-9      # prox_ltl, prox_pv: the same iterate as Pinocchio (--tol default)
+ALM_PIN_TOL = 1e-6       # prox_ltls, constrained_aba, impulse: the 1/mu rounding floor (gen/cli.py PIN_TOL_FLOOR)
+HAVE_PIN = pinref_available()
+needs_pin = pytest.mark.skipif(not HAVE_PIN, reason="pinocchio not installed")
+
+
+def needs_robot(name):
+    from gen import RbdgenError, load_robot
+
+    try:
+        load_robot(name)
+    except RbdgenError as e:
+        pytest.skip(str(e))
+
+
+def verify_rows(capsys, *argv):
+    rc, out, err = run(capsys, "verify", *argv, "--samples", "3", "--format", "json", "--quiet")
+    assert rc == 0, err
+    return {r["algorithm"]: r for r in json.loads(out)}
+
+
+@needs_pin
+@pytest.mark.parametrize("gains", [[], ["--baumgarte", "10,2"]], ids=["no-gains", "baumgarte"])
+def test_verify_constrained_solvers_against_pinocchio(capsys, gains):
+    needs_robot("solo12")
+    rows = verify_rows(capsys, "solo12", "-a", ",".join(SOLVERS), "-c", FEET, *gains)
+    assert list(rows) == list(SOLVERS)
+    for name, r in rows.items():
+        tol = DUAL_PIN_TOL if name in ("prox_ltl", "prox_pv") else ALM_PIN_TOL
+        for col in ("err_c_pinocchio", "err_numpy_pinocchio"):
+            assert r[col] is not None and r[col] < tol, f"{name} {gains}: {col} = {r[col]}"
+        assert r["status"] == "ok"
+
+
+@needs_pin
+def test_verify_velocity_constraints_with_kv(capsys):
+    needs_robot("solo12")
+    rows = verify_rows(capsys, "solo12", "-a", "prox_ltl,constrained_aba", "-c",
+                       "3Dv:FL_FOOT,3D:FR_FOOT,3Dv:HL_FOOT,3D:HR_FOOT", "--kv", "5", "--baumgarte", "10,2")
+    assert rows["prox_ltl"]["err_c_pinocchio"] < DUAL_PIN_TOL
+    assert rows["constrained_aba"]["err_c_pinocchio"] < ALM_PIN_TOL
+    assert all(r["status"] == "ok" for r in rows.values())
+
+
+@needs_pin
+def test_verify_impulse_and_delassus(capsys):
+    """The impact map is compared converged (Pinocchio's impulseDynamics is one damped
+    solve, not the kernel's K iterates): NumPy column only.  Delassus: exact."""
+    needs_robot("ur5")
+    rows = verify_rows(capsys, "ur5", "-a", "impulse,delassus,kkt_delassus,caba_osim", "-c", "6D:tool0")
+    imp = rows["impulse"]
+    assert imp["err_c_pinocchio"] is None and imp["err_numpy_pinocchio"] < ALM_PIN_TOL
+    for name in ("delassus", "kkt_delassus"):
+        assert rows[name]["err_c_pinocchio"] < 1e-12 and rows[name]["err_numpy_pinocchio"] < 1e-12, name
+    assert rows["caba_osim"]["err_c_pinocchio"] is None, "no Python reference for the damped inverse"
+    assert all(r["status"] == "ok" for r in rows.values())
+
+
+@needs_pin
+def test_verify_weights_skip_the_pinocchio_solvers(capsys):
+    needs_robot("solo12")
+    rows = verify_rows(capsys, "solo12", "-a", "prox_ltl,delassus", "-c", "3D:FL_FOOT,3D:FR_FOOT", "--weights", "1,2")
+    assert rows["prox_ltl"]["err_c_pinocchio"] is None, "Pinocchio has no per-constraint weights"
+    assert rows["delassus"]["err_c_pinocchio"] < 1e-12
+
+
+def test_constraint_options_make_one_set():
+    from gen.cli import constraint_set, parser
+    from gen.robots import load_robot
+
+    model = load_robot("fourbar")
+    args = parser().parse_args(["verify", "fourbar", "-c", "3D:tip~anchor,3Dv:tip", "--baumgarte", "10,2",
+                                "--kv", "5", "--weights", "1,0.5"])
+    cset = constraint_set(model, args)
+    assert (cset.Kp, cset.Kd, cset.Kv) == (10.0, 2.0, 5.0)
+    assert [c.weight for c in cset.constraints] == [1.0, 0.5] and cset.gains(1) == (0.0, 5.0)
+    assert constraint_set(model, parser().parse_args(["verify", "fourbar"])) is None
 
 
 def test_help_lists_every_command():
@@ -166,6 +253,30 @@ def test_bad_arguments(capsys):
     assert_user_error(*run(capsys, "build", "fourbar", "-a", "prox_ltl", "-c", "3D:tip~anchor", "--max-iter", "9",
                            "-o", "x")[::2], "--max-iter")
     assert_user_error(*run(capsys, "verify", "chain:3", "--samples", "0")[::2], "samples")
+
+
+@pytest.mark.parametrize("cmd", ["opcount", "verify"])
+@pytest.mark.parametrize("options, needle", [
+    (["--baumgarte", "1"], "KP,KD"),
+    (["--baumgarte=-1,2"], "Kp=-1.0"),
+    (["--baumgarte", "nan,1"], "Kp=nan"),
+    (["--baumgarte", "1,inf"], "Kd=inf"),
+    (["--kv", "-3"], "Kv=-3.0"),
+    (["--kv", "nan"], "Kv=nan"),
+    (["--weights", "1,2,3"], "3 constraint weights given for 2 constraints"),
+    (["--weights", "1,0"], "weight 0.0"),
+    (["--weights", "1,nan"], "weight nan"),
+    (["--weights", "x,1"], "--weights"),
+])
+def test_bad_constraint_options(capsys, cmd, options, needle):
+    assert_user_error(*run(capsys, cmd, "fourbar", "-a", "prox_ltl", "-c", "3D:tip~anchor,3D:coupler",
+                           *options)[::2], needle)
+
+
+@pytest.mark.parametrize("options", [["--kv", "3"], ["--baumgarte", "1,1"], ["--weights", "1"]])
+def test_constraint_options_need_constraints(capsys, options):
+    assert_user_error(*run(capsys, "build", "chain:3", "-a", "aba", "-o", "x", *options)[::2],
+                      options[0], "without --constraints")
 
 
 def test_user_error_in_a_subprocess_has_no_traceback():

@@ -131,3 +131,125 @@ def test_frame_kinematics_match_pinocchio(robot):
     for frame in FRAMES[robot.model.name]:
         for name, err in kinematics_errors(robot, frame).items():
             assert err < REL_TOL, f"{robot.model.name} frame {frame}: {name} relative error {err:.2e}"
+
+
+# --- gen.pinref: references of the constrained algorithms (rbdgen verify) ---------------------
+
+from gen import pinref  # noqa: E402
+from gen.constraints import parse_constraints  # noqa: E402
+from random_trees import random_tree  # noqa: E402
+from test_constrained import states  # noqa: E402
+
+ITERATE_TOL = 1e-11      # K-th proximal iterate vs Pinocchio's K-th (mu = 1e-2: no 1/mu rounding)
+ITERATE_GAP = 1e-8       # ... the (K-1)-th differs by more than this at mu = 1e-2
+IMPULSE_TOL = 1e-8       # converged impact map (mu = 1e-4) vs impulseDynamics (tests/test_impact.py)
+DELASSUS_TOL = 1e-11     # J M^-1 J^T vs computeDelassusMatrix (tests/test_delassus.py)
+ITERATE = dict(mu=1e-2, iterations=3)
+FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+SOLVERS = ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv")
+
+# (robot, spec, gains): anchored 3D and 6D sets with and without Baumgarte feedback (6D:
+# log6 of the anchor error), velocity constraints, loop closures both ways round on a
+# synthetic tree (Pinocchio model built by gen.pinref from the rbdgen Model).
+CONSTRAINED = [("solo12", FEET, {}),
+               ("solo12", FEET, dict(Kp=10.0, Kd=2.0)),
+               ("solo12", "3Dv:FL_FOOT,3D:FR_FOOT,3Dv:HL_FOOT,3D:HR_FOOT", dict(Kp=10.0, Kd=2.0, Kv=5.0)),
+               ("ur5", "6D:tool0", dict(Kp=4.0, Kd=1.0)),
+               ("talos", "6D:left_sole_link,6D:right_sole_link", dict(Kp=10.0, Kd=2.0)),
+               ("humanoid30", "6D:left_foot,6D:right_foot,3D:left_hand", dict(Kp=1.0, Kd=3.0)),
+               ("fourbar", "3D:tip~anchor", dict(Kp=3.0, Kd=1.0)),
+               ("fourbar", "3D:anchor~tip", dict(Kp=3.0, Kd=1.0))]
+CONSTRAINED_IDS = [f"{r}-{s.split(',')[0]}-{'K' if g else '0'}" for r, s, g in CONSTRAINED]
+
+
+def load(name):
+    try:
+        return gen.load_robot(name)
+    except gen.RbdgenError as e:
+        pytest.skip(str(e))
+
+
+def leading_errors(got, ref):
+    return [rel_err(g, r) for g, r in zip(got, ref)]
+
+
+@pytest.mark.parametrize("robot, spec, gains", CONSTRAINED, ids=CONSTRAINED_IDS)
+def test_solver_references_are_the_same_iterate(robot, spec, gains):
+    """Pinocchio's constraintDynamics with accuracy 0 and max_iter K is rbdgen's K-th
+    proximal iterate (ddq and lam), for every solver, gains and velocity constraints
+    included; iterate K - 1 is measurably different (the comparison resolves it)."""
+    model = load(robot)
+    cset = parse_constraints(model, spec, **gains)
+    pm = pinref.pin_model(model)
+    for q, v, tau in states(model, 61, cset=cset):
+        ref = pinref.reference(model, "prox_ltl", q, v, tau, pmodel=pm, cset=cset, options=ITERATE)
+        for alg in SOLVERS:
+            if alg in ("constrained_aba", "prox_pv") and not all(c.anchored for c in cset.constraints):
+                continue
+            got = gen.run(model, alg, q, v, tau, constraints=cset, **ITERATE)
+            for name, err in zip(("ddq", "lam"), leading_errors(got, ref)):
+                assert err < ITERATE_TOL, f"{alg} {robot} {spec} {gains}: {name} vs Pinocchio, {err:.1e}"
+        early = gen.run(model, "prox_ltl", q, v, tau, constraints=cset, mu=1e-2, iterations=2)
+        assert max(leading_errors(early, ref)) > ITERATE_GAP, f"{robot} {spec}: iterate 2 equals iterate 3"
+
+
+@pytest.mark.parametrize("robot, spec", [("ur5", "6D:tool0"), ("solo12", FEET),
+                                         ("talos", "6D:left_sole_link,6D:right_sole_link"),
+                                         ("fourbar", "3D:tip~anchor")])
+def test_impulse_and_delassus_references(robot, spec):
+    model = load(robot)
+    cset = parse_constraints(model, spec)
+    pm = pinref.pin_model(model)
+    for q, v, _ in states(model, 62, cset=cset):
+        for e in (0.0, 0.6):
+            ref = pinref.reference(model, "impulse", q, v, pmodel=pm, cset=cset, options={"restitution": e})
+            got = gen.run(model, "impulse", q, v, constraints=cset, restitution=e, mu=1e-4,
+                          **pinref.CONVERGED["impulse"])
+            for name, err in zip(("v_plus", "impulse"), leading_errors(got, ref)):
+                assert err < IMPULSE_TOL, f"{robot} {spec} e={e}: {name} vs impulseDynamics, {err:.1e}"
+        ref = pinref.reference(model, "delassus", q, pmodel=pm, cset=cset)
+        for alg in ("delassus", "kkt_delassus"):
+            err = rel_err(gen.run(model, alg, q, constraints=cset), ref)
+            assert err < DELASSUS_TOL, f"{alg} {robot} {spec}: vs computeDelassusMatrix, {err:.1e}"
+
+
+def test_what_has_no_reference():
+    """n/a: weights (solvers, impulse), one-sided rows, prox_lcp, the damped Delassus
+    inverses, a tolerance-driven solver, frame A on the world (impulse, Delassus), no set."""
+    model = load("fourbar")
+    plain = parse_constraints(model, "3D:tip~anchor")
+    weighted = parse_constraints(model, "3D:tip~anchor", weights=[2.0])
+    reversed_loop = parse_constraints(model, "3D:anchor~tip")
+    assert all(pinref.supports(model, a, plain) for a in SOLVERS + ("impulse", "delassus", "kkt_delassus"))
+    assert not any(pinref.supports(model, a, weighted) for a in SOLVERS + ("impulse",))
+    assert pinref.supports(model, "delassus", weighted), "the Delassus matrix does not depend on weights"
+    assert not pinref.supports(model, "prox_ltl", plain, {"tol": 1e-10})
+    assert pinref.supports(model, "prox_ltl", reversed_loop)
+    assert not any(pinref.supports(model, a, reversed_loop) for a in ("impulse", "delassus", "kkt_delassus"))
+    for alg in ("prox_lcp", "caba_osim", "caba_osimf", "ltl_osim", "kkt_osim"):
+        assert not pinref.supports(model, alg, plain), alg
+    assert not pinref.supports(model, "prox_ltl", None)
+    solo = load("solo12")
+    assert not pinref.supports(solo, "prox_ltl", parse_constraints(solo, "3D+:FL_FOOT,3D:FR_FOOT"))
+    q = model.random_q(np.random.default_rng(0))
+    assert pinref.reference(model, "prox_ltl", q, np.zeros(3), np.zeros(3), cset=weighted) is None
+
+
+def test_continuous_joints_build_in_pinocchio():
+    """Continuous joints (q = (cos, sin)) about aligned and unaligned axes: the Pinocchio
+    model gen.pinref assembles from the rbdgen Model has the same joints and matches RNEA,
+    NLE and ABA (pin 4.1's JointModelRevoluteUnboundedUnaligned takes no axis; the tree
+    is not numbered depth-first, so CRBA has no Pinocchio reference)."""
+    model = random_tree(9, 11, kinds=("prismatic", "revolute_unb"))
+    axes = [b.axis for b in model.bodies if b.kind == "revolute_unb"]
+    assert any(np.count_nonzero(a) == 1 for a in axes) and any(np.count_nonzero(a) > 1 for a in axes)
+    pm = pinref.pin_model(model)
+    assert (pm.nq, pm.nv) == (model.nq, model.nv)
+    kinds = [j.shortname() for j in pm.joints[1:]]
+    assert "JointModelRevoluteUnboundedUnaligned" in kinds and "JointModelRUBY" in kinds
+    rng = np.random.default_rng(SEED)
+    for _ in range(N_STATES):
+        q, v, a = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        for alg, inputs in (("rnea", (q, v, a)), ("nle", (q, v)), ("aba", (q, v, a))):
+            err = rel_err(gen.run(model, alg, *inputs), pinref.reference(model, alg, *inputs, pmodel=pm))
+            assert err < REL_TOL, f"continuous joints: {alg} relative error {err:.2e}"

@@ -110,3 +110,15 @@ def test_compiled_kernel_with_velocity_constraints_equals_numpy():
     ref = gen.run(model, "prox_ltl", q, v, tau, constraints=cset, iterations=3)
     for g, r in zip(got[:2], ref[:2]):
         assert rel_err(g, r) < 1e-10
+
+
+def test_benchmark_cross_checks_velocity_constraints_with_generic_c_and_pinocchio():
+    """The harness gives the generic C and Pinocchio's constraint models the per-constraint
+    gains, so the three implementations agree before timing."""
+    from gen.bench.harness import benchmark
+
+    model = gen.load_robot("solo12")
+    cset = parse_constraints(model, "3Dv:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3Dv:HR_FOOT", Kp=20.0, Kd=3.0, Kv=7.0)
+    r = benchmark(model, "prox_ltl", cset, rounds=2, batch=3, warmup=1, n_states=8)
+    assert r["verify"]["ok"] and set(r["verify"]["max_rel_diff"]) >= {"generic"}
+    assert all(d < 1e-10 for d in r["verify"]["max_rel_diff"].values())

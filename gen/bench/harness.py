@@ -317,8 +317,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
                     "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(iters),
                     "accuracy": _fmt(options.get("tol", 0.0)), "family": pinshim.CONSTRAINED_FAMILY[peer],
                     "constraints": [{"type": t, "joint1": j1, "M1": [_fmt(x) for x in M1], "joint2": j2,
-                                     "M2": [_fmt(x) for x in M2], "kp": _fmt(cset.Kp), "kd": _fmt(cset.Kd)}
-                                    for t, j1, M1, j2, M2 in pinshim.constraint_rows(cset)]})
+                                     "M2": [_fmt(x) for x in M2], "kp": _fmt(cset.gains(c)[0]),
+                                     "kd": _fmt(cset.gains(c)[1])}
+                                    for c, (t, j1, M1, j2, M2) in enumerate(pinshim.constraint_rows(cset))]})
             impls.append({"name": "pinocchio", "key": "pin", "kind": "pin", "work_size": None,
                           "colmajor": False, "function": peer})
         else:

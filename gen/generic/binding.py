@@ -162,7 +162,7 @@ class GenericModel:
         if rc:
             raise RbdgenError(f"{model.name}: generic C rejects the model ({STATUS.get(rc, rc)})")
         ca = self.constraint_arrays
-        cinit = {"nc": ca.nc, "Kp": ca.Kp, "Kd": ca.Kd}
+        cinit = {"nc": ca.nc}
         cinit.update({f: self._buffer(getattr(ca, f)) for f in CONSTRAINT_ARRAY_FIELDS})
         self.c_constraints = ffi.new("rbg_constraints *", cinit)
         self.iwork = np.zeros(int(self.lib.rbg_constraints_iwork_size(self.c_model, self.c_constraints)),

@@ -223,7 +223,7 @@ int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
  *   3D (size 3):  J v = lin(v_A) - c1R2 lin(v_B)       (the frame origins' velocities)
  *   6D (size 6):  J v = v_A - c1Xc2 v_B                 (spatial velocities)
  * with the desired constraint acceleration (Baumgarte; Carpentier 2021 eq. 3b)
- *   a_c* = -gamma - Kd J v - Kp e,   e = -c1Mc2.p (3D) or -log6(c1Mc2) (6D),
+ *   a_c* = -gamma - kd[l] J v - kp[l] e,   e = -c1Mc2.p (3D) or -log6(c1Mc2) (6D),
  * gamma the constraint acceleration at ddq = 0 without gravity (3D: the points'
  * classical accelerations; 6D: the spatial ones plus the transport term), and
  * forces in Pinocchio's sign:  M ddq + b = tau + J^T lam.  A constraint of weight w
@@ -236,7 +236,8 @@ int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
  *   M1[12 l..]   frame A in body1: R (row-major, frame -> body), p
  *   M2[12 l..]   frame B in body2, or in the world when body2 = -1
  *   weight[l]    > 0
- *   Kp, Kd       Baumgarte gains, >= 0
+ *   kp[l], kd[l] Baumgarte gains, >= 0 (a velocity constraint J v = 0, Tedrake 2012 §2,
+ *                is kp = 0, kd = its gain Kv)
  * and rbg_constraints_init fills the second block: the row offsets and the sparsity
  * patterns of the factorisations, computed once from the tree (integers, in caller
  * memory `iwork`).  A pattern (ptr, idx) lists for each row k of a matrix factored as
@@ -251,8 +252,8 @@ typedef struct rbg_constraints {
     const double *M1;
     const double *M2;
     const double *weight;
-    double Kp;
-    double Kd;
+    const double *kp;
+    const double *kd;
     /* --- set by rbg_constraints_init --- */
     int m;                  /* number of rows, sum of size                             */
     int anchored;           /* 1 if every constraint has exactly one moving side       */

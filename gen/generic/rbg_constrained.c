@@ -106,11 +106,13 @@ static int *symbolic_ldl(int n, int *RST F, int *RST ptr, int *RST idx)
 int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
 {
     const int nb = m->nbodies, nv = m->nv, nc = c->nc, mr = rows_of(c);
-    if (nc < 0 || mr < 0 || !(c->Kp >= 0.0) || !(c->Kd >= 0.0) || !isfinite(c->Kp) || !isfinite(c->Kd))
+    if (nc < 0 || mr < 0)
         return RBG_EMODEL;
     for (int l = 0; l < nc; ++l) {
         const int b1 = c->body1[l], b2 = c->body2[l];
         if (b1 < -1 || b1 >= nb || b2 < -1 || b2 >= nb || b1 == b2)
+            return RBG_EMODEL;
+        if (!(c->kp[l] >= 0.0) || !(c->kd[l] >= 0.0) || !isfinite(c->kp[l]) || !isfinite(c->kd[l]))
             return RBG_EMODEL;
         if (!(c->weight[l] > 0.0) || !isfinite(c->weight[l]) || !all_finite(c->M1 + 12 * l, 12)
             || !all_finite(c->M2 + 12 * l, 12))
@@ -299,10 +301,10 @@ void rbgi_frame_placement(const rbg_constraints *RST c, int l, int s, const doub
         out[9 + k] -= o[k];
 }
 
-/* Whether c1Mc2 is needed: a moving frame B, or the position feedback Kp. */
+/* Whether c1Mc2 is needed: a moving frame B, or the position feedback kp. */
 static int needs_rel(const rbg_constraints *RST c, int l)
 {
-    return c->body2[l] >= 0 || c->Kp != 0.0;
+    return c->body2[l] >= 0 || c->kp[l] != 0.0;
 }
 
 /* Twist [v; w] with exp6([v; w]) = (R, p) (Pinocchio's log6; Taylor branches below
@@ -385,7 +387,7 @@ static void constraint_rhs(const rbg_constraints *RST c, int l, const double *RS
         }
     }
     double e[6] = {0};
-    if (c->Kp != 0.0) {
+    if (c->kp[l] != 0.0) {
         if (n == 3)
             for (int k = 0; k < 3; ++k)
                 e[k] = -rel[9 + k];
@@ -396,7 +398,7 @@ static void constraint_rhs(const rbg_constraints *RST c, int l, const double *RS
         }
     }
     for (int k = 0; k < n; ++k) {
-        rest[k] = -gx[k] - c->Kd * jv[k] - c->Kp * e[k];
+        rest[k] = -gx[k] - c->kd[l] * jv[k] - c->kp[l] * e[k];
         if (astar)
             astar[k] = rest[k] - gk[k];
     }

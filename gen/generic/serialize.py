@@ -39,7 +39,7 @@ body1, body2   int[nc]   bodies carrying frames A and B, -1 for the world
 M1, M2         double[12 nc]  the frames in their bodies (in the world for -1): R
                               row-major (frame -> body), then p
 weight         double[nc]     positive weights (damping rho = mu / weight)
-Kp, Kd         double         Baumgarte gains
+kp, kd         double[nc]     Baumgarte gains per constraint (ConstraintSet.gains)
 =============  ========  =============================================================
 """
 from __future__ import annotations
@@ -119,8 +119,8 @@ CONSTRAINT_FIELDS = [
     ("M1", "double", lambda nc: 12 * nc),
     ("M2", "double", lambda nc: 12 * nc),
     ("weight", "double", lambda nc: nc),
-    ("Kp", "double", None),
-    ("Kd", "double", None),
+    ("kp", "double", lambda nc: nc),
+    ("kd", "double", lambda nc: nc),
 ]
 CONSTRAINT_ARRAY_FIELDS = [f for f, _, n in CONSTRAINT_FIELDS if n is not None]
 
@@ -206,8 +206,8 @@ class ConstraintArrays:
     M1: np.ndarray
     M2: np.ndarray
     weight: np.ndarray
-    Kp: float
-    Kd: float
+    kp: np.ndarray
+    kd: np.ndarray
 
 
 def _se3_row(M) -> list[float]:
@@ -231,7 +231,8 @@ def serialize_constraints(model: Model, cset) -> ConstraintArrays:
         M1=flat([_se3_row(c.placement1) for c in cons]),
         M2=flat([_se3_row(c.placement2) for c in cons]),
         weight=flat([float(c.weight) for c in cons]),
-        Kp=float(cs.Kp), Kd=float(cs.Kd),
+        kp=flat([cs.gains(c)[0] for c in range(len(cons))]),
+        kd=flat([cs.gains(c)[1] for c in range(len(cons))]),
     )
 
 
@@ -339,7 +340,6 @@ def constraints_to_c(model: Model, cset, name: str = "constraints") -> str:
         ctype = "int" if arr.dtype == np.intc else "double"
         out.append(_c_array(ctype, f"{name}_{field}", arr, per.get(field, 16)))
     init = [f"    .nc = {a.nc},"] + [f"    .{f} = {name}_{f}," for f in CONSTRAINT_ARRAY_FIELDS]
-    init += [f"    .Kp = {_fmt(a.Kp)},", f"    .Kd = {_fmt(a.Kd)},"]
     out.append(f"\nstatic rbg_constraints {name} = {{\n" + "\n".join(init) + "\n};\n\n")
     out.append(f"#define {upper}_IWORK {constraints_iwork_size(model, cset)}\n")
     out.append(f"static int {name}_iwork[{upper}_IWORK];\n\n")
