@@ -58,3 +58,10 @@ def test_cli_rejects_bad_sizes_in_one_line():
                        capture_output=True, text=True)
     assert p.returncode == 2 and "--chains takes a comma list of integers" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_kernels_over_the_operation_budget_are_counted_not_timed():
+    r = study(chains=(3,), trees=(), algorithms=("prox_ltl",), iterations=(1,), bench=True, max_timed_ops=10)
+    (c,) = r["cases"]
+    assert c["ops"] > 10 and "median_us" not in c and c["not_timed"] == f"{c['ops']} ops > 10"
+    assert "| 3 | 3 | 6 | " in markdown(r) and "*" in markdown(r)
