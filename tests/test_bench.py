@@ -10,6 +10,7 @@ cached in $RBDGEN_CACHE (default ~/.cache/rbdgen); afterwards these tests take s
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 
@@ -278,6 +279,119 @@ def test_damped_delassus_inverse_vs_pinocchio():
     assert f"| solo12 | caba_osim ({FEET}) | {model.nv} |" in md and "| ok |" in md
     row = json.loads(report.render([rr], "json"))[0]
     assert set(row["ratios"]) == {"generic/specialized", "pinocchio/specialized"}
+
+
+EVENTS = [("impulse", FEET, {"mu": 1e-4, "restitution": 0.5}),
+          ("prox_lcp", FEET.replace("3D:", "3D+:"), {}),
+          ("impulse", FEET, {"mu": 1e-4, "tol": 1e-10, "max_iter": 50})]
+
+
+@pytest.mark.parametrize("algorithm,spec,opts", EVENTS, ids=["impulse", "prox_lcp", "impulse-tol"])
+def test_harness_events_generic_solo12(algorithm, spec, opts):
+    """The impact map (inputs q, v_minus) and proxLCP (3D+ feet) on solo12, specialised vs
+    generic C: the program embeds the set (with its unilateral flags) and the restitution,
+    the generic C agrees with the specialised C and NumPy on every state (same iteration
+    counts), and the md / csv / json reports are well formed."""
+    from gen.algorithms import ALGORITHMS
+    from gen.constraints import parse_constraints
+
+    model = gen.load_robot("solo12")
+    cset = parse_constraints(model, spec)
+    r = harness.benchmark(model, algorithm, cset, against=("generic",), keep_outputs=True, **opts, **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    assert r["constraints"] == spec and r["m"] == 12
+    out = r["outputs"]["generic"]
+    names = [n for n, _, _ in ALGORITHMS[algorithm].outputs(model, cset)]
+    assert list(out) == names
+    nq, nv = model.nq, model.nv
+    for s in range(SMALL["n_states"]):
+        x = r["states"][s]
+        inputs = (x[:nq], x[nq:nq + nv]) if algorithm == "impulse" else (x[:nq], x[nq:nq + nv], x[nq + nv:])
+        ref = gen.run(model, algorithm, *inputs, constraints=cset, **opts)
+        for k, name in enumerate(names[:3]):
+            got = out[name][s]
+            err = np.max(np.abs(got - ref[k])) / max(1.0, np.max(np.abs(ref[k])))
+            assert err <= 1e-9, f"{algorithm} state {s} {name}: generic C in the harness vs NumPy {err:.2e}"
+        assert out["iterations"][s] == r["outputs"]["specialized"]["iterations"][s], "iteration counts differ"
+    rr = {k: x for k, x in r.items() if k not in ("states", "outputs")}
+    md = report.render([rr], "md")
+    assert f"| solo12 | {algorithm} ({spec}) | {nv} |" in md and "| ok |" in md
+    csv_rows = list(csv.reader(report.render([rr], "csv").splitlines()))
+    assert len(csv_rows) == 2 and csv_rows[1][:4] == ["solo12", algorithm, spec, str(nv)]
+    row = json.loads(report.render([rr], "json"))[0]
+    assert row["verify"]["ok"] and set(row["implementations"]) == {"specialized", "generic"}
+
+
+def test_impulse_peer_only_where_pinocchio_computes_the_same_map():
+    """impulseDynamics is one damped solve: the peer runs for a one-iteration kernel (same
+    mu) or a tolerance-driven one (the converged map, exact solve), and is skipped with
+    the reason for a fixed K > 1."""
+    assert harness.impulse_peer_settings({"iterations": 1}, {"mu": 1e-4}) == (1e-4, None)
+    assert harness.impulse_peer_settings({"iterations": None, "tolerance": 1e-10}, {"mu": 1e-4}) == \
+        (harness.IMPULSE_EXACT_MU, None)
+    mu, reason = harness.impulse_peer_settings({"iterations": 3}, {})
+    assert mu is None and "one damped solve" in reason
+
+
+@needs_pin
+def test_impulse_pinocchio_peer_skipped_at_fixed_k():
+    """At the default 3 iterations the harness reports why Pinocchio is not timed (no shim
+    build needed) and still times the generic C."""
+    r = harness.benchmark("solo12", "impulse", FEET, mu=1e-4, **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    assert "one damped solve" in r["skipped"]["pinocchio"]
+
+
+def _impulse_shim_ready() -> bool:
+    if not pin_available:
+        return False
+    if os.environ.get("RBDGEN_TEST_CONSTRAINED_SHIM"):
+        return True
+    from gen.bench import pinshim
+
+    try:
+        return pinshim.is_built(["impulse"])
+    except Exception:
+        return False
+
+
+IMPULSE_PIN_TOL = 1e-8        # converged map vs Pinocchio's exact solve (relative; tests/test_impact.py)
+
+
+@needs_pin
+@pytest.mark.skipif(not _impulse_shim_ready(),
+                    reason="the shim's impulse part is not compiled yet (minutes of g++); "
+                           "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
+def test_impulse_vs_pinocchio():
+    """The impact map on solo12's feet against impulseDynamics in the harness: at one
+    iteration (Pinocchio at the kernel's mu) the shim's (v_plus, impulse) equal pin's
+    Python impulseDynamics with the same settings and restitution; with a tolerance the
+    converged map agrees with Pinocchio's exact solve."""
+    from gen.constraints import parse_constraints
+    from gen.pinref import pin_model, rigid_constraints
+
+    model = gen.load_robot("solo12")
+    cset = parse_constraints(model, FEET)
+    mu, e = 1e-4, 0.5
+    r = harness.benchmark(model, "impulse", cset, keep_outputs=True, mu=mu, iterations=1, restitution=e, **SMALL)
+    _check_result(r, ("specialized", "generic", "pinocchio"))
+    assert r["implementations"]["pinocchio"]["function"] == "impulse_dynamics"
+    pm = pin_model(model)
+    pd = pm.createData()
+    cms, cds = rigid_constraints(pin, pm, cset)
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    nq = model.nq
+    for s in range(SMALL["n_states"]):
+        x = r["states"][s]
+        v_plus = pin.impulseDynamics(pm, pd, x[:nq], x[nq:], cms, cds, e, pin.ProximalSettings(0.0, mu, 1))
+        for name, ref in (("v_plus", np.array(v_plus)), ("impulse", np.array(pd.impulse_c))):
+            got = r["outputs"]["pinocchio"][name][s]
+            err = np.max(np.abs(got - ref)) / max(1.0, np.max(np.abs(ref)))
+            assert err <= SHIM_TOL, f"impulseDynamics {name} state {s}: shim vs pin Python {err:.2e}"
+    r = harness.benchmark(model, "impulse", cset, keep_outputs=True, mu=mu, tol=1e-12, max_iter=100,
+                          restitution=e, tolerance=IMPULSE_PIN_TOL, **SMALL)
+    _check_result(r, ("specialized", "generic", "pinocchio"))
+    assert r["verify"]["max_rel_diff"]["pinocchio"] <= IMPULSE_PIN_TOL
 
 
 def test_cli_bench_json(capsys):

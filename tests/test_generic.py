@@ -190,7 +190,7 @@ def test_workspace_size_is_enough(model):
         for o, r in zip(outs, refs):
             assert rel_err(o[:len(o) - pad].reshape(np.shape(r)), r) < REL_TOL, f"{algo} with exact workspace"
     with pytest.raises(RbdgenError, match="no algorithm"):
-        g.work_size("prox_lcp")
+        g.work_size("kkt_delassus")
     assert g.lib.rbg_work_size(g.c_model, 99) == 0, "unknown algo id must give work size 0"
 
 
@@ -238,8 +238,8 @@ def test_call_dispatch_and_errors():
     assert np.array_equal(g.call("aba", q, v, a), g.aba(q, v, a))
     L, D = g.call("ltdl", q)
     assert L.shape == (4, 4) and D.shape == (4,)
-    with pytest.raises(RbdgenError, match="no algorithm 'prox_lcp'"):
-        g.call("prox_lcp", q)
+    with pytest.raises(RbdgenError, match="no algorithm 'kkt_delassus'"):
+        g.call("kkt_delassus", q)
     with pytest.raises(RbdgenError, match="input 'v' must have 4 entries"):
         g.rnea(q, np.zeros(3), a)
     # column vectors are accepted, like gen.run

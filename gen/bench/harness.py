@@ -5,12 +5,12 @@ same process and the same run, interleaved.
 ``harness.c.j2`` into a C program that links
 
 * the specialised C of the build folder (``int <symbol>(in..., out..., work)``),
-* the generic C (``rbg.c``, ``rbg_constrained.c``, ``rbg_delassus.c``, with the robot
-  embedded by :func:`gen.generic.serialize.model_to_c` and, for the proximal solvers and
-  the Delassus algorithms, the constraint set by
-  :func:`~gen.generic.serialize.constraints_to_c`, initialised once in ``main`` and
-  called with the specialised kernel's options: mu, its iteration count or, with a
-  tolerance, the same early exit and cap),
+* the generic C (``rbg.c``, ``rbg_constrained.c``, ``rbg_delassus.c``, ``rbg_events.c``,
+  with the robot embedded by :func:`gen.generic.serialize.model_to_c` and, for the
+  proximal solvers, the Delassus algorithms, ``prox_lcp`` and ``impulse``, the constraint
+  set by :func:`~gen.generic.serialize.constraints_to_c`, initialised once in ``main``
+  and called with the specialised kernel's options: mu, its iteration count or, with a
+  tolerance, the same early exit and cap; the impact map's restitution),
 * the Pinocchio shim's objects (:mod:`gen.bench.pinshim`; the model is handed over as
   the Boost text archive of the ``pin.Model`` built in Python),
 
@@ -72,6 +72,16 @@ IMPLEMENTATIONS = ("specialized", "generic", "pinocchio")
 #: against ``computeDampedDelassusMatrixInverse`` (PV-OSIMr, the same inversion lemma as
 #: cABA-OSIM in Pinocchio's frame form), at the kernel's mu and unit weights; below
 #: mu = 1e-4 its own rounding (~eps / mu) exceeds the cross-check's tolerance.
+#: The impact map is timed against ``impulseDynamics``, which performs ONE damped solve
+#: of the KKT system (``[[-mu, J], [J^T, M]] [-impulse; v+ - v-] = [-(1 + e) J v-; 0]``):
+#: that is rbdgen's first proximal iterate from ``lam_0 = 0`` at the same mu (Sathya 2024
+#: eq. 27b with ``k = -(1 + e) J v-``), not its K-th.  So the peer runs only where the two
+#: compute the same thing (:func:`impulse_peer_settings`): a kernel of exactly one
+#: iteration (Pinocchio at the kernel's mu), or a tolerance-driven kernel, i.e. the
+#: converged map (Pinocchio at damping :data:`IMPULSE_EXACT_MU`, an exact solve); a
+#: fixed K > 1 has no Pinocchio counterpart and the peer is skipped with that reason
+#: (measured at mu = 1e-4, impulses relative: K = 1 agrees to 2e-11 on solo12's feet and
+#: 3e-12 on talos's soles, K = 3 differs by 1e-4 and 5e-3; converged, 1e-10).
 PIN_PEERS = {
     "rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba",
     "prox_ltl": "constraint_dynamics",      # same method (Carpentier 2021)
@@ -82,8 +92,9 @@ PIN_PEERS = {
     "kkt_osim": "delassus_inv",
     "caba_osim": "delassus_inv",
     "caba_osimf": "delassus_inv",
+    "impulse": "impulse_dynamics",          # one damped KKT solve (see impulse_peer_settings)
 }
-CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv")
+CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv", "impulse_dynamics")
 #: constrained peers that run proximal iterations (their count is reported)
 ITERATIVE_PEERS = ("constraint_dynamics", "contact_aba", "lcaba")
 #: outputs that are bookkeeping, not results: never compared across implementations
@@ -93,6 +104,8 @@ NOT_COMPARED = ("iterations", "residual")
 #: multiplier of its own update order, not the constraint force (its ddq agrees with
 #: rbdgen's to the augmented Lagrangian's rounding)
 PIN_NOT_COMPARED = {"contact_aba": ("lam",)}
+#: impulseDynamics' damping for the converged impact map (gen.pinref.EXACT_MU)
+IMPULSE_EXACT_MU = 1e-12
 DEFAULTS = {"n_states": 256, "rounds": 200, "batch": 100, "warmup": 2000, "seed": 0}
 TOLERANCE = 1e-8                 # relative, unconstrained
 TOLERANCE_CONSTRAINED = 1e-6     # relative, proximal solvers (Pinocchio iterates differently)
@@ -115,6 +128,21 @@ def _env() -> jinja2.Environment:
 def _fmt(x: float) -> str:
     r = repr(float(x))
     return r if ("." in r or "e" in r or "n" in r) else r + ".0"
+
+
+def impulse_peer_settings(manifest: dict, options: dict) -> tuple[float | None, str | None]:
+    """``(damping, None)`` for Pinocchio's ``impulseDynamics`` computing what the impulse
+    kernel of ``manifest`` computes, or ``(None, reason)`` (see :data:`PIN_PEERS`): one
+    iteration = its single damped solve at the same mu; a tolerance = the converged map,
+    an exact solve at :data:`IMPULSE_EXACT_MU`."""
+    from ..algorithms.proximal import DEFAULT_MU
+
+    if manifest.get("tolerance") is not None:
+        return IMPULSE_EXACT_MU, None
+    if manifest.get("iterations") == 1:
+        return float(options.get("mu", DEFAULT_MU)), None
+    return None, (f"Pinocchio's impulseDynamics performs one damped solve (rbdgen's first iterate), not "
+                  f"{manifest.get('iterations')} iterations: benchmark impulse with iterations=1 or a tolerance")
 
 
 def make_states(model, inputs, n: int, seed: int) -> np.ndarray:
@@ -200,9 +228,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     import gen
     from ..api import get_algorithm
     from ..emit import resolve_constraints
-    from ..generic.serialize import (ALGO_IDS, CONSTRAINED_ALGO_IDS, DELASSUS_ALGO_IDS, GENERIC_ALIASES,
-                                     constrained_work_sizes, constraints_to_c, delassus_work_sizes, model_to_c,
-                                     work_sizes)
+    from ..generic.serialize import (ALGO_IDS, CONSTRAINED_ALGO_IDS, DELASSUS_ALGO_IDS, EVENT_ALGO_IDS,
+                                     GENERIC_ALIASES, constrained_work_sizes, constraints_to_c, delassus_work_sizes,
+                                     event_work_sizes, model_to_c, work_sizes)
     from ..model import Model
     from ..robots import load_robot
 
@@ -247,27 +275,30 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         from ..algorithms.proximal import DEFAULT_MU
 
         gen_name = GENERIC_ALIASES.get(algorithm, algorithm)
-        # rbg_<name>(&model, [&constraints,] [&options | mu,] inputs..., outputs..., work)
+        # rbg_<name>(&model, [&constraints,] [&options,] [scalar,] inputs..., outputs..., work);
+        # scalar: a damped Delassus inverse's mu, the impact map's restitution
         generic_ctx = {"model_c": model_to_c(model, "bench_model"), "function": f"rbg_{gen_name}",
-                       "constrained": False, "prox": False, "mu_arg": None}
+                       "constrained": False, "prox": False, "scalar_arg": None}
         if gen_name in ALGO_IDS:
             work = work_sizes(model)[gen_name]
-        elif gen_name in CONSTRAINED_ALGO_IDS:
+        elif gen_name in CONSTRAINED_ALGO_IDS or gen_name in EVENT_ALGO_IDS:
             # the specialised kernel's proximal options (its manifest): mu, the iteration
             # count or, with a tolerance, the early exit's cap; tol -1 = none
             tol = man.get("tolerance")
             cap = man.get("max_iter") if tol is not None else man.get("iterations")
-            work = constrained_work_sizes(model, cset)[gen_name]
+            work = {**constrained_work_sizes(model, cset), **event_work_sizes(model, cset)}[gen_name]
             generic_ctx.update({"constrained": True, "prox": True,
                                 "constraints_c": constraints_to_c(model, cset, "bench_cons"),
                                 "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(cap),
                                 "tol": "-1.0" if tol is None else _fmt(tol)})
+            if gen_name == "impulse":
+                generic_ctx["scalar_arg"] = _fmt(options.get("restitution", 0.0))
         elif gen_name in DELASSUS_ALGO_IDS:
             # the damped inverses take the kernel's mu; J M^-1 J^T takes none
             damped = "mu" in inspect.signature(algo.fn).parameters
             work = delassus_work_sizes(model, cset)[gen_name]
             generic_ctx.update({"constrained": True, "constraints_c": constraints_to_c(model, cset, "bench_cons"),
-                                "mu_arg": _fmt(options.get("mu", DEFAULT_MU)) if damped else None})
+                                "scalar_arg": _fmt(options.get("mu", DEFAULT_MU)) if damped else None})
         else:
             generic_ctx, work = None, None
             skipped["generic"] = f"the generic C has no {algorithm}"
@@ -299,6 +330,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             reason = f"Pinocchio's {peer} does not compute {algorithm}'s outputs"
         if reason is None and not algo.constrained and not pinref.supports(model, algorithm):
             reason = f"Pinocchio's {peer} needs depth-first joint numbering ({model.name} is not)"
+        impulse_mu = None
+        if reason is None and peer == "impulse_dynamics":
+            impulse_mu, reason = impulse_peer_settings(man, options)
         if reason is None:
             pmodel = pinshim.pin_model(model)
             archive = pinshim.model_archive(pmodel)
@@ -307,7 +341,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             pin_outputs = [{"name": y["name"]} for y in outputs if y["compare"]]
             pin_ctx = {"function": peer, "outputs": pin_outputs, "constrained": algo.constrained,
                        "iterative": peer in ITERATIVE_PEERS, "constraints": [], "mu": "1e-6", "max_iter": 0,
-                       "accuracy": "0.0", "family": 0}
+                       "accuracy": "0.0", "family": 0, "restitution": None}
             if algo.constrained:
                 from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
 
@@ -320,6 +354,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
                                      "M2": [_fmt(x) for x in M2], "kp": _fmt(cset.gains(c)[0]),
                                      "kd": _fmt(cset.gains(c)[1])}
                                     for c, (t, j1, M1, j2, M2) in enumerate(pinshim.constraint_rows(cset))]})
+                if impulse_mu is not None:          # one damped solve (impulse_peer_settings)
+                    pin_ctx.update({"mu": _fmt(impulse_mu), "max_iter": 1,
+                                    "restitution": _fmt(options.get("restitution", 0.0))})
             impls.append({"name": "pinocchio", "key": "pin", "kind": "pin", "work_size": None,
                           "colmajor": False, "function": peer})
         else:

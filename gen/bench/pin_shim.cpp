@@ -15,6 +15,7 @@
  *   PINSHIM_PART_ABA          aba
  *   PINSHIM_PART_CONSTRAINED  constraintDynamics, contactABA, lcaba,
  *                             computeDampedDelassusMatrixInverse
+ *   PINSHIM_PART_IMPULSE      impulseDynamics
  *
  * Timed entry points do exactly Pinocchio's call; results stay in pinocchio::Data
  * unless an output pointer is non-NULL, in which case they are copied out (crba:
@@ -58,6 +59,9 @@
 #include "pinocchio/algorithm/delassus.hpp"
 #include "pinocchio/algorithm/loop-constrained-aba.hpp"
 #endif
+#if defined(PINSHIM_PART_IMPULSE)
+#include "pinocchio/algorithm/impulse-dynamics.hpp"
+#endif
 
 namespace pin = pinocchio;
 
@@ -72,7 +76,7 @@ typedef std::vector<CData, Eigen::aligned_allocator<CData>> CDatas;
 
 /* One Data (and one constraint-data vector) per algorithm family: each family's
  * init routine shapes its Data, so sharing one could let one family disturb another. */
-enum { FAM_CD = 0, FAM_CABA = 1, FAM_LCABA = 2, FAM_DEL = 3, NFAM = 4 };
+enum { FAM_CD = 0, FAM_CABA = 1, FAM_LCABA = 2, FAM_DEL = 3, FAM_IMP = 4, NFAM = 5 };
 
 struct pinshim {
     pin::Model model;
@@ -85,6 +89,7 @@ struct pinshim {
     int max_iter = 10;
     double accuracy = 1e-12;
     int m = 0;                                       /* total constraint dimension  */
+    double restitution = 0.0;                        /* impulseDynamics' r_coeff    */
     bool constraints_ready = false;
     Eigen::MatrixXd delassus_inv;
 };
@@ -195,6 +200,7 @@ int pinshim_init_constraints(pinshim *s, double mu, int max_iter, double accurac
     s->settings[FAM_CABA] = pin::ProximalSettings(accuracy, 1.0 / mu, max_iter);
     pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_CD], s->cmodels, s->cdatas[FAM_CD]);
     pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_CABA], s->cmodels, s->cdatas[FAM_CABA]);
+    pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_IMP], s->cmodels, s->cdatas[FAM_IMP]);
     pin::computeJointMinimalOrdering(s->model, *s->cdata_fam[FAM_LCABA], s->cmodels);
     pin::initPvDelassus(s->model, *s->cdata_fam[FAM_DEL], s->cmodels);
     s->delassus_inv = Eigen::MatrixXd::Zero(s->m, s->m);
@@ -203,8 +209,19 @@ int pinshim_init_constraints(pinshim *s, double mu, int max_iter, double accurac
     PINSHIM_CATCH
 }
 
-/* Proximal iterations of the last call of a constrained family (0..3: constraintDynamics,
- * contactABA, lcaba, delassus). */
+/* The restitution coefficient of impulseDynamics, in [0, 1] (0: plastic impact). */
+int pinshim_set_restitution(pinshim *s, double r_coeff)
+{
+    if (!(r_coeff >= 0.0 && r_coeff <= 1.0)) {
+        pinshim_set_error("the restitution coefficient must lie in [0, 1]");
+        return 2;
+    }
+    s->restitution = r_coeff;
+    return 0;
+}
+
+/* Proximal iterations of the last call of a constrained family (0..4: constraintDynamics,
+ * contactABA, lcaba, delassus, impulse). */
 int pinshim_last_iterations(const pinshim *s, int family)
 {
     return (family >= 0 && family < NFAM) ? s->settings[family].iter : -1;
@@ -257,6 +274,17 @@ void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq,
  * diagonal (those below keep stale values): the copy mirrors the upper triangle. */
 void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out) { copy_sym_upper(s->delassus_inv, out); }
 
+/* impulseDynamics' results: v+ = data.dq_after, the impulse data.impulse_c
+ * (M (v+ - v-) = J^T impulse). */
+void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impulse)
+{
+    const pin::Data &d = *s->cdata_fam[FAM_IMP];
+    if (v_plus)
+        copy_vec(d.dq_after, v_plus);
+    if (impulse)
+        copy_vec(d.impulse_c, impulse);
+}
+
 }  /* extern "C" */
 
 #endif /* PINSHIM_PART_CORE */
@@ -269,6 +297,7 @@ void pinshim_detail_fetch_M(const pinshim *s, double *out);
 void pinshim_detail_fetch_ddq(const pinshim *s, double *out);
 void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq, double *lam);
 void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out);
+void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impulse);
 }
 
 /* ===================================================================== */
@@ -331,13 +360,13 @@ int pinshim_aba(pinshim *s, const double *q, const double *v, const double *tau,
 /* ===================================================================== */
 /*  Constrained algorithms (after pinshim_init_constraints)              */
 /* ===================================================================== */
-#if defined(PINSHIM_PART_CONSTRAINED)
-
 #define PINSHIM_NEED_CONSTRAINTS                                                     \
     if (!s->constraints_ready) {                                                     \
         pinshim_set_error("call pinshim_init_constraints before constrained calls"); \
         return 3;                                                                    \
     }
+
+#if defined(PINSHIM_PART_CONSTRAINED)
 
 /* (ddq, lambda) = constraintDynamics(q, v, tau): proximal sparse Cholesky
  * (Carpentier et al. RSS 2021).  lambda: M ddq + b = tau + J^T lambda. */
@@ -410,5 +439,25 @@ int pinshim_delassus_inv(pinshim *s, const double *q, double *out)
     PINSHIM_CATCH
 }
 #endif /* PINSHIM_PART_CONSTRAINED */
+
+#if defined(PINSHIM_PART_IMPULSE)
+/* (v_plus, impulse) = impulseDynamics(q, v_minus): ONE solve of the damped KKT system
+ *     [[-mu, J], [J^T, M]] [-impulse; v+ - v-] = [-(1 + r) J v-; 0]
+ * (mu from pinshim_init_constraints, r from pinshim_set_restitution): rbdgen's first
+ * proximal iterate of the impact map at the same mu; the converged map at mu -> 0. */
+int pinshim_impulse_dynamics(pinshim *s, const double *q, const double *v_minus, double *v_plus,
+                             double *impulse)
+{
+    PINSHIM_TRY
+    PINSHIM_NEED_CONSTRAINTS
+    const int nq = s->model.nq, nv = s->model.nv;
+    pin::impulseDynamics(s->model, *s->cdata_fam[FAM_IMP], CVec(q, nq), CVec(v_minus, nv), s->cmodels,
+                         s->cdatas[FAM_IMP], s->restitution, s->settings[FAM_IMP]);
+    if (v_plus || impulse)
+        pinshim_detail_fetch_impulse(s, v_plus, impulse);
+    return 0;
+    PINSHIM_CATCH
+}
+#endif /* PINSHIM_PART_IMPULSE */
 
 }  /* extern "C" */

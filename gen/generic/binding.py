@@ -14,6 +14,10 @@ hash of the C sources, the cdef, the flags and the Python/cffi versions::
     ddq, lam, iterations, residual = g.prox_ltl(q, v, tau, iterations=3, mu=1e-6)
     # = gen.run(model, "prox_ltl", q, v, tau, constraints=..., iterations=3, mu=1e-6)
     Lam = g.caba_osim(q, mu=1e-4)       # = gen.run(model, "caba_osim", q, constraints=..., mu=1e-4)
+    v_plus, impulse, iterations, residual = g.impulse(q, v_minus, restitution=0.5, mu=1e-4)
+
+    g = GenericModel(model, constraints="3D+:FL_FOOT,3D+:HR_FOOT")     # unilateral normals
+    ddq, lam, iterations, residual = g.prox_lcp(q, v, tau, tol=1e-10, max_iter=100)
 
 A C harness instead includes ``rbg.h``, compiles :data:`SOURCES` and embeds the model
 with :func:`gen.generic.serialize.model_to_c` (and a constraint set with
@@ -42,19 +46,21 @@ import numpy as np
 from ..errors import RbdgenError
 from ..model import Model
 from .serialize import (ALGO_IDS, ARRAY_FIELDS, CONSTRAINED_ALGO_IDS, CONSTRAINT_ARRAY_FIELDS, DELASSUS_ALGO_IDS,
-                        GENERIC_ALIASES, serialize, serialize_constraints)
+                        EVENT_ALGO_IDS, GENERIC_ALIASES, serialize, serialize_constraints)
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE
 HEADER = HERE / "rbg.h"
 HEADERS = [HEADER, HERE / "rbg_internal.h"]
-SOURCES = [HERE / "rbg.c", HERE / "rbg_constrained.c", HERE / "rbg_delassus.c"]
+SOURCES = [HERE / "rbg.c", HERE / "rbg_constrained.c", HERE / "rbg_delassus.c", HERE / "rbg_events.c"]
 DEFAULT_CFLAGS = ("-O3", "-march=native")
 
 STATUS = {0: "ok", 1: "an input contains NaN or inf (or an option is out of range)",
           2: "singular matrix (a pivot of the wrong sign) at q", 3: "unknown algorithm",
           4: "inconsistent rbg_model or rbg_constraints",
-          5: "a loop closure between two moving bodies (this solver handles constraints relative to the world)"}
+          5: "a loop closure between two moving bodies (this solver handles constraints relative to the world)",
+          6: "a unilateral (+) row given to a solver of bilateral constraints (use prox_lcp)"}
+
 
 def _compiler() -> list[str]:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -138,11 +144,11 @@ class GenericModel:
     (``constraints``: a spec string, a :class:`~gen.constraints.ConstraintSet` or None
     for none; the proximal solvers then reduce to ABA).  Methods take and return NumPy
     arrays shaped like :func:`gen.run` (vectors 1-D, matrices 2-D); the proximal solvers
-    take gen.run's options ``iterations``, ``mu``, ``tol``, ``max_iter``, the damped
-    Delassus inverses its ``mu``.  An instance
+    take gen.run's options ``iterations``, ``mu``, ``tol``, ``max_iter`` (the impact map
+    also ``restitution``), the damped Delassus inverses its ``mu``.  An instance
     reuses one workspace, so it is not thread-safe; use one instance per thread."""
 
-    ALGORITHMS = (*ALGO_IDS, *CONSTRAINED_ALGO_IDS, *DELASSUS_ALGO_IDS, *GENERIC_ALIASES)
+    ALGORITHMS = (*ALGO_IDS, *CONSTRAINED_ALGO_IDS, *DELASSUS_ALGO_IDS, *EVENT_ALGO_IDS, *GENERIC_ALIASES)
 
     def __init__(self, model: Model, constraints=None, *, cflags=None):
         from ..constraints import as_constraint_set
@@ -173,7 +179,8 @@ class GenericModel:
                               f"({STATUS.get(rc, rc)})")
         self.work_sizes = {name: int(self.lib.rbg_work_size(self.c_model, i)) for name, i in ALGO_IDS.items()}
         self.work_sizes.update({name: int(self.lib.rbg_constrained_work_size(self.c_model, self.c_constraints, i))
-                                for name, i in {**CONSTRAINED_ALGO_IDS, **DELASSUS_ALGO_IDS}.items()})
+                                for name, i in {**CONSTRAINED_ALGO_IDS, **DELASSUS_ALGO_IDS,
+                                                **EVENT_ALGO_IDS}.items()})
         self.work_sizes.update({alias: self.work_sizes[name] for alias, name in GENERIC_ALIASES.items()})
         self._work = np.zeros(max(self.work_sizes.values(), default=0) + 1)
         self.nq, self.nv, self.m = a.nq, a.nv, ca.m
@@ -301,9 +308,44 @@ class GenericModel:
         return self.ffi.new("rbg_prox_options *", {"mu": mu, "max_iter": int(cap),
                                                     "tol": -1.0 if tol is None else float(tol)})
 
+    def prox_lcp(self, q, v, tau, **options):
+        """(ddq, lam, iterations, residual) with the unilateral rows (``3D+``, ``6D+``) held
+        by projected Gauss-Seidel on the sparse KKT factorisation (Tedrake 2012 §3.1)."""
+        return self._proximal("prox_lcp", q, v, tau, **options)
+
+    def impulse(self, q, v_minus, restitution=0.0, **options):
+        """(v_plus, impulse, iterations, residual): the impact map ``M (v+ - v-) = J^T
+        impulse``, ``J v+ = -e J v-`` (Tedrake 2012 §3.2) by constrainedABA's sweeps;
+        constraints relative to the world only."""
+        if not 0.0 <= restitution <= 1.0:
+            raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
+                              f"(0: plastic impact, 1: elastic)")
+        for con in self.cset.constraints:
+            if not con.anchored:
+                raise RbdgenError(f"impulse handles constraints relative to the world only (articulated sweeps, "
+                                  f"Sathya 2024 §II-E); '{con}' closes a loop between two moving bodies")
+        self._bilateral("impulse")
+        opts = self.prox_options(**options)
+        v_plus, vp = self._out(self.nv)
+        imp, lp = self._out(self.m)
+        its, ip = self._out(1)
+        res, rp = self._out(1)
+        self._check("impulse", self.lib.rbg_impulse(
+            self.c_model, self.c_constraints, opts, float(restitution), self._in("impulse", "q", q, self.nq),
+            self._in("impulse", "v_minus", v_minus, self.nv), vp, lp if self.m else self.ffi.NULL, ip, rp, self._w))
+        return v_plus, imp, its, res
+
+    def _bilateral(self, algo: str) -> None:
+        one_sided = [str(c) for c in self.cset.constraints if c.unilateral]
+        if one_sided:
+            raise RbdgenError(f"{algo} solves bilateral constraints only; {', '.join(one_sided)} "
+                              f"has a unilateral row (+): use prox_lcp")
+
     def _proximal(self, algo: str, q, v, tau, **options):
         if algo in ("constrained_aba", "prox_pv"):
             self.cset.require_anchored(algo)
+        if algo != "prox_lcp":
+            self._bilateral(algo)
         opts = self.prox_options(**options)
         ddq, dp = self._out(self.nv)
         lam, lp = self._out(self.m)

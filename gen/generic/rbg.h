@@ -37,8 +37,9 @@
  * The constrained solvers (section "Constraints", rbg_constrained.c) take a constraint
  * set as data too (rbg_constraints, its patterns precomputed once by
  * rbg_constraints_init) and proximal options, and add the codes RBG_EMODEL (bad
- * constraint arrays) and RBG_ELOOP (see below); so do the Delassus matrix and the
- * damped Delassus inverses (section "Delassus", rbg_delassus.c).
+ * constraint arrays), RBG_ELOOP and RBG_EUNILATERAL (see below); so do the Delassus
+ * matrix and the damped Delassus inverses (section "Delassus", rbg_delassus.c), the
+ * impact map and the solver with unilateral rows (section "Events", rbg_events.c).
  *
  * References: R. Featherstone, Rigid Body Dynamics Algorithms, Springer 2008 (RBDA;
  * Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA, Table 2.5 spatial arithmetic);
@@ -46,7 +47,8 @@
  * Branched Kinematic Trees, IJRR 24(6) 2005 (Table 2 LTDL / LTL, §5 solves);
  * J. Carpentier et al., Proximal and Sparse Resolution of Constrained Dynamic
  * Equations, RSS 2021; A. Sathya, J. Carpentier, Constrained Articulated Body Dynamics
- * Algorithms, 2024.
+ * Algorithms, 2024;  R. Tedrake, Underactuated Robotics notes (2012), §3.1 (unilateral
+ * constraints, LCP) and §3.2 (impact map).
  */
 #ifndef RBG_H
 #define RBG_H
@@ -123,8 +125,10 @@ enum {
     RBG_EALGO = 3,          /* unknown algorithm id (rbg_work_size returns 0) */
     RBG_EMODEL = 4,         /* inconsistent rbg_model (rbg_check_model) or
                                rbg_constraints (rbg_constraints_init)        */
-    RBG_ELOOP = 5           /* a loop closure between two moving bodies given
-                               to constrained_aba / prox_pv                   */
+    RBG_ELOOP = 5,          /* a loop closure between two moving bodies given
+                               to constrained_aba / prox_pv / impulse         */
+    RBG_EUNILATERAL = 6     /* a set with a unilateral row given to a solver of
+                               bilateral constraints (use rbg_prox_lcp)       */
 };
 
 /* Algorithm ids for rbg_work_size. */
@@ -143,9 +147,11 @@ typedef enum rbg_algo {
     RBG_ALGO_DELASSUS = 11,         /* Delassus / OSIM: rbg_constrained_work_size too */
     RBG_ALGO_LTL_OSIM = 12,
     RBG_ALGO_CABA_OSIM = 13,
-    RBG_ALGO_KKT_OSIM = 14
+    RBG_ALGO_KKT_OSIM = 14,
+    RBG_ALGO_PROX_LCP = 15,         /* events: rbg_constrained_work_size too */
+    RBG_ALGO_IMPULSE = 16
 } rbg_algo;
-#define RBG_NALGO 15
+#define RBG_NALGO 17
 
 /* Workspace sizes in doubles (nb = nbodies).  Per body: a transform is 12 doubles
  * (R, p), a spatial vector 6, a rigid-body inertia 10, an articulated inertia 36. */
@@ -238,6 +244,10 @@ int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
  *   weight[l]    > 0
  *   kp[l], kd[l] Baumgarte gains, >= 0 (a velocity constraint J v = 0, Tedrake 2012 §2,
  *                is kp = 0, kd = its gain Kv)
+ *   unilateral[l] 1 if the constraint's normal row (frame A's LOCAL z, row row[l] + 2) is
+ *                one-sided (lam >= 0, Tedrake 2012 §3.1; the spec's 3D+ / 6D+), else 0;
+ *                NULL: no unilateral row.  Only rbg_prox_lcp reads them; the solvers of
+ *                bilateral constraints return RBG_EUNILATERAL on such a set.
  * and rbg_constraints_init fills the second block: the row offsets and the sparsity
  * patterns of the factorisations, computed once from the tree (integers, in caller
  * memory `iwork`).  A pattern (ptr, idx) lists for each row k of a matrix factored as
@@ -254,9 +264,11 @@ typedef struct rbg_constraints {
     const double *weight;
     const double *kp;
     const double *kd;
+    const int *unilateral;
     /* --- set by rbg_constraints_init --- */
     int m;                  /* number of rows, sum of size                             */
     int anchored;           /* 1 if every constraint has exactly one moving side       */
+    int nu;                 /* number of unilateral rows                               */
     const int *row;         /* [nc + 1] first row of each constraint; row[nc] = m       */
     const int *sup_ptr;     /* dofs whose columns of J may be non-zero, per constraint  */
     const int *sup_idx;     /*   (ascending; a 6D loop leaves out the common ancestors) */
@@ -269,6 +281,10 @@ typedef struct rbg_constraints {
     const int *mmu_idx;
     const int *del_ptr;     /* pattern of the damped Delassus matrix, m rows (dense)    */
     const int *del_idx;
+    const int *lcp_order;   /* [m] constraint row at each index of rbg_prox_lcp's K_mu:  */
+                            /*   the nu unilateral rows, then the others, ascending     */
+    const int *lcp_ptr;     /* pattern of K_mu with its constraint rows in lcp_order    */
+    const int *lcp_idx;
 } rbg_constraints;
 
 /* Proximal iterations (rbdgen's gen.run options).  mu: Pinocchio's damping (> 0,
@@ -283,8 +299,8 @@ typedef struct rbg_prox_options {
 /* Ints of `iwork` rbg_constraints_init needs; 0 if a size is not 3 or 6. */
 size_t rbg_constraints_iwork_size(const rbg_model *m, const rbg_constraints *c);
 
-/* Check c against m (sizes, bodies, finite placements, positive weights, gains >= 0)
- * and fill its structure block with pointers into iwork (which must outlive c).
+/* Check c against m (sizes, bodies, finite placements, positive weights, gains >= 0,
+ * unilateral flags 0 or 1) and fill its structure block with pointers into iwork (which must outlive c).
  * RBG_OK or RBG_EMODEL. */
 int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork);
 
@@ -299,8 +315,8 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork);
 #define RBG_WORK_PROX_PV(nb, nv, m) \
     ((size_t)103 * (size_t)(nb) + (size_t)(nv) + (size_t)(m) * (size_t)((m) + 6 * (nb) + 25))
 
-/* Doubles of workspace the constrained solver or Delassus algorithm `algo` needs on m
- * with the initialised set c; 0 for any other algorithm. */
+/* Doubles of workspace the constrained solver, Delassus or event algorithm `algo` needs
+ * on m with the initialised set c; 0 for any other algorithm. */
 size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, rbg_algo algo);
 
 /*
@@ -313,7 +329,7 @@ size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, r
  * J^T J / rho to the inertia and lose ~eps / (mu lambda_min(M)) relative accuracy).
  * Return RBG_OK, RBG_EINPUT (NaN / inf input, or mu <= 0, max_iter < 1),
  * RBG_ESINGULAR (a pivot of the wrong sign), RBG_ELOOP (maximal-coordinate solvers
- * given a loop between two moving bodies).
+ * given a loop between two moving bodies), RBG_EUNILATERAL (a unilateral row in the set).
  */
 
 /* proxLTL: K_mu [-lam; ddq] = [a_c* + rho lam_{k-1}; tau - b] by the sparse L^T D L of
@@ -406,6 +422,55 @@ int rbg_caba_osim(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RE
  * (§IV-E, eq. 24); Lambda_mu = Lc^-1 (-Dc)^-1 Lc^-T. */
 int rbg_kkt_osim(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c, double mu,
                  const double *RBG_RESTRICT q, double *RBG_RESTRICT Lambda, double *RBG_RESTRICT work);
+
+/* ===================================================================== */
+/*  Events: impacts and unilateral constraints (rbg_events.c)            */
+/* ===================================================================== */
+
+#define RBG_WORK_PROX_LCP(nb, nv, m) \
+    ((size_t)((m) + (nv)) * (size_t)((m) + (nv) + 3) + (size_t)(nv) * (size_t)((nv) + (m) + 7) \
+     + (size_t)(m) * (size_t)((m) + 8) + (size_t)52 * (size_t)(nb))
+#define RBG_WORK_IMPULSE(nb, nv, m) (RBG_WORK_CONSTRAINED_ABA(nb, nv, m) + (size_t)(nv))
+
+/*
+ * proxLCP: forward dynamics with unilateral rows (Tedrake 2012 §3.1): with w = J ddq - a_c*,
+ *     w_B = 0,    0 <= lam_U  _|_  w_U >= 0,    M ddq + b = tau + J^T lam,
+ * U the unilateral rows (c->unilateral), B the others.  Proximal iterations on the sparse
+ * L^T D L of K_mu with the rows U first (c->lcp_order; Carpentier 2021 eq. 18, Alg. 1),
+ * each exact on B and one projected Gauss-Seidel sweep on U over the Schur complement
+ * A_U left in the factor's leading block:
+ *     lam_a <- max(0, lam_a - (A_U (lam_U - lam^_U))_a / (A_U)_aa),   a in U,
+ * lam^ the bilateral proximal step.  Inputs and outputs as the four proximal solvers;
+ * residual[0] = |r|_inf with r_B = J ddq - a_c* = rho (lam_{k-1} - lam_k)_B and
+ * r_U = min(lam_U, w_U) (zero exactly at a solution).  Without unilateral rows the
+ * iterates are rbg_prox_ltl's.  Return RBG_OK, RBG_EINPUT, RBG_ESINGULAR.
+ */
+int rbg_prox_lcp(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                 const rbg_prox_options *RBG_RESTRICT opt, const double *RBG_RESTRICT q,
+                 const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+                 double *RBG_RESTRICT ddq, double *RBG_RESTRICT lam,
+                 double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
+                 double *RBG_RESTRICT work);
+
+/*
+ * The impact map (Tedrake 2012 §3.2): v_plus[nv] and impulse[m] with
+ *     M (v+ - v-) = J^T impulse,    J v+ = -e J v-,
+ * e = restitution in [0, 1] (0: plastic impact).  Solved as constrained dynamics with no
+ * torque, no velocity-product terms and no gravity, K dv_b = k = -(1 + e) K v-_b per
+ * constraint, by rbg_constrained_aba's sweeps and proximal iterations (Sathya 2024
+ * Alg. 1-3); from lam_0 = 0 the iterates converge to the minimum-norm impulse.
+ * iterations[1], residual[1] = |J v+ + e J v-|_inf as for the proximal solvers (the
+ * augmented-Lagrangian rounding ~eps / (mu lambda_min(M)) applies: mu = 1e-4 gives
+ * ~1e-11).  Constraints relative to the world only.  Return RBG_OK, RBG_EINPUT (NaN /
+ * inf input, options out of range, e outside [0, 1]), RBG_ESINGULAR, RBG_ELOOP,
+ * RBG_EUNILATERAL.
+ */
+int rbg_impulse(const rbg_model *RBG_RESTRICT m, const rbg_constraints *RBG_RESTRICT c,
+                const rbg_prox_options *RBG_RESTRICT opt, double restitution,
+                const double *RBG_RESTRICT q, const double *RBG_RESTRICT v_minus,
+                double *RBG_RESTRICT v_plus, double *RBG_RESTRICT impulse,
+                double *RBG_RESTRICT iterations, double *RBG_RESTRICT residual,
+                double *RBG_RESTRICT work);
 
 #ifdef __cplusplus
 }

@@ -18,33 +18,6 @@
 #include "rbg_internal.h"
 
 /* ===================================================================== */
-/*  Small helpers                                                        */
-/* ===================================================================== */
-
-static inline double norm_inf(const double *x, int n)
-{
-    double out = 0.0;
-    for (int i = 0; i < n; ++i)
-        if (fabs(x[i]) > out)
-            out = fabs(x[i]);
-    return out;
-}
-
-static int bad_options(const rbg_prox_options *RST opt)
-{
-    return !(opt->mu > 0.0) || !isfinite(opt->mu) || opt->max_iter < 1;
-}
-
-/* The stopping test of iterate k (gen/algorithms/proximal.py): residual
- * |r|_inf with r = J ddq_k - a_c*; stop at max_iter, or when tol >= 0 and res <= tol. */
-static int prox_stop(const rbg_prox_options *RST opt, const double *RST r, int m, int k,
-                     double *RST res)
-{
-    *res = norm_inf(r, m);
-    return k >= opt->max_iter || (opt->tol >= 0.0 && *res <= opt->tol);
-}
-
-/* ===================================================================== */
 /*  Constraint set: checks and structure (rbg_constraints_init)          */
 /* ===================================================================== */
 
@@ -75,10 +48,11 @@ size_t rbg_constraints_iwork_size(const rbg_model *m, const rbg_constraints *c)
         return 0;
     const size_t nb = (size_t)m->nbodies, nv = (size_t)m->nv, nc = (size_t)c->nc;
     const size_t M = (size_t)mr, N = M + nv;
-    /* row, sup, se, es, kkt, mmu, del (upper bounds), then N x N flags for the
-       symbolic factorisation */
+    /* row, sup, se, es, kkt, mmu, del, lcp order and pattern (upper bounds), then N x N
+       flags for the symbolic factorisation */
     return (nc + 1) + (nc + 1 + nc * nv) + nb + (nb + 1 + nb * nc) + (N + 1 + N * (N - 1) / 2)
-           + (nv + 1 + nv * (nv > 0 ? nv - 1 : 0) / 2) + (M + 1 + M * (M > 0 ? M - 1 : 0) / 2) + N * N;
+           + (nv + 1 + nv * (nv > 0 ? nv - 1 : 0) / 2) + (M + 1 + M * (M > 0 ? M - 1 : 0) / 2)
+           + M + (N + 1 + N * (N - 1) / 2) + N * N;
 }
 
 /* Symbolic L^T D L (elimination from the last row to the first, Featherstone 2005 §4):
@@ -103,6 +77,28 @@ static int *symbolic_ldl(int n, int *RST F, int *RST ptr, int *RST idx)
     return idx + e;
 }
 
+/* F (N x N, N = m + nv) = the structure of K_mu below the diagonal, constraint row order[i]
+ * at index i (order NULL: row i), joint d at m + d: each joint row holds the ancestor dofs
+ * and the rows of the constraints the joint supports (Carpentier 2021 eq. 26-27). */
+static void kkt_structure(const rbg_model *RST m, const int *RST row,
+                          const int *RST sup_ptr, const int *RST sup_idx, int mr, const int *RST order,
+                          int *RST F)
+{
+    const int nv = m->nv, N = mr + nv;
+    memset(F, 0, (size_t)N * (size_t)N * sizeof(int));
+    for (int d = 0; d < nv; ++d)
+        for (int a = m->dof_parent[d]; a >= 0; a = m->dof_parent[a])
+            F[(size_t)N * (mr + d) + mr + a] = 1;
+    for (int i = 0; i < mr; ++i) {
+        const int r = order ? order[i] : i;
+        int l = 0;
+        while (r >= row[l + 1])
+            ++l;
+        for (int s = sup_ptr[l]; s < sup_ptr[l + 1]; ++s)
+            F[(size_t)N * (mr + sup_idx[s]) + i] = 1;
+    }
+}
+
 int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
 {
     const int nb = m->nbodies, nv = m->nv, nc = c->nc, mr = rows_of(c);
@@ -111,6 +107,8 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
     for (int l = 0; l < nc; ++l) {
         const int b1 = c->body1[l], b2 = c->body2[l];
         if (b1 < -1 || b1 >= nb || b2 < -1 || b2 >= nb || b1 == b2)
+            return RBG_EMODEL;
+        if (c->unilateral && c->unilateral[l] != 0 && c->unilateral[l] != 1)
             return RBG_EMODEL;
         if (!(c->kp[l] >= 0.0) || !(c->kd[l] >= 0.0) || !isfinite(c->kp[l]) || !isfinite(c->kd[l]))
             return RBG_EMODEL;
@@ -123,6 +121,7 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
     int *p = sup_idx;
     c->m = mr;
     c->anchored = 1;
+    c->nu = 0;
 
     /* rows: constraint l owns rows row[l] .. row[l+1]-1 */
     row[0] = 0;
@@ -130,6 +129,8 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
         row[l + 1] = row[l] + c->size[l];
         if (c->body1[l] >= 0 && c->body2[l] >= 0)
             c->anchored = 0;
+        if (c->unilateral && c->unilateral[l])
+            c->nu++;
     }
 
     /* supports sigma_l (Carpentier 2021 eq. 25): dofs of the joints supporting a moving
@@ -165,14 +166,7 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
        and the rows of the constraints supported by d (Carpentier 2021 eq. 26-27) */
     int *kkt_ptr = p, *kkt_idx = kkt_ptr + N + 1;
     int *F = iwork + rbg_constraints_iwork_size(m, c) - (size_t)N * (size_t)N;
-    memset(F, 0, (size_t)N * (size_t)N * sizeof(int));
-    for (int d = 0; d < nv; ++d)
-        for (int a = m->dof_parent[d]; a >= 0; a = m->dof_parent[a])
-            F[(size_t)N * (mr + d) + mr + a] = 1;
-    for (int l = 0; l < nc; ++l)
-        for (int s = sup_ptr[l]; s < sup_ptr[l + 1]; ++s)
-            for (int r = row[l]; r < row[l + 1]; ++r)
-                F[(size_t)N * (mr + sup_idx[s]) + r] = 1;
+    kkt_structure(m, row, sup_ptr, sup_idx, mr, NULL, F);
     p = symbolic_ldl(N, F, kkt_ptr, kkt_idx);
 
     /* M_mu: the tree, plus J_l^T J_l / rho on the support of every constraint whose
@@ -194,7 +188,20 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
     for (int k = 0; k < mr; ++k)
         for (int i = 0; i < k; ++i)
             F[(size_t)mr * k + i] = 1;
-    symbolic_ldl(mr, F, del_ptr, del_idx);
+    p = symbolic_ldl(mr, F, del_ptr, del_idx);
+
+    /* rbg_prox_lcp's K_mu: the unilateral rows (the normals, row[l] + 2) first, then the
+       others, ascending (gen/algorithms/prox_lcp.py) */
+    int *lcp_order = p, *lcp_ptr = lcp_order + mr, *lcp_idx = lcp_ptr + N + 1, ku = 0, kb = c->nu;
+    for (int l = 0; l < nc; ++l)
+        for (int r = row[l]; r < row[l + 1]; ++r) {
+            if (c->unilateral && c->unilateral[l] && r == row[l] + 2)
+                lcp_order[ku++] = r;
+            else
+                lcp_order[kb++] = r;
+        }
+    kkt_structure(m, row, sup_ptr, sup_idx, mr, lcp_order, F);
+    symbolic_ldl(N, F, lcp_ptr, lcp_idx);
 
     c->row = row;
     c->sup_ptr = sup_ptr;
@@ -208,6 +215,9 @@ int rbg_constraints_init(const rbg_model *m, rbg_constraints *c, int *iwork)
     c->mmu_idx = mmu_idx;
     c->del_ptr = del_ptr;
     c->del_idx = del_idx;
+    c->lcp_order = lcp_order;
+    c->lcp_ptr = lcp_ptr;
+    c->lcp_idx = lcp_idx;
     return RBG_OK;
 }
 
@@ -223,6 +233,8 @@ size_t rbg_constrained_work_size(const rbg_model *m, const rbg_constraints *c, r
     case RBG_ALGO_LTL_OSIM: return RBG_WORK_LTL_OSIM(nb, nv, mr);
     case RBG_ALGO_CABA_OSIM: return RBG_WORK_CABA_OSIM(nb, nv, mr);
     case RBG_ALGO_KKT_OSIM: return RBG_WORK_KKT_OSIM(nb, nv, mr);
+    case RBG_ALGO_PROX_LCP: return RBG_WORK_PROX_LCP(nb, nv, mr);
+    case RBG_ALGO_IMPULSE: return RBG_WORK_IMPULSE(nb, nv, mr);
     default: return 0;
     }
 }
@@ -259,26 +271,42 @@ int rbgi_ldl_factor(int n, const int *RST ptr, const int *RST idx, int nneg, dou
     return RBG_OK;
 }
 
-/* x <- H^-1 x = L^-1 D^-1 L^-T x (Featherstone 2005 §5):
+/* x <- D^-1 L^-T x on the rows below n (Featherstone 2005 §5, first half), the
+ * right-hand side's rows from n on taken as zero (L^-T carries values to lower rows only):
  *   L^T y = x  rows n-1 .. 0:  y_j -= L_ij y_i  (j in row i);   y_i *= 1 / D_i
- *   L x = y    rows 0 .. n-1:  x_i = y_i - sum_{j in row i} L_ij x_j */
-static void ldl_solve(int n, const int *RST ptr, const int *RST idx, const double *RST H,
-                      const double *RST dinv, double *RST x)
+ * H: the factor, rows of `stride` doubles. */
+void rbgi_ldl_backward(int n, int stride, const int *RST ptr, const int *RST idx, const double *RST H,
+                       const double *RST dinv, double *RST x)
 {
     for (int i = n - 1; i >= 0; --i) {
-        const double *Hi = H + (size_t)n * i;
+        const double *Hi = H + (size_t)stride * i;
         for (int e = ptr[i]; e < ptr[i + 1]; ++e)
             x[idx[e]] -= Hi[idx[e]] * x[i];
     }
     for (int i = 0; i < n; ++i)
         x[i] *= dinv[i];
-    for (int i = 0; i < n; ++i) {
-        const double *Hi = H + (size_t)n * i;
+}
+
+/* x <- L^-1 x on rows from .. to-1, rows below `from` already solved (second half):
+ *   L x = y    rows from .. to-1:  x_i = y_i - sum_{j in row i} L_ij x_j */
+void rbgi_ldl_forward(int from, int to, int stride, const int *RST ptr, const int *RST idx,
+                      const double *RST H, double *RST x)
+{
+    for (int i = from; i < to; ++i) {
+        const double *Hi = H + (size_t)stride * i;
         double s = x[i];
         for (int e = ptr[i]; e < ptr[i + 1]; ++e)
             s -= Hi[idx[e]] * x[idx[e]];
         x[i] = s;
     }
+}
+
+/* x <- H^-1 x = L^-1 D^-1 L^-T x */
+static void ldl_solve(int n, const int *RST ptr, const int *RST idx, const double *RST H,
+                      const double *RST dinv, double *RST x)
+{
+    rbgi_ldl_backward(n, n, ptr, idx, H, dinv, x);
+    rbgi_ldl_forward(0, n, n, ptr, idx, H, x);
 }
 
 /* ===================================================================== */
@@ -584,6 +612,40 @@ void rbgi_constraint_inertia(const rbg_constraints *RST c, int l, double w, doub
 /*  proxLTL (Carpentier 2021 eq. 18, Alg. 1)                             */
 /* ===================================================================== */
 
+/* M(q) (lower triangle, CRBA), b(q, v) = rnea(q, v, 0), J (LOCAL frames) and
+ * a_c* = -gamma - Kd J v - Kp e.  crba: 22 nb + 6 nv doubles, kin: 30 nb. */
+void rbgi_kkt_terms(const rbg_model *RST m, const rbg_constraints *RST c, const double *RST q,
+                    const double *RST v, double *RST M, double *RST b, double *RST J, double *RST astar,
+                    double *RST crba, double *RST kin)
+{
+    const int nb = m->nbodies, nv = m->nv;
+    memset(M, 0, (size_t)nv * nv * sizeof(double));
+    rbgi_crba_core(m, q, M, crba, 0);
+    rbgi_rnea_core(m, q, v, NULL, b, kin);
+    drift_kinematics(m, q, v, kin, kin + 12 * nb, kin + 18 * nb, kin + 24 * nb);
+    joint_space_constraints(m, c, kin, kin + 12 * nb, kin + 24 * nb, crba, crba + 22 * nb, J, astar);
+}
+
+/* K_mu = [[-rho, J], [J^T, M]] on the pattern (ptr, idx) with constraint row order[i] at
+ * index i (order NULL: row i), joint d at m + d:  H_ii = -rho_order[i],
+ * H_(m+d)(m+a) = M_da,  H_(m+d) i = J_order[i] d  (fill-in positions start at 0). */
+void rbgi_kkt_assemble(const rbg_model *RST m, const rbg_constraints *RST c, const int *RST ptr,
+                       const int *RST idx, const int *RST order, const double *RST rho,
+                       const double *RST M, const double *RST J, double *RST H)
+{
+    const int nv = m->nv, mr = c->m, N = mr + nv;
+    for (int k = 0; k < N; ++k) {
+        double *Hk = H + (size_t)N * k;
+        Hk[k] = k < mr ? -rho[order ? order[k] : k] : M[(size_t)nv * (k - mr) + (k - mr)];
+        for (int e = ptr[k]; e < ptr[k + 1]; ++e) {
+            const int i = idx[e];
+            Hk[i] = k < mr ? 0.0
+                    : i >= mr ? M[(size_t)nv * (k - mr) + (i - mr)]
+                              : J[(size_t)nv * (order ? order[i] : i) + (k - mr)];
+        }
+    }
+}
+
 /* work: H[N N] dinv[N] y[N] M[nv nv] b[nv] J[m nv] crba[22 nb + 6 nv] kin[30 nb]
  *       astar[m] rho[m] lam[m]   (N = m + nv) */
 int rbg_prox_ltl(const rbg_model *RST m, const rbg_constraints *RST c,
@@ -598,26 +660,13 @@ int rbg_prox_ltl(const rbg_model *RST m, const rbg_constraints *RST c,
     double *lprev = rho + mr;
     if (!all_finite(q, m->nq) || !all_finite(v, nv) || !all_finite(tau, nv) || bad_options(opt))
         return RBG_EINPUT;
+    if (c->nu)
+        return RBG_EUNILATERAL;
 
-    /* M(q) (lower triangle, CRBA) and b(q, v) = rnea(q, v, 0) */
-    memset(M, 0, (size_t)nv * nv * sizeof(double));
-    rbgi_crba_core(m, q, M, crba, 0);
-    rbgi_rnea_core(m, q, v, NULL, b, kin);
-    /* J (LOCAL frames) and a_c* = -gamma - Kd J v - Kp e */
-    drift_kinematics(m, q, v, kin, kin + 12 * nb, kin + 18 * nb, kin + 24 * nb);
-    joint_space_constraints(m, c, kin, kin + 12 * nb, kin + 24 * nb, crba, crba + 22 * nb, J, astar);
+    /* M, b, J and a_c*;  K_mu on its pattern */
+    rbgi_kkt_terms(m, c, q, v, M, b, J, astar, crba, kin);
     damping(c, opt->mu, rho);
-
-    /* K_mu = [[-rho, J], [J^T, M]] on its pattern:  H_rr = -rho_r,  H_(m+d)(m+a) = M_da,
-       H_(m+d) r = J_rd  (fill-in positions start at 0) */
-    for (int k = 0; k < N; ++k) {
-        double *Hk = H + (size_t)N * k;
-        Hk[k] = k < mr ? -rho[k] : M[(size_t)nv * (k - mr) + (k - mr)];
-        for (int e = c->kkt_ptr[k]; e < c->kkt_ptr[k + 1]; ++e) {
-            const int i = c->kkt_idx[e];
-            Hk[i] = k < mr ? 0.0 : i >= mr ? M[(size_t)nv * (k - mr) + (i - mr)] : J[(size_t)nv * i + (k - mr)];
-        }
-    }
+    rbgi_kkt_assemble(m, c, c->kkt_ptr, c->kkt_idx, NULL, rho, M, J, H);
     /* K_mu = L^T D L, joints leaves-to-root, then the constraints (Alg. 1) */
     const int rc = rbgi_ldl_factor(N, c->kkt_ptr, c->kkt_idx, mr, H, dinv);
     if (rc)
@@ -669,6 +718,8 @@ int rbg_prox_ltls(const rbg_model *RST m, const rbg_constraints *RST c,
     double *X = kin, *vel = X + 12 * nb, *cc = vel + 6 * nb, *acc = cc + 6 * nb;
     if (!all_finite(q, m->nq) || !all_finite(v, nv) || !all_finite(tau, nv) || bad_options(opt))
         return RBG_EINPUT;
+    if (c->nu)
+        return RBG_EUNILATERAL;
     damping(c, opt->mu, rho);
 
     /* inertias I_b + rho^-1 K^T K where that is constant (eq. 24): CRBA then gives M_mu */
@@ -804,29 +855,29 @@ static void add_KT(const double *RST Kl, int n, const double *RST y, double *RST
 /* ===================================================================== */
 
 /* work: aba[RBG_WORK_ABA] oX[12 nb] g[6 nb] dp[6 nb] K[6 m] k[m] rho[m] r[m] wr[m] */
-int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
-                        const rbg_prox_options *RST opt, const double *RST q, const double *RST v,
-                        const double *RST tau, double *RST ddq, double *RST lam,
-                        double *RST iterations, double *RST residual, double *RST work)
+rbgi_caba rbgi_caba_layout(const rbg_model *RST m, const rbg_constraints *RST c, double *RST work)
 {
-    const int nb = m->nbodies, nv = m->nv, mr = c->m;
-    const rbgi_aba w = rbgi_aba_layout(m, work);
-    double *oX = work + RBG_WORK_ABA(nb, nv), *g = oX + 12 * nb, *dp = g + 6 * nb;
-    double *K = dp + 6 * nb, *kk = K + 6 * mr, *rho = kk + mr, *r = rho + mr, *wr = r + mr;
-    if (!all_finite(q, m->nq) || !all_finite(v, nv) || !all_finite(tau, nv) || bad_options(opt))
-        return RBG_EINPUT;
-    if (!c->anchored)
-        return RBG_ELOOP;
-    damping(c, opt->mu, rho);
+    const int nb = m->nbodies, mr = c->m;
+    rbgi_caba s;
+    s.w = rbgi_aba_layout(m, work);
+    s.oX = work + RBG_WORK_ABA(nb, m->nv);
+    s.g = s.oX + 12 * nb;
+    s.dp = s.g + 6 * nb;
+    s.K = s.dp + 6 * nb;
+    s.k = s.K + 6 * mr;
+    s.rho = s.k + mr;
+    s.r = s.rho + mr;
+    s.wr = s.r + mr;
+    return s;
+}
 
-    /* Alg. 1, first forward sweep: v_i, c_i, IA_i = I_i, pA_i = v_i x* I_i v_i; then
-       line 5 (eq. 29):  IA_b += K^T K / rho,  pA_b -= K^T (k / rho) */
-    rbgi_aba_forward(m, q, v, &w);
-    maximal_constraints(m, c, &w, oX, g, K, kk);
+/* Alg. 1 line 5 (eq. 29) for every constraint:  IA_b += K^T K / rho,  pA_b -= K^T (k / rho) */
+void rbgi_caba_augment(const rbg_constraints *RST c, const rbgi_caba *RST s)
+{
     for (int l = 0; l < c->nc; ++l) {
         const int n = c->size[l], r0 = c->row[l], bl = moving_body(c, l);
-        const double wl = 1.0 / rho[r0], *Kl = K + 6 * r0;
-        double *IAb = w.IA + 36 * bl, *pAb = w.pA + 6 * bl;
+        const double wl = 1.0 / s->rho[r0], *Kl = s->K + 6 * r0;
+        double *IAb = s->w.IA + 36 * bl, *pAb = s->w.pA + 6 * bl;
         if (constant_inertia(c, l)) {
             double I10[10], I6[36];
             rbgi_constraint_inertia(c, l, wl, I10);
@@ -836,24 +887,32 @@ int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
         } else {
             for (int a = 0; a < 6; ++a)
                 for (int e = 0; e < 6; ++e) {
-                    double s = 0.0;
+                    double t = 0.0;
                     for (int rr = 0; rr < n; ++rr)
-                        s += Kl[6 * rr + a] * Kl[6 * rr + e];
-                    IAb[6 * a + e] += wl * s;
+                        t += Kl[6 * rr + a] * Kl[6 * rr + e];
+                    IAb[6 * a + e] += wl * t;
                 }
         }
         for (int rr = 0; rr < n; ++rr)
-            wr[r0 + rr] = -(wl * kk[r0 + rr]);
-        add_KT(Kl, n, wr + r0, pAb);
+            s->wr[r0 + rr] = -(wl * s->k[r0 + rr]);
+        add_KT(Kl, n, s->wr + r0, pAb);
     }
-    /* Alg. 1, backward sweep (ABA with the augmented IA, pA) */
-    const int rc = rbgi_aba_backward(m, tau, &w);
-    if (rc)
-        return rc;
+}
+
+/* After the augmented backward sweep: Alg. 1's roll-out over S_E, the proximal iterations
+ * (eq. 27b, Alg. 2) from lam_0 = 0, then Alg. 3 lines 9-11.  The root acceleration is
+ * -g of m (the gravity offset). */
+void rbgi_caba_iterate(const rbg_model *RST m, const rbg_constraints *RST c, const rbg_prox_options *RST opt,
+                       const rbgi_caba *RST s, double *RST ddq, double *RST lam, double *RST iterations,
+                       double *RST residual)
+{
+    const int nb = m->nbodies, mr = c->m;
+    const rbgi_aba *w = &s->w;
+    double *K = s->K, *kk = s->k, *rho = s->rho, *r = s->r, *wr = s->wr, *dp = s->dp;
     /* Alg. 1, roll-out over S_E:  a_i = X_i^-1 a_p + c_i + S_i qdd_i */
     for (int i = 0; i < nb; ++i)
         if (c->se[i])
-            rbgi_aba_rollout(m, i, &w, ddq);
+            rbgi_aba_rollout(m, i, w, ddq);
 
     memset(lam, 0, (size_t)mr * sizeof(double));
     int k = 0;
@@ -862,7 +921,7 @@ int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
         /* r = K a_b - k;  lam <- lam - r / rho  (eq. 27b) */
         for (int l = 0; l < c->nc; ++l) {
             const int r0 = c->row[l];
-            const double *ab = w.acc + 6 * moving_body(c, l);
+            const double *ab = w->acc + 6 * moving_body(c, l);
             for (int rr = r0; rr < c->row[l + 1]; ++rr) {
                 const double *Kr = K + 6 * rr;
                 r[rr] = Kr[0] * ab[0] + Kr[1] * ab[1] + Kr[2] * ab[2] + Kr[3] * ab[3] + Kr[4] * ab[4]
@@ -888,23 +947,50 @@ int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
                 continue;
             double du[6];
             const int iv = m->idx_v[i], p = m->parent[i];
-            dinv_sT(m, i, &w, dp + 6 * i, du);
+            dinv_sT(m, i, w, dp + 6 * i, du);
             for (int e = 0; e < m->nvj[i]; ++e)
-                w.ud[iv + e] -= du[e];
+                w->ud[iv + e] -= du[e];
             if (p >= 0)
-                project_to_parent(m, i, &w, dp + 6 * i, du, dp + 6 * p);
+                project_to_parent(m, i, w, dp + 6 * i, du, dp + 6 * p);
         }
         /* Alg. 2, roll-out over S_E */
         for (int i = 0; i < nb; ++i)
             if (c->se[i])
-                rbgi_aba_rollout(m, i, &w, ddq);
+                rbgi_aba_rollout(m, i, w, ddq);
     }
     /* Alg. 3 lines 9-11: the bodies supporting no constraint */
     for (int i = 0; i < nb; ++i)
         if (!c->se[i])
-            rbgi_aba_rollout(m, i, &w, ddq);
+            rbgi_aba_rollout(m, i, w, ddq);
     *iterations = k;
     *residual = res;
+}
+
+/* work: rbgi_caba_layout */
+int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
+                        const rbg_prox_options *RST opt, const double *RST q, const double *RST v,
+                        const double *RST tau, double *RST ddq, double *RST lam,
+                        double *RST iterations, double *RST residual, double *RST work)
+{
+    const rbgi_caba s = rbgi_caba_layout(m, c, work);
+    if (!all_finite(q, m->nq) || !all_finite(v, m->nv) || !all_finite(tau, m->nv) || bad_options(opt))
+        return RBG_EINPUT;
+    if (!c->anchored)
+        return RBG_ELOOP;
+    if (c->nu)
+        return RBG_EUNILATERAL;
+    damping(c, opt->mu, s.rho);
+
+    /* Alg. 1, first forward sweep: v_i, c_i, IA_i = I_i, pA_i = v_i x* I_i v_i, the rows
+       K, k; then line 5 (eq. 29) */
+    rbgi_aba_forward(m, q, v, &s.w);
+    maximal_constraints(m, c, &s.w, s.oX, s.g, s.K, s.k);
+    rbgi_caba_augment(c, &s);
+    /* Alg. 1, backward sweep (ABA with the augmented IA, pA) */
+    const int rc = rbgi_aba_backward(m, tau, &s.w);
+    if (rc)
+        return rc;
+    rbgi_caba_iterate(m, c, opt, &s, ddq, lam, iterations, residual);
     return RBG_OK;
 }
 
@@ -979,6 +1065,8 @@ int rbg_prox_pv(const rbg_model *RST m, const rbg_constraints *RST c,
         return RBG_EINPUT;
     if (!c->anchored)
         return RBG_ELOOP;
+    if (c->nu)
+        return RBG_EUNILATERAL;
     damping(c, opt->mu, rho);
 
     /* lines 1-4: forward sweep; KA_b = K (columns K^T, one per row), l = -k, L = 0 */

@@ -1,5 +1,6 @@
 /*
- * rbg_internal.h -- pieces shared by rbg.c, rbg_constrained.c and rbg_delassus.c.  NOT
+ * rbg_internal.h -- pieces shared by rbg.c, rbg_constrained.c, rbg_delassus.c and
+ * rbg_events.c.  NOT
  * part of the API: spatial arithmetic, joints, the passes of RNEA, CRBA and ABA and the
  * constraint kinematics that the constrained and Delassus algorithms reuse.  Conventions
  * and notation are those of rbg.h / rbg.c: LOCAL body frames, X_i = (R_i, p_i) is
@@ -565,7 +566,8 @@ int rbgi_ltdl_inplace(const int *RST lam, int n, double *RST H);
 int rbgi_ltl_inplace(const int *RST lam, int n, double *RST H);
 
 /* ===================================================================== */
-/*  Constraint pieces shared by rbg_constrained.c and rbg_delassus.c     */
+/*  Constraint pieces shared by rbg_constrained.c, rbg_delassus.c and    */
+/*  rbg_events.c                                                         */
 /* ===================================================================== */
 
 /* out = X m = (R m_v + p x R m_w, R m_w): motion, child -> parent */
@@ -594,6 +596,30 @@ static inline void inv_compose(const double *RST A, const double *RST B, double 
         for (int c = 0; c < 3; ++c)
             out[3 * r + c] = A[r] * B[c] + A[3 + r] * B[3 + c] + A[6 + r] * B[6 + c];
     mtv3(A, d, out + 9);
+}
+
+static inline double norm_inf(const double *x, int n)
+{
+    double out = 0.0;
+    for (int i = 0; i < n; ++i)
+        if (fabs(x[i]) > out)
+            out = fabs(x[i]);
+    return out;
+}
+
+/* 1 if the proximal options are out of range: mu not positive and finite, max_iter < 1. */
+static inline int bad_options(const rbg_prox_options *RST opt)
+{
+    return !(opt->mu > 0.0) || !isfinite(opt->mu) || opt->max_iter < 1;
+}
+
+/* The stopping test of iterate k (gen/algorithms/proximal.py): residual
+ * |r|_inf with r = J ddq_k - a_c*; stop at max_iter, or when tol >= 0 and res <= tol. */
+static inline int prox_stop(const rbg_prox_options *RST opt, const double *RST r, int m, int k,
+                            double *RST res)
+{
+    *res = norm_inf(r, m);
+    return k >= opt->max_iter || (opt->tol >= 0.0 && *res <= opt->tol);
 }
 
 /* The body that moves in an anchored constraint. */
@@ -665,5 +691,49 @@ void rbgi_constraint_K(const rbg_constraints *RST c, int l, const double *RST re
 
 /* w K^T K of constraint l as a rigid-body inertia, when constant_inertia.  (rbg_constrained.c) */
 void rbgi_constraint_inertia(const rbg_constraints *RST c, int l, double w, double *RST I10);
+
+/* x <- D^-1 L^-T x on rows n-1 .. 0 of a factor from rbgi_ldl_factor (rows of `stride`
+ * doubles), the right-hand side's rows from n on taken as zero.  (rbg_constrained.c) */
+void rbgi_ldl_backward(int n, int stride, const int *RST ptr, const int *RST idx, const double *RST H,
+                       const double *RST dinv, double *RST x);
+
+/* x <- L^-1 x on rows from .. to-1, the rows below `from` already solved.  (rbg_constrained.c) */
+void rbgi_ldl_forward(int from, int to, int stride, const int *RST ptr, const int *RST idx,
+                      const double *RST H, double *RST x);
+
+/* The joint-space terms of the KKT solvers: M(q) (lower triangle, nv x nv), b(q, v), J
+ * (m x nv, LOCAL) and a_c*; scratch crba[22 nb + 6 nv], kin[30 nb].  (rbg_constrained.c) */
+void rbgi_kkt_terms(const rbg_model *RST m, const rbg_constraints *RST c, const double *RST q,
+                    const double *RST v, double *RST M, double *RST b, double *RST J, double *RST astar,
+                    double *RST crba, double *RST kin);
+
+/* K_mu = [[-rho, J], [J^T, M]] ((m + nv)^2, row-major) on the pattern (ptr, idx), constraint
+ * row order[i] at index i (order NULL: row i), joint d at m + d.  (rbg_constrained.c) */
+void rbgi_kkt_assemble(const rbg_model *RST m, const rbg_constraints *RST c, const int *RST ptr,
+                       const int *RST idx, const int *RST order, const double *RST rho,
+                       const double *RST M, const double *RST J, double *RST H);
+
+/* constrainedABA's state (Sathya 2024 Alg. 1-3) in a workspace of
+ * RBG_WORK_CONSTRAINED_ABA(nb, nv, m) doubles: the ABA quantities w, then oX[12 nb]
+ * g[6 nb] (gravity offsets) dp[6 nb] (bias-force changes) K[6 m] (rows K, 6 per row)
+ * k[m] rho[m] r[m] (residual) wr[m] (scratch).  (rbg_constrained.c) */
+typedef struct rbgi_caba {
+    rbgi_aba w;
+    double *oX, *g, *dp, *K, *k, *rho, *r, *wr;
+} rbgi_caba;
+
+rbgi_caba rbgi_caba_layout(const rbg_model *RST m, const rbg_constraints *RST c, double *RST work);
+
+/* Alg. 1 line 5 (eq. 29), after the first forward sweep: IA_b += K^T K / rho,
+ * pA_b -= K^T (k / rho) for every constraint (K, k, rho filled).  (rbg_constrained.c) */
+void rbgi_caba_augment(const rbg_constraints *RST c, const rbgi_caba *RST s);
+
+/* After the augmented backward sweep: the roll-out over S_E, the proximal iterations from
+ * lam_0 = 0 (eq. 27b, Alg. 2) with opt's stopping test, then the roll-out of the other
+ * bodies (Alg. 3 lines 9-11); the root acceleration is m's gravity offset -g.
+ * (rbg_constrained.c) */
+void rbgi_caba_iterate(const rbg_model *RST m, const rbg_constraints *RST c, const rbg_prox_options *RST opt,
+                       const rbgi_caba *RST s, double *RST ddq, double *RST lam, double *RST iterations,
+                       double *RST residual);
 
 #endif /* RBG_INTERNAL_H */

@@ -40,6 +40,7 @@ M1, M2         double[12 nc]  the frames in their bodies (in the world for -1): 
                               row-major (frame -> body), then p
 weight         double[nc]     positive weights (damping rho = mu / weight)
 kp, kd         double[nc]     Baumgarte gains per constraint (ConstraintSet.gains)
+unilateral     int[nc]   1 if the normal row is one-sided (spec ``3D+`` / ``6D+``), else 0
 =============  ========  =============================================================
 """
 from __future__ import annotations
@@ -110,6 +111,14 @@ _WORK_DELASSUS = {
     "kkt_osim": lambda nb, nv, m: (m + nv) * (m + nv + 1) + nv * (nv + m + 6) + 22 * nb + m * (m + 1),
 }
 
+# Events (rbg_events.c; rbg_algo ids) and their workspaces, functions of (nbodies, nv, m):
+# the RBG_WORK_<ALGO>(nb, nv, m) macros.
+EVENT_ALGO_IDS = {"prox_lcp": 15, "impulse": 16}
+_WORK_EVENTS = {
+    "prox_lcp": lambda nb, nv, m: (m + nv) * (m + nv + 3) + nv * (nv + m + 7) + m * (m + 8) + 52 * nb,
+    "impulse": lambda nb, nv, m: 103 * nb + 2 * nv + 10 * m,
+}
+
 # (field, C element type, length as a function of nc); order = struct order.
 CONSTRAINT_FIELDS = [
     ("nc", "int", None),
@@ -121,6 +130,7 @@ CONSTRAINT_FIELDS = [
     ("weight", "double", lambda nc: nc),
     ("kp", "double", lambda nc: nc),
     ("kd", "double", lambda nc: nc),
+    ("unilateral", "int", lambda nc: nc),
 ]
 CONSTRAINT_ARRAY_FIELDS = [f for f, _, n in CONSTRAINT_FIELDS if n is not None]
 
@@ -208,6 +218,7 @@ class ConstraintArrays:
     weight: np.ndarray
     kp: np.ndarray
     kd: np.ndarray
+    unilateral: np.ndarray
 
 
 def _se3_row(M) -> list[float]:
@@ -233,18 +244,20 @@ def serialize_constraints(model: Model, cset) -> ConstraintArrays:
         weight=flat([float(c.weight) for c in cons]),
         kp=flat([cs.gains(c)[0] for c in range(len(cons))]),
         kd=flat([cs.gains(c)[1] for c in range(len(cons))]),
+        unilateral=ints([int(c.unilateral) for c in cons]),
     )
 
 
 def constraints_iwork_size(model: Model, cset) -> int:
     """Ints ``rbg_constraints_init`` needs (``rbg_constraints_iwork_size``): the row
-    offsets, supports, S_E, ES and the three patterns at their upper bounds, then an
-    N x N scratch for the symbolic factorisation (N = m + nv)."""
+    offsets, supports, S_E, ES, the three patterns and proxLCP's row order and pattern at
+    their upper bounds, then an N x N scratch for the symbolic factorisation (N = m + nv)."""
     a = serialize_constraints(model, cset)
     nb, nv, nc, m = model.nbodies, model.nv, a.nc, a.m
     n = m + nv
     return ((nc + 1) + (nc + 1 + nc * nv) + nb + (nb + 1 + nb * nc) + (n + 1 + n * (n - 1) // 2)
-            + (nv + 1 + nv * (nv - 1) // 2) + (m + 1 + m * (m - 1) // 2) + n * n)
+            + (nv + 1 + nv * (nv - 1) // 2) + (m + 1 + m * (m - 1) // 2) + m + (n + 1 + n * (n - 1) // 2)
+            + n * n)
 
 
 def constrained_work_sizes(model: Model, cset) -> dict[str, int]:
@@ -252,6 +265,13 @@ def constrained_work_sizes(model: Model, cset) -> dict[str, int]:
     (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
     m = serialize_constraints(model, cset).m
     return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_CONSTRAINED.items()}
+
+
+def event_work_sizes(model: Model, cset) -> dict[str, int]:
+    """Doubles of workspace of ``rbg_prox_lcp`` and ``rbg_impulse`` for this constraint set
+    (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
+    m = serialize_constraints(model, cset).m
+    return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_EVENTS.items()}
 
 
 def delassus_work_sizes(model: Model, cset) -> dict[str, int]:
@@ -343,6 +363,7 @@ def constraints_to_c(model: Model, cset, name: str = "constraints") -> str:
     out.append(f"\nstatic rbg_constraints {name} = {{\n" + "\n".join(init) + "\n};\n\n")
     out.append(f"#define {upper}_IWORK {constraints_iwork_size(model, cset)}\n")
     out.append(f"static int {name}_iwork[{upper}_IWORK];\n\n")
-    for algo, n in {**constrained_work_sizes(model, cset), **delassus_work_sizes(model, cset)}.items():
+    for algo, n in {**constrained_work_sizes(model, cset), **delassus_work_sizes(model, cset),
+                    **event_work_sizes(model, cset)}.items():
         out.append(f"#define {upper}_WORK_{algo.upper()} {n}\n")
     return "".join(out)
