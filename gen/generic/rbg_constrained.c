@@ -872,27 +872,36 @@ rbgi_caba rbgi_caba_layout(const rbg_model *RST m, const rbg_constraints *RST c,
 }
 
 /* Alg. 1 line 5 (eq. 29) for every constraint:  IA_b += K^T K / rho,  pA_b -= K^T (k / rho) */
+/* IA_b += w K^T K, the penalty inertia of constraint l on its moving body (Sathya 2024
+ * eq. 24/29): a constant point mass (plus w 1 rotational for 6D) when constant_inertia,
+ * else the product of its K (n x 6, row-major). */
+void rbgi_add_constraint_inertia(const rbg_constraints *RST c, int l, double w, const double *RST Kl,
+                                 double *RST IAb)
+{
+    if (constant_inertia(c, l)) {
+        double I10[10], I6[36];
+        rbgi_constraint_inertia(c, l, w, I10);
+        rbi_matrix(I10, I6);
+        for (int e = 0; e < 36; ++e)
+            IAb[e] += I6[e];
+        return;
+    }
+    for (int a = 0; a < 6; ++a)
+        for (int e = 0; e < 6; ++e) {
+            double t = 0.0;
+            for (int rr = 0; rr < c->size[l]; ++rr)
+                t += Kl[6 * rr + a] * Kl[6 * rr + e];
+            IAb[6 * a + e] += w * t;
+        }
+}
+
 void rbgi_caba_augment(const rbg_constraints *RST c, const rbgi_caba *RST s)
 {
     for (int l = 0; l < c->nc; ++l) {
         const int n = c->size[l], r0 = c->row[l], bl = moving_body(c, l);
         const double wl = 1.0 / s->rho[r0], *Kl = s->K + 6 * r0;
         double *IAb = s->w.IA + 36 * bl, *pAb = s->w.pA + 6 * bl;
-        if (constant_inertia(c, l)) {
-            double I10[10], I6[36];
-            rbgi_constraint_inertia(c, l, wl, I10);
-            rbi_matrix(I10, I6);
-            for (int e = 0; e < 36; ++e)
-                IAb[e] += I6[e];
-        } else {
-            for (int a = 0; a < 6; ++a)
-                for (int e = 0; e < 6; ++e) {
-                    double t = 0.0;
-                    for (int rr = 0; rr < n; ++rr)
-                        t += Kl[6 * rr + a] * Kl[6 * rr + e];
-                    IAb[6 * a + e] += wl * t;
-                }
-        }
+        rbgi_add_constraint_inertia(c, l, wl, Kl, IAb);
         for (int rr = 0; rr < n; ++rr)
             s->wr[r0 + rr] = -(wl * s->k[r0 + rr]);
         add_KT(Kl, n, s->wr + r0, pAb);

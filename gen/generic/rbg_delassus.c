@@ -310,7 +310,7 @@ int rbg_caba_osim(const rbg_model *RST m, const rbg_constraints *RST c, double m
     /* line 4:  H_b^A = I_b + W K^T K  (a constant inertia when the frame is held by the
        world, Sathya 2024 eq. 24),  K^A = W K */
     for (int l = 0; l < c->nc; ++l) {
-        const int n = c->size[l], r0 = c->row[l], bl = moving_body(c, l);
+        const int r0 = c->row[l], bl = moving_body(c, l);
         const double W = 1.0 / rho[r0];
         double rel[12] = {0}, *Kl = K + 6 * r0, *IAb = w.IA + 36 * bl;
         if (c->body1[l] < 0) {
@@ -321,21 +321,7 @@ int rbg_caba_osim(const rbg_model *RST m, const rbg_constraints *RST c, double m
             inv_compose(oc1, oc2, rel);
         }
         rbgi_constraint_K(c, l, rel, Kl);
-        if (constant_inertia(c, l)) {
-            double I10[10], I6[36];
-            rbgi_constraint_inertia(c, l, W, I10);
-            rbi_matrix(I10, I6);
-            for (int e = 0; e < 36; ++e)
-                IAb[e] += I6[e];
-        } else {
-            for (int a = 0; a < 6; ++a)
-                for (int e = 0; e < 6; ++e) {
-                    double s = 0.0;
-                    for (int rr = 0; rr < n; ++rr)
-                        s += Kl[6 * rr + a] * Kl[6 * rr + e];
-                    IAb[6 * a + e] += W * s;
-                }
-        }
+        rbgi_add_constraint_inertia(c, l, W, Kl, IAb);
     }
     /* KA_i^T: the columns (K^A)^T of ES(i), zero but at each constraint's own body */
     for (int i = 0; i < nb; ++i)

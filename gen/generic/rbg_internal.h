@@ -691,6 +691,9 @@ void rbgi_constraint_K(const rbg_constraints *RST c, int l, const double *RST re
 
 /* w K^T K of constraint l as a rigid-body inertia, when constant_inertia.  (rbg_constrained.c) */
 void rbgi_constraint_inertia(const rbg_constraints *RST c, int l, double w, double *RST I10);
+/* IA_b += w K^T K for constraint l (6x6 row-major IAb, K_l n x 6).  (rbg_constrained.c) */
+void rbgi_add_constraint_inertia(const rbg_constraints *RST c, int l, double w, const double *RST Kl,
+                                 double *RST IAb);
 
 /* x <- D^-1 L^-T x on rows n-1 .. 0 of a factor from rbgi_ldl_factor (rows of `stride`
  * doubles), the right-hand side's rows from n on taken as zero.  (rbg_constrained.c) */
