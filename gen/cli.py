@@ -113,17 +113,30 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
 
 
 def _algorithm_options(algorithm: str, args) -> dict:
-    """``--iterations``, ``--tol``, ``--max-iter`` as algorithm options; only the proximal
-    solvers iterate (``--tol`` builds the early-exit C driver, ``--max-iter`` caps it)."""
+    """``--iterations``, ``--tol``, ``--max-iter``, ``--mu``, ``--restitution`` as algorithm
+    options, checked against what the algorithm takes: the proximal solvers iterate
+    (``--tol`` builds the early-exit C driver, ``--max-iter`` caps it), the damped
+    Delassus inverses take ``mu``, the impact map its restitution."""
+    import inspect
+
     from .algorithms.proximal import ProximalSolver
     from .api import get_algorithm
 
     given = {k: v for k, v in (("iterations", getattr(args, "iterations", None)),
                                 ("tol", getattr(args, "tol", None)),
-                                ("max_iter", getattr(args, "max_iter", None))) if v is not None}
-    if given and not isinstance(get_algorithm(algorithm).fn, ProximalSolver):
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise RbdgenError(f"{algorithm} has no iterations or tolerance ({flags} not applicable)")
+                                ("max_iter", getattr(args, "max_iter", None)),
+                                ("mu", getattr(args, "mu", None)),
+                                ("restitution", getattr(args, "restitution", None))) if v is not None}
+    fn = get_algorithm(algorithm).fn
+    if isinstance(fn, ProximalSolver):
+        fn.split_options(given)                    # names the options it does not take
+    else:
+        takes = [n for n, p in inspect.signature(fn).parameters.items() if p.kind == p.KEYWORD_ONLY]
+        bad = [k for k in given if k not in takes]
+        if bad:
+            flags = ", ".join("--" + k.replace("_", "-") for k in bad)
+            raise RbdgenError(f"{algorithm} takes no {flags} (it does not iterate"
+                              + (", and has no damping mu)" if "mu" not in takes else ")"))
     if "max_iter" in given and "tol" not in given:
         raise RbdgenError("--max-iter caps the early-exit driver: give it with --tol (or use --iterations K)")
     return given
@@ -456,6 +469,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tol", type=float,
                    help="early-exit C driver: iterate until |J ddq - a_c*|_inf <= TOL (proximal solvers)")
     s.add_argument("--max-iter", type=int, help="iteration cap of the driver (with --tol; default --iterations)")
+    s.add_argument("--mu", type=float, help="proximal damping, Pinocchio's sense (default 1e-6; Sathya's "
+                                            "penalty is 1/mu): proximal solvers and damped Delassus inverses")
+    s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
+                                                     "(default 0, plastic)")
     s.add_argument("--out", "-o", required=True, help="build folder to write")
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",

@@ -284,3 +284,23 @@ def test_user_error_in_a_subprocess_has_no_traceback():
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [out.stderr.strip()] and "Traceback" not in out.stderr
     assert out.stderr.startswith("rbdgen: error: unknown robot 'nope'")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["aba", "--mu", "1e-3"], "aba takes no --mu"),
+    (["prox_ltl", "-c", "3D:FL_FOOT", "--restitution", "0.5"], "prox_ltl has no option 'restitution'"),
+    (["caba_osim", "-c", "3D:FL_FOOT", "--iterations", "3"], "caba_osim takes no --iterations"),
+])
+def test_build_rejects_options_the_algorithm_does_not_take(args, words, tmp_path, capsys):
+    assert main(["build", "solo12", "-a", *args, "--out", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+def test_build_passes_mu_and_restitution_into_the_kernel(tmp_path, capsys):
+    import json
+
+    assert main(["build", "solo12", "-a", "impulse", "-c", "3D:FL_FOOT", "--mu", "1e-4", "--restitution", "0.5",
+                 "--out", str(tmp_path / "imp"), "-q"]) == 0
+    man = json.loads((tmp_path / "imp" / "manifest.json").read_text())
+    assert man["options"]["mu"] == 1e-4 and man["options"]["restitution"] == 0.5

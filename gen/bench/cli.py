@@ -59,6 +59,7 @@ def add_parser(subparsers):
     p.add_argument("--seed", type=int, default=d["seed"])
     p.add_argument("--iterations", type=int, help="fixed iteration count (proximal solvers)")
     p.add_argument("--mu", type=float, help="proximal damping, Pinocchio's sense (default 1e-6)")
+    p.add_argument("--restitution", type=float, help="impact map: coefficient of restitution (default 0)")
     p.add_argument("--tol", type=float, help="proximal solvers: early exit once |J ddq - a_c*|_inf <= TOL "
                                              "(the specialized and generic C alike; Pinocchio gets it as "
                                              "its ProximalSettings accuracy)")
@@ -111,7 +112,7 @@ def run(args) -> int:
     against = _against(args.against)
     kwargs = _common_kwargs(args)
     options = {k: v for k, v in (("iterations", args.iterations), ("mu", args.mu), ("tol", args.tol),
-                                 ("max_iter", args.max_iter)) if v is not None}
+                                 ("max_iter", args.max_iter), ("restitution", args.restitution)) if v is not None}
     if "max_iter" in options and "tol" not in options:
         raise RbdgenError("--max-iter caps the early exit: give it with --tol (or use --iterations K)")
     if args.constrained_suite:
