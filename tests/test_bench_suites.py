@@ -33,3 +33,17 @@ def test_constrained_suite_user_errors(args, words, capsys):
     assert main(["bench", "--constrained-suite", *args]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+def test_constrained_suite_covers_delassus_and_event_rows(tmp_path):
+    from gen.bench.report import constrained_markdown
+    from gen.bench.suite import run_constrained_suite
+
+    s = run_constrained_suite(["ur5_6d_tool0"], ("caba_osim", "delassus", "impulse", "prox_lcp"), against=("generic",),
+                              rounds=2, batch=3, warmup=1, n_states=8)
+    rows = {r["algorithm"]: r for r in s["results"]}
+    assert all("error" not in r and r["verify"]["ok"] for r in rows.values()), rows
+    assert rows["caba_osim"]["options"] == {"mu": 1e-4} and rows["impulse"]["options"]["iterations"] == 1
+    assert rows["prox_lcp"]["constraints"] == "6D+:tool0"            # the contact made one-sided
+    md = constrained_markdown(s)
+    assert "| ur5_6d_tool0 | 6 | caba_osim |" in md and "| ur5_6d_tool0 | 6 | prox_lcp |" in md

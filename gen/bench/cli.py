@@ -44,8 +44,9 @@ def add_parser(subparsers):
     p.add_argument("--suite", action="store_true",
                    help="every named robot x (rnea, crba, aba, nle); writes bench/reports/<date>-suite.{md,json,png}")
     p.add_argument("--constrained-suite", action="store_true",
-                   help="every named constraint set x (constrained_aba, prox_ltls, prox_ltl, prox_pv) against "
-                        "generic and Pinocchio's constraintDynamics / contactABA; writes "
+                   help="every named constraint set x (the proximal solvers, the Delassus algorithms, "
+                        "the impact map and prox_lcp) against generic and Pinocchio (constraintDynamics, "
+                        "contactABA, damped Delassus inverse, impulseDynamics); writes "
                         "bench/reports/<date>-constrained.{md,json}")
     p.add_argument("--sets", help="with --constrained-suite: comma list of set names (default: the non-redundant "
                                   "sets of opcount.constrained)")
@@ -125,7 +126,7 @@ def run(args) -> int:
             raise RbdgenError("--constrained-suite times a fixed iteration count: use --iterations K, not --tol")
         sets = [t.strip() for t in args.sets.split(",")] if args.sets else None
         solvers = tuple(a.strip() for a in args.algorithms.split(",")) if args.algorithms else \
-            suite.CONSTRAINED_SOLVERS
+            tuple(a for f in suite.FAMILIES.values() for a in f)
         s = suite.run_constrained_suite(sets, solvers, iterations=options.pop("iterations", 3), against=against,
                                         progress=say, **kwargs, **options)
         for kind, path in suite.write_constrained_report(s, args.out).items():

@@ -234,49 +234,85 @@ def write_suite(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
 
 # --- the constrained suite report -------------------------------------------------------------
 
+def _pin_ratio(rows, function):
+    r = next((r for r in rows if r["implementations"].get("pinocchio", {}).get("function") == function), None)
+    return (r["ratios"].get("pinocchio/specialized"), r) if r else (None, None)
+
+
 def constrained_markdown(suite: dict) -> str:
-    """Per set: each solver's specialised median, generic/spec, and Pinocchio/spec for
-    ``constraintDynamics`` (every solver) and ``contactABA`` (against constrainedABA), then
-    the target ratio: Pinocchio's fastest solver / our constrainedABA."""
+    """Three tables (proximal solvers; Delassus and damped inverses; impact map and
+    unilateral solver): each row's specialised median and the generic and Pinocchio
+    ratios, then the issues' targets: Pinocchio's fastest solver / our constrainedABA and
+    Pinocchio's damped Delassus inverse / our cABA-OSIM."""
+    from .suite import CONSTRAINED_SOLVERS, DELASSUS_ALGORITHMS, DELASSUS_MU, EVENT_ALGORITHMS
+
     m, meth = suite["machine"], suite["method"]
-    res = suite["results"]
+    by: dict = {}
+    for r in suite["results"]:
+        by.setdefault((r["set"], r["algorithm"]), []).append(r)
     out = [f"# rbdgen constrained-dynamics benchmarks — {suite['date']}", "",
            f"Specialized C vs rbdgen's generic C vs Pinocchio {m['versions']['pinocchio']} on the named "
-           f"constraint sets, K = {meth['iterations']} proximal iterations everywhere (Pinocchio: "
-           f"`max_iter = {meth['iterations']}`, accuracy 0, same μ), one process per row, interleaved, "
-           f"`{m['flags']}`, {meth['rounds']} rounds × {meth['batch']} calls; CPU {m['cpu']} "
-           f"({m['cores']} cores), load average {m.get('loadavg')} → {m.get('loadavg_end')}. "
-           "Ratios > 1: the specialized C is faster. Outputs (ddq, λ) cross-checked before timing, "
-           "except against contactABA (Pinocchio's constrainedABA): its λ is not the constraint force "
-           "and its K-th iterate is not ours, so its column gives the relative ddq difference at this K "
-           "(Δ) instead of refusing (converged, 60 iterations at μ = 1e-4: 1.2e-12 on talos' soles, 2.6e-5 on "
-           "ur5's 6D tool0).", "",
-           "| set | m | solver | spec µs | generic / spec | constraintDynamics / spec | contactABA / spec |",
-           "|---|--:|---|--:|--:|--:|--:|"]
-    by = {}
-    for r in res:
-        by.setdefault((r["set"], r["algorithm"]), []).append(r)
-    best = {}
-    for (name, solver), rs in by.items():
-        ok = [r for r in rs if "error" not in r]
+           f"constraint sets, one process per row, implementations interleaved, `{m['flags']}`, "
+           f"{meth['rounds']} rounds × {meth['batch']} calls; CPU {m['cpu']} ({m['cores']} cores), load average "
+           f"{m.get('loadavg')} → {m.get('loadavg_end')}. Ratios > 1: the specialized C is faster. Outputs "
+           "cross-checked before timing, except against contactABA (Pinocchio's constrainedABA): its λ is not "
+           "the constraint force and its K-th iterate is not ours, so its column gives the relative ddq "
+           "difference at this K (Δ) instead of refusing (converged, 60 iterations at μ = 1e-4: 1.2e-12 on "
+           "talos' soles, 2.6e-5 on ur5's 6D tool0).", ""]
+    best, osim = {}, {}
+
+    def rows_of(algorithms):
+        for (name, alg), rs in by.items():
+            if alg in algorithms:
+                ok = [r for r in rs if "error" not in r]
+                yield name, alg, ok, rs
+
+    out += [f"## Proximal solvers, K = {meth['iterations']} (Pinocchio: `max_iter = {meth['iterations']}`, "
+            "accuracy 0, same μ)", "",
+            "| set | m | solver | spec µs | generic / spec | constraintDynamics / spec | contactABA / spec |",
+            "|---|--:|---|--:|--:|--:|--:|"]
+    for name, alg, ok, rs in rows_of(CONSTRAINED_SOLVERS):
         if not ok:
-            out.append(f"| {name} | | {solver} | | | | {rs[0]['error']} |")
+            out.append(f"| {name} | | {alg} | | | | {rs[0]['error']} |")
             continue
         spec = ok[0]["implementations"]["specialized"]["median_ns"] / 1000
-        gen = next((r["ratios"].get("generic/specialized") for r in ok if "generic/specialized" in r["ratios"]), None)
-        cd = next((r["ratios"].get("pinocchio/specialized") for r in ok
-                   if r["implementations"].get("pinocchio", {}).get("function") == "constraint_dynamics"), None)
-        ca_row = next((r for r in ok if r["implementations"].get("pinocchio", {}).get("function") == "contact_aba"),
-                      None)
-        ca = ca_row["ratios"].get("pinocchio/specialized") if ca_row else None
+        gen = next((r["ratios"]["generic/specialized"] for r in ok if "generic/specialized" in r["ratios"]), None)
+        cd, _ = _pin_ratio(ok, "constraint_dynamics")
+        ca, ca_row = _pin_ratio(ok, "contact_aba")
         ca_text = _fmt(ca) if ca_row is None else \
             f"{_fmt(ca)} (ddq Δ {_fmt(ca_row['verify']['max_rel_diff'].get('pinocchio'), 2)})"
-        out.append(f"| {name} | {ok[0]['m']} | {solver} | {_fmt(spec)} | {_fmt(gen)} | {_fmt(cd)} | {ca_text} |")
-        if solver == "constrained_aba":
+        out.append(f"| {name} | {ok[0]['m']} | {alg} | {_fmt(spec)} | {_fmt(gen)} | {_fmt(cd)} | {ca_text} |")
+        if alg == "constrained_aba":
             best[name] = min((x for x in (cd, ca) if x is not None), default=None)
-    out += ["", "## Target: Pinocchio's fastest solver / specialized constrainedABA", "",
-            "| set | ratio |", "|---|--:|"] + [f"| {k} | {_fmt(v)} |" for k, v in best.items()]
-    errors = [r for r in res if "error" in r]
+    out += ["", f"## Delassus matrix and damped inverses (μ = {DELASSUS_MU:g})", "",
+            "| set | m | algorithm | spec µs | generic / spec | damped Delassus⁻¹ (Pinocchio) / spec |",
+            "|---|--:|---|--:|--:|--:|"]
+    for name, alg, ok, rs in rows_of(DELASSUS_ALGORITHMS):
+        if not ok:
+            out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
+            continue
+        r = ok[0]
+        pin = r["ratios"].get("pinocchio/specialized")
+        out.append(f"| {name} | {r['m']} | {alg} | {_fmt(r['implementations']['specialized']['median_ns'] / 1000)} "
+                   f"| {_fmt(r['ratios'].get('generic/specialized'))} | {_fmt(pin)} |")
+        if alg == "caba_osim":
+            osim[name] = pin
+    out += ["", "## Impact map (K = 1, μ = 1e-4) and unilateral contacts (prox_lcp, the contacts made "
+            f"one-sided, K = {meth['iterations']})", "",
+            "| set | m | algorithm | spec µs | generic / spec | impulseDynamics (Pinocchio) / spec |",
+            "|---|--:|---|--:|--:|--:|"]
+    for name, alg, ok, rs in rows_of(EVENT_ALGORITHMS):
+        if not ok:
+            out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
+            continue
+        r = ok[0]
+        out.append(f"| {name} | {r['m']} | {alg} | {_fmt(r['implementations']['specialized']['median_ns'] / 1000)} "
+                   f"| {_fmt(r['ratios'].get('generic/specialized'))} | {_fmt(r['ratios'].get('pinocchio/specialized'))} |")
+    out += ["", "## Targets", "", "| set | Pinocchio's fastest solver / constrainedABA | "
+            "Pinocchio damped Delassus⁻¹ / cABA-OSIM |", "|---|--:|--:|"]
+    for name in dict.fromkeys([*best, *osim]):
+        out.append(f"| {name} | {_fmt(best.get(name))} | {_fmt(osim.get(name))} |")
+    errors = [r for r in suite["results"] if "error" in r]
     if errors:
         out += ["", "## Errors", ""] + [f"- {r['set']}/{r['algorithm']} ({r.get('pin_peer')}): {r['error']}"
                                         for r in errors]

@@ -68,10 +68,16 @@ def write_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str
     return report.write_suite(suite, Path(out_dir) if out_dir else REPORTS_DIR, stem or f"{suite['date']}-suite")
 
 
-# --- constrained dynamics (issue 5) ------------------------------------------------------------
+# --- constrained dynamics, Delassus, events (issues 5-7) -----------------------------------------
 
 CONSTRAINED_SOLVERS = ("constrained_aba", "prox_ltls", "prox_ltl", "prox_pv")
+DELASSUS_ALGORITHMS = ("caba_osim", "ltl_osim", "kkt_osim", "delassus")
+EVENT_ALGORITHMS = ("impulse", "prox_lcp")
+FAMILIES = {"solvers": CONSTRAINED_SOLVERS, "delassus": DELASSUS_ALGORITHMS, "events": EVENT_ALGORITHMS}
 PIN_CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba")
+#: Pinocchio's damped Delassus inverse has its own rounding below mu = 1e-4 (PV-OSIMr), so
+#: the Delassus rows run at this damping on every side
+DELASSUS_MU = 1e-4
 
 
 def constrained_sets(include_redundant: bool = False) -> dict[str, tuple[str, str]]:
@@ -84,13 +90,45 @@ def constrained_sets(include_redundant: bool = False) -> dict[str, tuple[str, st
     return sets
 
 
-def run_constrained_suite(sets=None, solvers=CONSTRAINED_SOLVERS, *, iterations: int = 3,
+def _jobs(name, robot, spec, algorithms, iterations, against):
+    """(algorithm, spec, Pinocchio peer or None, implementations, options, check) per row."""
+    pin = "pinocchio" in against
+    gen_only = tuple(a for a in against if a != "pinocchio")
+    out = []
+    for alg in algorithms:
+        if alg in CONSTRAINED_SOLVERS:
+            opts = {"iterations": iterations}
+            out.append((alg, spec, "constraint_dynamics" if pin else None, against, opts, True))
+            if alg == "constrained_aba" and pin:
+                # contactABA's K-th iterate is not ours (its multiplier update comes at another
+                # point of the loop), so its row reports the ddq difference, unchecked
+                out.append((alg, spec, "contact_aba", ("pinocchio",), opts, False))
+        elif alg == "delassus":
+            out.append((alg, spec, None, gen_only, {}, True))       # no Pinocchio peer in the shim
+        elif alg in DELASSUS_ALGORITHMS:
+            out.append((alg, spec, "delassus_inv" if pin else None, against, {"mu": DELASSUS_MU}, True))
+        elif alg == "impulse":
+            # Pinocchio's impulseDynamics is one damped solve: our K = 1 iterate
+            out.append((alg, spec, "impulse_dynamics" if pin else None, against, {"iterations": 1, "mu": 1e-4}, True))
+        elif alg == "prox_lcp":
+            one_sided = ",".join(t.replace(":", "+:", 1) for t in spec.split(","))
+            out.append((alg, one_sided, None, gen_only, {"iterations": iterations}, True))
+        else:
+            raise RbdgenError(f"{alg} is not part of the constrained suite (choose from "
+                              f"{', '.join(a for f in FAMILIES.values() for a in f)})")
+    return out
+
+
+def run_constrained_suite(sets=None, algorithms=CONSTRAINED_SOLVERS, *, iterations: int = 3,
                           against=("generic", "pinocchio"), progress=None, date: str | None = None,
                           **bench_kwargs) -> dict:
-    """Every set × solver at a fixed iteration count K (Pinocchio's solvers run the same
-    K, accuracy 0), specialised vs generic vs Pinocchio's ``constraintDynamics``; the
-    constrainedABA row is repeated against Pinocchio's ``contactABA`` (its constrainedABA)
-    so "Pinocchio's fastest solver" is measured in the same program as ours."""
+    """Every set × algorithm: the proximal solvers at a fixed iteration count K
+    (Pinocchio's ``constraintDynamics`` runs the same K, accuracy 0; the constrainedABA
+    row is repeated against ``contactABA``, Pinocchio's constrainedABA, so "Pinocchio's
+    fastest solver" is timed in the same program as ours), the damped Delassus inverses
+    against ``computeDampedDelassusMatrixInverse`` (mu = :data:`DELASSUS_MU`), the impact
+    map against ``impulseDynamics`` (K = 1) and the unilateral solver on the set's
+    contacts made one-sided (generic only)."""
     say = progress or (lambda s: None)
     chosen = constrained_sets()
     if sets is not None:
@@ -102,23 +140,18 @@ def run_constrained_suite(sets=None, solvers=CONSTRAINED_SOLVERS, *, iterations:
     machine = harness.machine_info()
     results = []
     for name, (robot, spec) in chosen.items():
-        for solver in solvers:
-            peers = PIN_CONSTRAINED_PEERS if solver == "constrained_aba" else PIN_CONSTRAINED_PEERS[:1]
-            for peer in peers if "pinocchio" in against else (None,):
-                use = against if peer == PIN_CONSTRAINED_PEERS[0] or peer is None else ("pinocchio",)
-                say(f"constrained suite: {name} {solver}" + (f" vs {peer}" if peer else ""))
-                try:
-                    # contactABA's K-th iterate is not ours (its multiplier update comes at
-                    # another point of the loop: ddq differs by up to ~1e-4 relative at K = 3,
-                    # agreeing when converged), so its row reports the difference, unchecked
-                    r = harness.benchmark(robot, solver, spec, against=use, pin_peer=peer, progress=progress,
-                                          iterations=iterations, check=peer != "contact_aba", **bench_kwargs)
-                    r["set"] = name
-                    results.append(r)
-                except RbdgenError as e:
-                    say(f"constrained suite: {name} {solver} failed: {e}")
-                    results.append({"set": name, "robot": robot, "algorithm": solver, "constraints": spec,
-                                    "pin_peer": peer, "error": " ".join(str(e).split())})
+        for alg, sp, peer, use, opts, check in _jobs(name, robot, spec, algorithms, iterations, against):
+            say(f"constrained suite: {name} {alg}" + (f" vs {peer}" if peer else ""))
+            try:
+                r = harness.benchmark(robot, alg, sp, against=use, pin_peer=peer, progress=progress, check=check,
+                                      **{**bench_kwargs, **opts})
+                r["set"] = name
+                r["options"] = opts
+                results.append(r)
+            except RbdgenError as e:
+                say(f"constrained suite: {name} {alg} failed: {e}")
+                results.append({"set": name, "robot": robot, "algorithm": alg, "constraints": sp,
+                                "pin_peer": peer, "options": opts, "error": " ".join(str(e).split())})
     try:
         import os
 
