@@ -77,7 +77,12 @@ ARMS = "6D:arm_left_7_link,6D:arm_right_7_link"
 SETS = [("ur5", "ur5", "6D:tool0"), ("solo12", "solo12", FEET), ("talos", "talos", SOLES),
         ("talos-arms", "talos", SOLES + "," + ARMS), ("humanoid30", humanoid30, HUMANOID_CONTACTS),
         ("random", lambda: loop_tree(3), "6D:tip4,3D:tip9,3D:tip2,3D:anchor~tip7"),
-        ("trunk", trunk_tree, "6D:tipa0,6D:tipa1,6D:tipb0,6D:tipb1")]
+        ("trunk", trunk_tree, "6D:tipa0,6D:tipa1,6D:tipb0,6D:tipb1"),
+        # the rest of the constrained-dynamics issue's sets (opcount.constrained.CONSTRAINED_SETS)
+        ("ur5-3d", "ur5", "3D:tool0"), ("panda-3d", "panda", "3D:panda_hand_tcp"),
+        ("panda-6d", "panda", "6D:panda_hand_tcp"), ("solo12-2feet", "solo12", "3D:FL_FOOT,3D:HR_FOOT"),
+        ("anymal_c", "anymal_c", "3D:LF_FOOT,3D:RF_FOOT,3D:LH_FOOT,3D:RH_FOOT"),
+        ("go1", "go1", "3D:FL_foot,3D:FR_foot,3D:RL_foot,3D:RR_foot"), ("icub", "icub", "6D:l_sole,6D:r_sole")]
 LOOPS = [("humanoid30-loops", humanoid30, "6D:left_foot," + HUMANOID_LOOPS),
          ("random-loops", lambda: loop_tree(3), "3D:tip7~tip2,6D:tip5~tip8,6D:tip4")]
 
