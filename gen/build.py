@@ -182,18 +182,16 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
           avoid_stack: bool = False, **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``; returns a :class:`Kernel`.
 
-    ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>``);
+    ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>-<digest>``);
     ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
     ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
     ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
     build the early-exit driver)."""
-    from .emit import constraint_info, emit_trace, sanitize, symbol_prefix, trace_for
+    from .emit import emit_trace, trace_for
 
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
-    if out_dir is None:
-        name = prefix or symbol_prefix(tr.model.name, tr.algorithm.name, constraint_info(tr.cset)[0])
-        out_dir = cache_dir(cache) / "build" / sanitize(name)
-    folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress)
+    folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,
+                        under=cache_dir(cache) / "build")
     module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset)

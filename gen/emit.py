@@ -454,14 +454,19 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
-               progress: Callable[[str], None] | None = None) -> BuildFolder:
-    """Write the build folder of a traced kernel into ``out_dir``."""
+               progress: Callable[[str], None] | None = None, under=None) -> BuildFolder:
+    """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
+    into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
+    options the name does not show (iterations, mu, gains, anchors) never share a folder."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
         ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc)
         files = render(ctx)
+        if out_dir is None:
+            digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
+            out_dir = Path(under) / f"{ctx['prefix']}-{digest.hexdigest()[:10]}"
         path = write(files, out_dir)
         info["detail"] = f"{sum(len(t) for t in files.values()) // 1000} kB of C"
     return BuildFolder(path, ctx["prefix"], ctx["manifest"], files)

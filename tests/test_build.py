@@ -197,3 +197,15 @@ def test_compile_error_is_a_user_error(tmp_path, cache):
     k = gen.build("chain:2", "nle", cache=cache, out_dir=tmp_path / "k")
     with pytest.raises(RbdgenError, match="compiling"):
         compile_folder(k.path, flags="-fno-such-flag-for-rbdgen", cache=tmp_path / "c")
+
+
+def test_kernels_differing_only_in_options_get_their_own_cache_folders():
+    import gen
+
+    spec = "3D:left_foot,3D:right_foot"
+    k1 = gen.build("humanoid30", "constrained_aba", spec, iterations=1)
+    k3 = gen.build("humanoid30", "constrained_aba", spec, iterations=3)
+    again = gen.build("humanoid30", "constrained_aba", spec, iterations=1)
+    assert k1.path != k3.path and k1.path == again.path
+    assert k1.path.name.startswith(k1.manifest["functions"][0]["symbol"] + "-")
+    assert k1.manifest["iterations"] == 1 and k3.manifest["iterations"] == 3
