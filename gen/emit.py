@@ -363,6 +363,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
         "robot": model.name, "algorithm": algo.name, "constraints": spec,
         "nq": model.nq, "nv": model.nv, "m": m, **loop,
+        **({} if tr.cset is None else {"constraint_gains": _gains(tr.cset)}),
         "options": options,
         "layout": "column-major", "header": files["header"], "sources": sources,
         "cdef": files["cdef"], "library": f"lib{prefix}.a",
@@ -388,6 +389,21 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "kernel_code": _casadi_code(funcs, cg_prefix, avoid_stack),
     }
+
+
+def _gains(cset) -> list[dict]:
+    """Per constraint: its token, Baumgarte (Kp, Kd) as used (``(0, Kv)`` for a velocity
+    constraint), weight and the world anchor of a constraint held by the world (which
+    ``reference_q`` sets), so the manifest says which constraint model the C solves."""
+    out = []
+    for c, con in enumerate(cset.constraints):
+        kp, kd = cset.gains(c)
+        row = {"constraint": str(con), "Kp": kp, "Kd": kd, "weight": con.weight}
+        if con.body2 < 0:
+            row["anchor"] = {"R": [[float(x) for x in r] for r in con.placement2.R],
+                             "p": [float(x) for x in con.placement2.p]}
+        out.append(row)
+    return out
 
 
 # --- rendering ---------------------------------------------------------------------------

@@ -245,3 +245,21 @@ def test_every_registered_input_and_output_is_documented_in_the_header():
         names = [n for n, *_ in algo.inputs(model, c)] + [n for n, *_ in algo.outputs(model, c)]
         missing = [n for n in names if not _io_doc(name, n)]
         assert not missing, f"{name}: no header documentation for {missing} (gen/emit.py IO_DOCS)"
+
+
+def test_manifest_records_each_constraint_gains_weight_and_anchor():
+    import gen
+    from gen.emit import context
+    from gen.trace import trace
+
+    model = gen.load_robot("humanoid30")
+    rng = np.random.default_rng(2)
+    q0 = model.random_q(rng)
+    cset = gen.parse_constraints(model, "6D:left_foot,3Dv:right_hand", Kp=3.0, Kd=1.0, Kv=2.0,
+                                 weights=[1.0, 0.5], reference_q=q0)
+    man = context(trace(model, "prox_ltl", cset, iterations=2))["manifest"]
+    g = man["constraint_gains"]
+    assert [(r["constraint"], r["Kp"], r["Kd"], r["weight"]) for r in g] == [
+        ("6D:left_foot", 3.0, 1.0, 1.0), ("3Dv:right_hand", 0.0, 2.0, 0.5)]
+    assert np.allclose(g[0]["anchor"]["p"], cset.constraints[0].placement2.p)
+    assert "constraint_gains" not in context(trace(model, "aba"))["manifest"]
