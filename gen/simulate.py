@@ -665,11 +665,15 @@ def markdown(result: dict, plots: dict | None = None) -> str:
 
 
 def plot(result: dict, out: Path) -> dict:
-    """drift vs time (position, velocity) and energy vs time, one line per run (PNG)."""
-    import matplotlib
+    """drift vs time (position, velocity) and energy vs time, one line per run (PNG);
+    no plots (an empty dict) when matplotlib is not installed (``pip install rbdgen[plots]``)."""
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
 
     stem = result["robot"].replace(":", "")
     paths = {}
