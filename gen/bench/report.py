@@ -258,7 +258,7 @@ def constrained_markdown(suite: dict) -> str:
            "cross-checked before timing, except against contactABA (Pinocchio's constrainedABA): its λ is not "
            "the constraint force and its K-th iterate is not ours, so its column gives the relative ddq "
            "difference at this K (Δ) instead of refusing (converged, 60 iterations at μ = 1e-4: 1.2e-12 on "
-           "talos' soles, 2.6e-5 on ur5's 6D tool0).", ""]
+           "talos' soles, 2.6e-5 on ur5's 6D tool0)."]
     best, osim = {}, {}
 
     def rows_of(algorithms):
@@ -267,10 +267,14 @@ def constrained_markdown(suite: dict) -> str:
                 ok = [r for r in rs if "error" not in r]
                 yield name, alg, ok, rs
 
-    out += [f"## Proximal solvers, K = {meth['iterations']} (Pinocchio: `max_iter = {meth['iterations']}`, "
-            "accuracy 0, same μ)", "",
+    def section(title, head, algorithms):
+        if any(alg in algorithms for _, alg in by):
+            out.extend(["", title, "", head, "|---|--:|---|" + "--:|" * (head.count("|") - 4)])
+
+    section(f"## Proximal solvers, K = {meth['iterations']} (Pinocchio: `max_iter = {meth['iterations']}`, "
+            "accuracy 0, same μ)",
             "| set | m | solver | spec µs | generic / spec | constraintDynamics / spec | contactABA / spec |",
-            "|---|--:|---|--:|--:|--:|--:|"]
+            CONSTRAINED_SOLVERS)
     for name, alg, ok, rs in rows_of(CONSTRAINED_SOLVERS):
         if not ok:
             out.append(f"| {name} | | {alg} | | | | {rs[0]['error']} |")
@@ -281,12 +285,14 @@ def constrained_markdown(suite: dict) -> str:
         ca, ca_row = _pin_ratio(ok, "contact_aba")
         ca_text = _fmt(ca) if ca_row is None else \
             f"{_fmt(ca)} (ddq Δ {_fmt(ca_row['verify']['max_rel_diff'].get('pinocchio'), 2)})"
-        out.append(f"| {name} | {ok[0]['m']} | {alg} | {_fmt(spec)} | {_fmt(gen)} | {_fmt(cd)} | {ca_text} |")
+        mu = ok[0].get("options", {}).get("mu")
+        label = alg + (f" (μ = {mu:g})" if mu is not None else "")
+        out.append(f"| {name} | {ok[0]['m']} | {label} | {_fmt(spec)} | {_fmt(gen)} | {_fmt(cd)} | {ca_text} |")
         if alg == "constrained_aba":
             best[name] = min((x for x in (cd, ca) if x is not None), default=None)
-    out += ["", f"## Delassus matrix and damped inverses (μ = {DELASSUS_MU:g})", "",
+    section(f"## Delassus matrix and damped inverses (μ = {DELASSUS_MU:g})",
             "| set | m | algorithm | spec µs | generic / spec | damped Delassus⁻¹ (Pinocchio) / spec |",
-            "|---|--:|---|--:|--:|--:|"]
+            DELASSUS_ALGORITHMS)
     for name, alg, ok, rs in rows_of(DELASSUS_ALGORITHMS):
         if not ok:
             out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
@@ -297,10 +303,10 @@ def constrained_markdown(suite: dict) -> str:
                    f"| {_fmt(r['ratios'].get('generic/specialized'))} | {_fmt(pin)} |")
         if alg == "caba_osim":
             osim[name] = pin
-    out += ["", "## Impact map (K = 1, μ = 1e-4) and unilateral contacts (prox_lcp, the contacts made "
-            f"one-sided, K = {meth['iterations']})", "",
+    section("## Impact map (K = 1, μ = 1e-4) and unilateral contacts (prox_lcp, the contacts made "
+            f"one-sided, K = {meth['iterations']})",
             "| set | m | algorithm | spec µs | generic / spec | impulseDynamics (Pinocchio) / spec |",
-            "|---|--:|---|--:|--:|--:|"]
+            EVENT_ALGORITHMS)
     for name, alg, ok, rs in rows_of(EVENT_ALGORITHMS):
         if not ok:
             out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
