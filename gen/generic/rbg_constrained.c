@@ -1008,10 +1008,10 @@ int rbg_constrained_aba(const rbg_model *RST m, const rbg_constraints *RST c,
 /* ===================================================================== */
 
 /* Alg. 4 lines 9-11 for the supporting body i: with KA_i^T's columns (one force per row
- * of ES(i)) and T = D_i^-1 S_i^T KA_i^T,
- *   L  += KA_i S_i D_i^-1 S_i^T KA_i^T       (lower triangle of the Delassus matrix)
+ * of ES(i)),
  *   l  += KA_i (c_i + S_i D_i^-1 (u_i - U_i^T c_i))
- *   KA_parent^T += X_i^* P_i KA_i^T,  P_i = 1 - U_i D_i^-1 S_i^T */
+ * then L and KA_parent^T by rbgi_pv_delassus_step (the root's projection goes to the
+ * extra block nb of KA). */
 static void pv_step(const rbg_model *RST m, const rbg_constraints *RST c, int i,
                     const rbgi_aba *RST w, double *RST KA, double *RST T, double *RST L,
                     double *RST l)
@@ -1031,9 +1031,25 @@ static void pv_step(const rbg_model *RST m, const rbg_constraints *RST c, int i,
         const int la = c->es_idx[a];
         for (int ra = c->row[la]; ra < c->row[la + 1]; ++ra) {
             const double *f = KAi + 6 * ra;
-            dinv_sT(m, i, w, f, T + 6 * ra);
             l[ra] += f[0] * z[0] + f[1] * z[1] + f[2] * z[2] + f[3] * z[3] + f[4] * z[4] + f[5] * z[5];
         }
+    }
+    rbgi_pv_delassus_step(m, c, i, w, KAi, T, L, KAp);
+}
+
+/* The constraint-space part of PV (Sathya 2024 Alg. 4 lines 9-11) at the supporting body
+ * i, shared by proxPV and cABA-OSIM: with KA_i^T's columns (one force per row of ES(i))
+ * and T = D_i^-1 S_i^T KA_i^T,
+ *   L += KA_i S_i D_i^-1 S_i^T KA_i^T        (lower triangle, rows of ES(i))
+ *   KA_parent^T += X_i^* P_i KA_i^T,  P_i = 1 - U_i D_i^-1 S_i^T   (skipped if KAp is NULL) */
+void rbgi_pv_delassus_step(const rbg_model *RST m, const rbg_constraints *RST c, int i, const rbgi_aba *RST w,
+                           const double *RST KAi, double *RST T, double *RST L, double *RST KAp)
+{
+    const int mr = c->m;
+    for (int a = c->es_ptr[i]; a < c->es_ptr[i + 1]; ++a) {
+        const int la = c->es_idx[a];
+        for (int ra = c->row[la]; ra < c->row[la + 1]; ++ra)
+            dinv_sT(m, i, w, KAi + 6 * ra, T + 6 * ra);
     }
     for (int a = c->es_ptr[i]; a < c->es_ptr[i + 1]; ++a) {
         const int la = c->es_idx[a];
@@ -1051,7 +1067,8 @@ static void pv_step(const rbg_model *RST m, const rbg_constraints *RST c, int i,
                     L[(size_t)mr * ra + rb] += e;
                 }
             }
-            project_to_parent(m, i, w, f, T + 6 * ra, KAp + 6 * ra);
+            if (KAp)
+                project_to_parent(m, i, w, f, T + 6 * ra, KAp + 6 * ra);
         }
     }
 }

@@ -238,43 +238,6 @@ int rbg_ltl_osim(const rbg_model *RST m, const rbg_constraints *RST c, double mu
 /*  cABA-OSIM (Sathya 2024 Alg. 5, eq. 40-41)                            */
 /* ===================================================================== */
 
-/* Alg. 5 lines 9-10 at the supporting body i in constraint space (Alg. 4 lines 9-11,
- * PV-OSIM): with KA_i^T's columns (one force per row of the constraints ES(i) below i)
- * and T = D_i^-1 S_i^T KA_i^T,
- *   L  += KA_i S_i D_i^-1 S_i^T KA_i^T     (lower triangle of L_0^A)
- *   KA_parent^T += X_i^* P_i KA_i^T,  P_i = 1 - U_i D_i^-1 S_i^T  (line 16) */
-static void osim_step(const rbg_model *RST m, const rbg_constraints *RST c, int i,
-                      const rbgi_aba *RST w, double *RST KA, double *RST T, double *RST L)
-{
-    const int mr = c->m, p = m->parent[i];
-    const double *KAi = KA + (size_t)6 * mr * i;
-    for (int a = c->es_ptr[i]; a < c->es_ptr[i + 1]; ++a) {
-        const int la = c->es_idx[a];
-        for (int ra = c->row[la]; ra < c->row[la + 1]; ++ra)
-            dinv_sT(m, i, w, KAi + 6 * ra, T + 6 * ra);
-    }
-    for (int a = c->es_ptr[i]; a < c->es_ptr[i + 1]; ++a) {
-        const int la = c->es_idx[a];
-        for (int ra = c->row[la]; ra < c->row[la + 1]; ++ra) {
-            const double *f = KAi + 6 * ra;
-            double s[6];                           /* S^T KA_ra */
-            S_dot(m, i, f, s);
-            for (int b = c->es_ptr[i]; b < c->es_ptr[i + 1]; ++b) {
-                const int lb = c->es_idx[b];
-                for (int rb = c->row[lb]; rb < c->row[lb + 1] && rb <= ra; ++rb) {
-                    const double *t = T + 6 * rb;
-                    double e = s[0] * t[0];
-                    for (int k = 1; k < m->nvj[i]; ++k)
-                        e += s[k] * t[k];
-                    L[(size_t)mr * ra + rb] += e;
-                }
-            }
-            if (p >= 0)
-                project_to_parent(m, i, w, f, T + 6 * ra, KA + (size_t)6 * mr * p + 6 * ra);
-        }
-    }
-}
-
 /* work: aba[RBG_WORK_ABA] (X, IA, U, Dinv used) oX[12 nb] K[6 m] KA[6 m nb] T[6 m] rho[m] */
 int rbg_caba_osim(const rbg_model *RST m, const rbg_constraints *RST c, double mu,
                   const double *RST q, double *RST Lambda, double *RST work)
@@ -353,8 +316,9 @@ int rbg_caba_osim(const rbg_model *RST m, const rbg_constraints *RST c, double m
                 return RBG_ESINGULAR;
             w.Dinv[i] = 1.0 / D;
         }
-        if (c->se[i])
-            osim_step(m, c, i, &w, KA, T, Lambda);
+        if (c->se[i])                          /* Alg. 5 lines 9-10, 16 (PV-OSIM) */
+            rbgi_pv_delassus_step(m, c, i, &w, KA + (size_t)6 * mr * i, T, Lambda,
+                                  p >= 0 ? KA + (size_t)6 * mr * p : NULL);
         if (p >= 0 && !free) {
             articulated_update(IAi, Ui, w.Dinv[i]);
             inertia6_act_add(w.X + 12 * i, IAi, w.IA + 36 * p);

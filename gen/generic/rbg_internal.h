@@ -691,6 +691,10 @@ void rbgi_constraint_K(const rbg_constraints *RST c, int l, const double *RST re
 
 /* w K^T K of constraint l as a rigid-body inertia, when constant_inertia.  (rbg_constrained.c) */
 void rbgi_constraint_inertia(const rbg_constraints *RST c, int l, double w, double *RST I10);
+/* PV's constraint-space step at supporting body i: L += KA_i S D^-1 S^T KA_i^T (lower),
+ * KA_parent^T += X^* P KA_i^T unless KAp is NULL.  (rbg_constrained.c) */
+void rbgi_pv_delassus_step(const rbg_model *RST m, const rbg_constraints *RST c, int i, const rbgi_aba *RST w,
+                           const double *RST KAi, double *RST T, double *RST L, double *RST KAp);
 /* IA_b += w K^T K for constraint l (6x6 row-major IAb, K_l n x 6).  (rbg_constrained.c) */
 void rbgi_add_constraint_inertia(const rbg_constraints *RST c, int l, double w, const double *RST Kl,
                                  double *RST IAb);
