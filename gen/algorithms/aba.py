@@ -55,7 +55,7 @@ def aba(model: Model, q, v, tau, *, be, fext=None):
         if b.parent == -1:
             continue
         DinvUt = U[i].T * Dinv[i] if b.nv == 1 else ldlt_solve(Dfac[i], U[i].T, be)
-        Ia = _articulated_inertia(IA[i], U[i], DinvUt, _null_axis(b), be)
+        Ia = articulated_inertia(IA[i], U[i], DinvUt, null_axis(b), be)
         pa = pA[i] + Ia @ c[i] + U[i] @ _solve_u(b, Dinv[i], Dfac[i], u[i], be)
         IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
         pA[b.parent] = pA[b.parent] + act_force(Xup[i], pa, be)
@@ -79,8 +79,9 @@ def _solve_u(body, Dinv, Dfac, rhs, be):
     return rhs * Dinv if body.nv == 1 else ldlt_solve(Dfac, rhs, be)
 
 
-def _null_axis(body):
-    """Index k if the joint's motion subspace is the coordinate axis e_k, else None."""
+def null_axis(body):
+    """k if the joint's motion subspace is the coordinate axis e_k (then row and column k
+    of ``Ia`` are exactly zero, since ``Ia S = 0``), else None."""
     if body.nv != 1:
         return None
     s = motion_subspace(body).reshape(-1)
@@ -88,13 +89,13 @@ def _null_axis(body):
     return k if s[k] == 1.0 and np.count_nonzero(s) == 1 else None
 
 
-def _articulated_inertia(IA, U, DinvUt, null_axis, be):
+def articulated_inertia(IA, U, DinvUt, axis, be):
     """``Ia = IA - U D^-1 U^T`` (symmetric): upper triangle computed and mirrored; the
-    row and column ``null_axis`` are exactly zero since ``Ia S = 0``."""
+    row and column ``axis`` (:func:`null_axis`) are exactly zero since ``Ia S = 0``."""
     Ia = be.zeros(6, 6)
     for r in range(6):
         for col in range(r, 6):
-            if null_axis in (r, col):
+            if axis in (r, col):
                 continue
             Ia[r, col] = IA[r, col] - (U[r:r + 1, :] @ DinvUt[:, col:col + 1])[0, 0]
             Ia[col, r] = Ia[r, col]

@@ -70,11 +70,11 @@ from dataclasses import dataclass, field
 from ..errors import RbdgenError
 from ..model import Model
 from ..spatial import act_force, inertia_matrix, inertia_to_parent
+from .aba import articulated_inertia, null_axis
 from .common import forward_velocities, qslice, subspaces
 from .delassus import delassus_set
 from .dense import ldlt_factor
-from .proximal import (DEFAULT_MU, articulated_inertia, constant_constraint_inertia, dsolve,
-                       null_axis, project_force, supporting_bodies)
+from .proximal import DEFAULT_MU, constant_constraint_inertia, dsolve, project_force, supporting_bodies
 
 
 def caba_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):

@@ -65,8 +65,8 @@ import numpy as np
 from ..constraints import ConstraintSet, as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model, skew
-from ..spatial import (act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion,
-                       motion_subspace)
+from ..spatial import act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion
+from .aba import articulated_inertia, null_axis
 from .common import forward_velocities, gravity_acceleration, qslice, subspaces, vslice
 from .dense import ldlt_factor, ldlt_solve
 
@@ -409,28 +409,6 @@ def propagate_inertia(model: Model, i: int, q, Xup, c, IA, pA, U, Dinv_u, Dinv_U
     pa = pA[i] + Ia @ c[i] + U @ Dinv_u
     IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
     pA[b.parent] = pA[b.parent] + act_force(Xup[i], pa, be)
-
-
-def null_axis(body):
-    """k if the joint's motion subspace is the coordinate axis e_k (then row and column k
-    of ``Ia`` are exactly zero, since ``Ia S = 0``), else None."""
-    if body.nv != 1:
-        return None
-    s = motion_subspace(body).reshape(-1)
-    k = int(np.argmax(np.abs(s)))
-    return k if s[k] == 1.0 and np.count_nonzero(s) == 1 else None
-
-
-def articulated_inertia(IA, U, DinvUt, axis, be):
-    """``Ia = IA - U D^-1 U^T``, upper triangle computed and mirrored."""
-    Ia = be.zeros(6, 6)
-    for r in range(6):
-        for col in range(r, 6):
-            if axis in (r, col):
-                continue
-            Ia[r, col] = IA[r, col] - (U[r:r + 1, :] @ DinvUt[:, col:col + 1])[0, 0]
-            Ia[col, r] = Ia[r, col]
-    return Ia
 
 
 def project_force(U, Dinv_Ut, S, f):
