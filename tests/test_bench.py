@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 
 import numpy as np
 import pytest
 
 import gen
 from gen.bench import harness, report
+from pin_models import shim_part_ready
 
 SMALL = {"n_states": 8, "rounds": 5, "batch": 10, "warmup": 10, "seed": 0}
 SHIM_TOL = 1e-12          # relative to max(1, max |reference|)
@@ -125,24 +125,11 @@ def test_suite_report_is_well_formed(tmp_path):
         assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _constrained_shim_ready() -> bool:
-    if not pin_available:
-        return False
-    if os.environ.get("RBDGEN_TEST_CONSTRAINED_SHIM"):
-        return True
-    from gen.bench import pinshim
-
-    try:
-        return pinshim.is_built(["constrained"])
-    except Exception:
-        return False
-
-
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 
 
 @needs_pin
-@pytest.mark.skipif(not _constrained_shim_ready(),
+@pytest.mark.skipif(not shim_part_ready("constrained"),
                     reason="the shim's constrained part is not compiled yet (~5 min of g++); "
                            "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_constrained_shim_equals_pin_python():
@@ -249,7 +236,7 @@ DELASSUS_SHIM_TOL = 1e-7      # its frame form vs the exact (J M^-1 J^T + mu)^-1
 
 
 @needs_pin
-@pytest.mark.skipif(not _constrained_shim_ready(),
+@pytest.mark.skipif(not shim_part_ready("constrained"),
                     reason="the shim's constrained part is not compiled yet (~5 min of g++); "
                            "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_damped_delassus_inverse_vs_pinocchio():
@@ -342,24 +329,11 @@ def test_impulse_pinocchio_peer_skipped_at_fixed_k():
     assert "one damped solve" in r["skipped"]["pinocchio"]
 
 
-def _impulse_shim_ready() -> bool:
-    if not pin_available:
-        return False
-    if os.environ.get("RBDGEN_TEST_CONSTRAINED_SHIM"):
-        return True
-    from gen.bench import pinshim
-
-    try:
-        return pinshim.is_built(["impulse"])
-    except Exception:
-        return False
-
-
 IMPULSE_PIN_TOL = 1e-8        # converged map vs Pinocchio's exact solve (relative; tests/test_impact.py)
 
 
 @needs_pin
-@pytest.mark.skipif(not _impulse_shim_ready(),
+@pytest.mark.skipif(not shim_part_ready("impulse"),
                     reason="the shim's impulse part is not compiled yet (minutes of g++); "
                            "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_impulse_vs_pinocchio():

@@ -24,6 +24,8 @@ from gen.constraints import parse_constraints
 from gen.model import SE3, Body, Frame, Inertia, Model
 from gen.robots.synthetic import humanoid30
 from gen.trace import trace
+from named import load_or_skip
+from pin_models import shim_part_ready
 from test_constraints import HUMANOID_CONTACTS, HUMANOID_LOOPS, loop_tree, pin, to_pinocchio
 
 DELASSUS = ["delassus", "kkt_delassus"]
@@ -92,12 +94,7 @@ def rel(x, ref) -> float:
 
 
 def load(robot):
-    if not isinstance(robot, str):
-        return robot()
-    try:
-        return gen.load_robot(robot)
-    except RbdgenError as e:          # example-robot-data missing
-        pytest.skip(str(e))
+    return load_or_skip(robot) if isinstance(robot, str) else robot()
 
 
 @pytest.fixture(scope="module", params=SETS, ids=[s[0] for s in SETS])
@@ -313,19 +310,6 @@ int main(int argc, char **argv)
 """
 
 
-def _shim_ready() -> bool:
-    if pin is None:
-        return False
-    if os.environ.get("RBDGEN_TEST_CONSTRAINED_SHIM"):
-        return True
-    from gen.bench import pinshim
-
-    try:
-        return pinshim.is_built(["constrained"])
-    except Exception:
-        return False
-
-
 @pytest.fixture(scope="module")
 def shim_driver(tmp_path_factory):
     """A C program linking the shim's objects that prints computeDampedDelassusMatrixInverse."""
@@ -356,7 +340,7 @@ def shim_damped_inverse(driver, model, cset, qs, mu):
     return np.fromfile(d / "out.bin").reshape(len(qs), cset.m, cset.m)
 
 
-@pytest.mark.skipif(not _shim_ready(), reason="the Pinocchio shim's constrained part is not compiled "
+@pytest.mark.skipif(not shim_part_ready("constrained"), reason="the Pinocchio shim's constrained part is not compiled "
                     "(~5 min of g++); set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_damped_inverse_equals_pinocchio_shim(case, shim_driver):
     """computeDampedDelassusMatrixInverse (PV-OSIMr) at the same mu.  Pinocchio 4.1 fills

@@ -32,6 +32,8 @@ from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constrained_work_siz
 from gen.generic.serialize import CONSTRAINED_ALGO_IDS, constraints_iwork_size
 from gen.model import SE3, Frame, Inertia
 from gen.robots.synthetic import chain, fourbar, humanoid30
+from named import load_or_skip
+from test_constrained import states
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 REL_TOL = 1e-10          # max|x - ref| / max(1, max|ref|), generic C vs NumPy
@@ -51,23 +53,6 @@ def rel_err(x, ref) -> float:
     if ref.size == 0:
         return 0.0
     return float(np.max(np.abs(x - ref)) / max(1.0, float(np.max(np.abs(ref)))))
-
-
-def states(model, seed: int, n: int = 2, cset=None):
-    """Random states; with ``cset``, only those where the non-zero singular values of J
-    lie within a factor 1e3 (as tests/test_constrained.py: near a singular configuration
-    the iterates amplify rounding by ~1 / sigma_min, and a 1e-10 comparison of two
-    implementations presupposes a problem conditioned for it)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    while len(out) < n:
-        q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
-        if cset is not None and cset.m:
-            s = np.linalg.svd(cset.jacobian(model, NUMPY.asarray(q), be=NUMPY), compute_uv=False)
-            if s[s > 1e-9 * s[0]].min() < 1e-3 * s[0]:
-                continue
-        out.append((q, v, tau))
-    return out
 
 
 def applicable(alg: str, cset) -> bool:
@@ -93,18 +78,11 @@ def check(model, cset, algorithms=SOLVERS, seed: int = 0, n_states: int = 2, **o
             assert abs(out[3][0] - ref[3][0]) <= 1e-9 * scale, f"{alg}: residual {out[3][0]} vs {ref[3][0]}"
 
 
-def _require_named(name: str) -> None:
-    try:
-        gen.load_robot(name)
-    except RbdgenError as e:           # example-robot-data missing
-        pytest.skip(str(e))
-
-
 # --- C = NumPy ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("robot,spec", NAMED, ids=[r for r, _ in NAMED])
 def test_named_robots_match_numpy(robot, spec):
-    _require_named(robot)
+    load_or_skip(robot)
     model = gen.load_robot(robot)
     check(model, parse_constraints(model, spec))
 
@@ -164,7 +142,7 @@ def test_tolerance_same_iteration_counts(robot, spec):
     """With tol, the run-time early exit takes as many iterations as the reference and
     returns the same iterate; the residual is below tol."""
     if robot != "humanoid30":
-        _require_named(robot)
+        load_or_skip(robot)
     model = gen.load_robot(robot)
     cset = parse_constraints(model, spec)
     check(model, cset, seed=9, tol=1e-8, max_iter=60)
@@ -294,12 +272,7 @@ def test_workspace_size_is_enough(make, spec):
     cset = parse_constraints(model, spec, Kp=2.0, Kd=1.0)
     g = GenericModel(model, cset)
     pad = 32
-    n_iwork = int(g.lib.rbg_constraints_iwork_size(g.c_model, g.c_constraints))
-    assert n_iwork == constraints_iwork_size(model, cset) == g.iwork.size
-    iwork = np.full(n_iwork + pad, -77, dtype=np.intc)
-    c2 = g.ffi.new("rbg_constraints *", g.c_constraints[0])
-    assert g.lib.rbg_constraints_init(g.c_model, c2, g.ffi.from_buffer("int[]", iwork)) == 0
-    assert np.all(iwork[n_iwork:] == -77), "rbg_constraints_init wrote past its int workspace"
+    check_init_stays_within_iwork(g, model, cset)
     sizes = constrained_work_sizes(model, cset)
     q, v, tau = states(model, 13, 1, cset)[0]
     for alg, algo_id in CONSTRAINED_ALGO_IDS.items():
@@ -318,6 +291,17 @@ def test_workspace_size_is_enough(make, spec):
             assert rel_err(o, r) < REL_TOL, f"{alg} {name} with the exact workspace: {rel_err(o, r):.2e}"
     assert g.lib.rbg_constrained_work_size(g.c_model, g.c_constraints, 0) == 0, "rnea is not a proximal solver"
     assert g.lib.rbg_work_size(g.c_model, CONSTRAINED_ALGO_IDS["prox_ltl"]) == 0
+
+
+def check_init_stays_within_iwork(g, model, cset, pad: int = 32):
+    """rbg_constraints_iwork_size ints (= the Python mirror) are enough: rbg_constraints_init
+    on a copy of the set leaves canaries after them untouched."""
+    n_iwork = int(g.lib.rbg_constraints_iwork_size(g.c_model, g.c_constraints))
+    assert n_iwork == constraints_iwork_size(model, cset) == g.iwork.size
+    iwork = np.full(n_iwork + pad, -77, dtype=np.intc)
+    c2 = g.ffi.new("rbg_constraints *", g.c_constraints[0])
+    assert g.lib.rbg_constraints_init(g.c_model, c2, g.ffi.from_buffer("int[]", iwork)) == 0
+    assert np.all(iwork[n_iwork:] == -77), "rbg_constraints_init wrote past its int workspace"
 
 
 def test_init_rejects_inconsistent_constraints():
@@ -371,7 +355,7 @@ int main(void) {
 def test_constraints_to_c_in_a_standalone_program(tmp_path):
     """model_to_c + constraints_to_c + the library build as strict C99 and reproduce
     NumPy for the four solvers (solo12's feet at mu = 1e-4, 5 iterations)."""
-    _require_named("solo12")
+    load_or_skip("solo12")
     model = gen.load_robot("solo12")
     cset = parse_constraints(model, FEET)
     q, v, tau = states(model, 14, 1)[0]

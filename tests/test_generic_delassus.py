@@ -28,6 +28,7 @@ from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constraints_to_c, de
 from gen.generic.serialize import DELASSUS_ALGO_IDS
 from gen.model import SE3, Frame, Inertia
 from gen.robots.synthetic import chain, humanoid30
+from named import load_or_skip
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 REL_TOL = 1e-10          # max|C - NumPy| / max|NumPy|
@@ -76,18 +77,11 @@ def check(model, cset, algorithms=ALGORITHMS, seed: int = 0, n_states: int = 2) 
             assert np.array_equal(out, out.T), f"{alg}: not exactly symmetric"
 
 
-def _require_named(name: str) -> None:
-    try:
-        gen.load_robot(name)
-    except RbdgenError as e:           # example-robot-data missing
-        pytest.skip(str(e))
-
-
 # --- C = NumPy ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("robot,spec", NAMED, ids=[r for r, _ in NAMED])
 def test_named_robots_match_numpy(robot, spec):
-    _require_named(robot)
+    load_or_skip(robot)
     model = gen.load_robot(robot)
     check(model, parse_constraints(model, spec))
 
@@ -257,7 +251,7 @@ int main(void) {
 def test_delassus_in_a_standalone_program(tmp_path):
     """model_to_c + constraints_to_c + the library build as strict C99 and reproduce
     NumPy for the four functions (solo12's feet, mu = 1e-3)."""
-    _require_named("solo12")
+    load_or_skip("solo12")
     model = gen.load_robot("solo12")
     cset = parse_constraints(model, FEET)
     q = states(model, 10, 1)[0]

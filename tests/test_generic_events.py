@@ -29,10 +29,11 @@ from gen.backend import NUMPY
 from gen.constraints import parse_constraints
 from gen.errors import RbdgenError
 from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constraints_to_c, event_work_sizes, model_to_c
-from gen.generic.serialize import EVENT_ALGO_IDS, constraints_iwork_size
+from gen.generic.serialize import EVENT_ALGO_IDS
 from gen.robots.synthetic import humanoid30
 from test_constraints import HUMANOID_CONTACTS, loop_tree
-from test_generic_constrained import CANARY, rel_err, states
+from named import load_or_skip
+from test_generic_constrained import CANARY, check_init_stays_within_iwork, rel_err, states
 from test_unilateral import CASES
 
 REL_TOL = 1e-10               # max|x - ref| / max(1, max|ref|), generic C vs NumPy
@@ -63,13 +64,6 @@ def case(request):
     except RbdgenError as e:           # example-robot-data missing
         pytest.skip(str(e))
     return model, parse_constraints(model, spec, Kp=Kp, Kd=Kd), scale
-
-
-def _require_named(name: str):
-    try:
-        return gen.load_robot(name)
-    except RbdgenError as e:
-        pytest.skip(str(e))
 
 
 # --- proxLCP: C = NumPy -------------------------------------------------------------------------
@@ -132,7 +126,7 @@ IMPULSE_SETS = [("ur5", "6D:tool0"), ("solo12", FEET), ("talos", SOLES), ("human
 
 @pytest.mark.parametrize("robot,spec", IMPULSE_SETS, ids=[r for r, _ in IMPULSE_SETS])
 def test_impulse_matches_numpy(robot, spec):
-    model = loop_tree(3) if robot == "loop_tree" else _require_named(robot)
+    model = loop_tree(3) if robot == "loop_tree" else load_or_skip(robot)
     cset = parse_constraints(model, spec)
     g = GenericModel(model, cset)
     for q, v, _ in states(model, 51, 2, cset):
@@ -234,12 +228,7 @@ def test_workspace_size_is_enough(make, spec):
     cset = parse_constraints(model, spec, Kp=2.0, Kd=1.0)
     g = GenericModel(model, cset)
     pad = 32
-    n_iwork = int(g.lib.rbg_constraints_iwork_size(g.c_model, g.c_constraints))
-    assert n_iwork == constraints_iwork_size(model, cset) == g.iwork.size
-    iwork = np.full(n_iwork + pad, -77, dtype=np.intc)
-    c2 = g.ffi.new("rbg_constraints *", g.c_constraints[0])
-    assert g.lib.rbg_constraints_init(g.c_model, c2, g.ffi.from_buffer("int[]", iwork)) == 0
-    assert np.all(iwork[n_iwork:] == -77), "rbg_constraints_init wrote past its int workspace"
+    check_init_stays_within_iwork(g, model, cset)
     sizes = event_work_sizes(model, cset)
     q, v, tau = states(model, 14, 1, cset)[0]
     anchored = all(c.anchored for c in cset.constraints)
@@ -294,7 +283,7 @@ def test_events_in_a_standalone_program(tmp_path):
     """model_to_c + constraints_to_c (with the unilateral flags) + the library build as
     strict C99 and reproduce NumPy for prox_lcp and the impulse (solo12's feet, mu = 1e-4,
     5 iterations)."""
-    model = _require_named("solo12")
+    model = load_or_skip("solo12")
     lcp = parse_constraints(model, FEET.replace("3D:", "3D+:"))
     imp = parse_constraints(model, FEET)
     q, v, tau = states(model, 15, 1, imp)[0]
