@@ -364,7 +364,11 @@ def cmd_verify(args) -> int:
     cset = constraint_set(model, args)
     algorithms = _algorithms(args.algorithm, cset)
     rows = _verify_rows(model, algorithms, cset, args, progress)
-    cols = ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "status"]
+    return _report(rows, ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "status"], args)
+
+
+def _report(rows, cols, args) -> int:
+    """Print the verification table; 1 (and the failing algorithms on stderr) if any failed."""
     print(render_table(rows, cols, args.format))
     bad = [r["algorithm"] for r in rows if r["status"] != "ok"]
     if bad:
@@ -397,13 +401,7 @@ def cmd_demo(args) -> int:
     cset = constraint_set(model, args)
     rows = _verify_rows(model, _algorithms("all", cset), cset, args, progress, out_root=args.out)
     progress(f"demo done in {time.perf_counter() - t0:.1f} s")
-    cols = ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "build_s", "folder"]
-    print(render_table(rows, cols, args.format))
-    bad = [r["algorithm"] for r in rows if r["status"] != "ok"]
-    if bad:
-        print(f"rbdgen: verification failed for {', '.join(bad)} (tolerance {args.tol:g})", file=sys.stderr)
-        return 1
-    return 0
+    return _report(rows, ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "build_s", "folder"], args)
 
 
 # --- parser --------------------------------------------------------------------------------
