@@ -259,7 +259,7 @@ def constrained_markdown(suite: dict) -> str:
            "the constraint force and its K-th iterate is not ours, so its column gives the relative ddq "
            "difference at this K (Δ) instead of refusing (converged, 60 iterations at μ = 1e-4: 1.2e-12 on "
            "talos' soles, 2.6e-5 on ur5's 6D tool0)."]
-    best, osim = {}, {}
+    best = {}
 
     def rows_of(algorithms):
         for (name, alg), rs in by.items():
@@ -293,27 +293,25 @@ def constrained_markdown(suite: dict) -> str:
     section(f"## Delassus matrix and damped inverses (μ = {DELASSUS_MU:g})",
             "| set | m | algorithm | spec µs | generic / spec | damped Delassus⁻¹ (Pinocchio) / spec |",
             DELASSUS_ALGORITHMS)
-    for name, alg, ok, rs in rows_of(DELASSUS_ALGORITHMS):
-        if not ok:
-            out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
-            continue
-        r = ok[0]
-        pin = r["ratios"].get("pinocchio/specialized")
-        out.append(f"| {name} | {r['m']} | {alg} | {_fmt(r['implementations']['specialized']['median_ns'] / 1000)} "
-                   f"| {_fmt(r['ratios'].get('generic/specialized'))} | {_fmt(pin)} |")
-        if alg == "caba_osim":
-            osim[name] = pin
+    def one_peer_rows(algorithms):
+        """spec µs, generic / spec, Pinocchio / spec per row; returns {(set, algorithm): pin ratio}."""
+        pins = {}
+        for name, alg, ok, rs in rows_of(algorithms):
+            if not ok:
+                out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
+                continue
+            r = ok[0]
+            pins[name, alg] = r["ratios"].get("pinocchio/specialized")
+            out.append(f"| {name} | {r['m']} | {alg} | {_fmt(r['implementations']['specialized']['median_ns'] / 1000)} "
+                       f"| {_fmt(r['ratios'].get('generic/specialized'))} | {_fmt(pins[name, alg])} |")
+        return pins
+
+    osim = {name: pin for (name, alg), pin in one_peer_rows(DELASSUS_ALGORITHMS).items() if alg == "caba_osim"}
     section("## Impact map (K = 1, μ = 1e-4) and unilateral contacts (prox_lcp, the contacts made "
             f"one-sided, K = {meth['iterations']})",
             "| set | m | algorithm | spec µs | generic / spec | impulseDynamics (Pinocchio) / spec |",
             EVENT_ALGORITHMS)
-    for name, alg, ok, rs in rows_of(EVENT_ALGORITHMS):
-        if not ok:
-            out.append(f"| {name} | | {alg} | | | {rs[0]['error']} |")
-            continue
-        r = ok[0]
-        out.append(f"| {name} | {r['m']} | {alg} | {_fmt(r['implementations']['specialized']['median_ns'] / 1000)} "
-                   f"| {_fmt(r['ratios'].get('generic/specialized'))} | {_fmt(r['ratios'].get('pinocchio/specialized'))} |")
+    one_peer_rows(EVENT_ALGORITHMS)
     out += ["", "## Targets", "", "| set | Pinocchio's fastest solver / constrainedABA | "
             "Pinocchio damped Delassus⁻¹ / cABA-OSIM |", "|---|--:|--:|"]
     for name in dict.fromkeys([*best, *osim]):
