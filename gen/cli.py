@@ -18,9 +18,6 @@ reference, constrained algorithms included (same gains, ``mu`` and iteration cou
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import os
 import sys
 import time
@@ -28,21 +25,28 @@ from pathlib import Path
 
 import numpy as np
 
+from opcount.report import render as render_opcount
+
+from . import pinref
+from .algorithms import ALGORITHMS
+from .api import get_algorithm, run
+from .backend import NUMPY
+from .bench.cli import add_parser as add_bench_parser
+from .build import build
+from .constraints import parse_constraints
+from .emit import timed
 from .errors import RbdgenError
+from .robots import load_robot
+from .robots.named import NAMED_ROBOTS
+from .robots.synthetic import SYNTHETIC
+from .scaling import add_parser as add_scaling_parser
+from .simulate import add_parser as add_simulate_parser
+from .table import FORMATS, render_table
+from .version import __version__
 
 DEFAULT_ROBOT = "solo12"
 FALLBACK_ROBOT = "humanoid30"        # when example-robot-data is not installed
-FORMATS = ("md", "csv", "json")
 VERIFY_TOL = 1e-9                     # relative: max|x - ref| / max(1, max|ref|)
-# The augmented-Lagrangian solvers put 1/mu into the inertia: compiled C and NumPy round
-# differently (FMA contraction) and the gap grows to ~eps / (mu lambda_min(M)), see
-# gen/algorithms/proximal.py "Accuracy"; their verification tolerance is floored here.
-TOL_FLOOR = {"prox_ltls": 1e-7, "constrained_aba": 1e-7, "impulse": 1e-7}
-# The same floor against Pinocchio's dual (KKT) solves, at the default mu = 1e-6: worst
-# seen 5e-7 (prox_ltls, icub 6D soles), 6e-9 (constrained_aba), 8e-8 (impulse, converged,
-# ur5 6D), see gen/pinref.py.  The dual solvers (prox_ltl, prox_pv) and the Delassus
-# matrices are held to --tol.
-PIN_TOL_FLOOR = {"prox_ltls": 1e-6, "constrained_aba": 1e-6, "impulse": 1e-6}
 # Random states of constrained kernels are well posed: the non-zero singular values of J
 # within this factor of the largest (near a singular configuration the proximal rate
 # rho / (rho + sigma_min) is slow and the damped solution leaves the exact one), the best
@@ -54,38 +58,6 @@ DEMO_CONSTRAINTS = {"solo12": "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT",
 
 
 # --- output --------------------------------------------------------------------------------
-
-def _cell(x) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return f"{x:.1e}" if x == 0.0 or abs(x) < 1e-3 else f"{x:.3g}"
-    return str(x)
-
-
-def render_table(rows: list[dict], columns: list[str], fmt: str) -> str:
-    """``rows`` (dicts keyed by ``columns``) as a markdown table, CSV or JSON list."""
-    if fmt == "json":
-        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2)
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(columns)
-        for r in rows:
-            w.writerow(["" if r.get(c) is None else r.get(c) for c in columns])
-        return buf.getvalue().rstrip("\n")
-    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
-    width = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) and rows
-               for c in columns]
-
-    def line(vals):
-        return "| " + " | ".join(v.rjust(w) if num else v.ljust(w)
-                                 for v, w, num in zip(vals, width, numeric)) + " |"
-
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(width, numeric)) + "|"
-    return "\n".join([line(columns), sep] + [line(r) for r in cells])
-
 
 class _Progress:
     def __init__(self, quiet: bool):
@@ -99,9 +71,6 @@ class _Progress:
 # --- helpers -------------------------------------------------------------------------------
 
 def _algorithms(spec: str, constraints=None) -> list[str]:
-    from .algorithms import ALGORITHMS
-    from .api import get_algorithm
-
     names = []
     for name in spec.split(","):
         name = name.strip()
@@ -114,48 +83,25 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
 
 def _algorithm_options(algorithm: str, args) -> dict:
     """``--iterations``, ``--tol``, ``--max-iter``, ``--mu``, ``--restitution`` as algorithm
-    options, checked against what the algorithm takes: the proximal solvers iterate
-    (``--tol`` builds the early-exit C driver, ``--max-iter`` caps it), the damped
-    Delassus inverses take ``mu``, the impact map its restitution."""
-    import inspect
-
-    from .algorithms.proximal import ProximalSolver
-    from .api import get_algorithm
-
-    given = {k: v for k, v in (("iterations", getattr(args, "iterations", None)),
-                                ("tol", getattr(args, "tol", None)),
-                                ("max_iter", getattr(args, "max_iter", None)),
-                                ("mu", getattr(args, "mu", None)),
-                                ("restitution", getattr(args, "restitution", None))) if v is not None}
-    fn = get_algorithm(algorithm).fn
-    if isinstance(fn, ProximalSolver):
-        fn.split_options(given)                    # names the options it does not take
-    else:
-        takes = [n for n, p in inspect.signature(fn).parameters.items() if p.kind == p.KEYWORD_ONLY]
-        bad = [k for k in given if k not in takes]
-        if bad:
-            flags = ", ".join("--" + k.replace("_", "-") for k in bad)
-            raise RbdgenError(f"{algorithm} takes no {flags} (it does not iterate"
-                              + (", and has no damping mu)" if "mu" not in takes else ")"))
+    options, checked by the row's one option checker (an option the algorithm does not
+    take is an error naming its options)."""
+    given = {k: v for k in ("iterations", "tol", "max_iter", "mu", "restitution")
+             if (v := getattr(args, k, None)) is not None}
     if "max_iter" in given and "tol" not in given:
         raise RbdgenError("--max-iter caps the early-exit driver: give it with --tol (or use --iterations K)")
-    return given
+    return ALGORITHMS[algorithm].check_options(given)
 
 
 def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:
     """Random inputs for ``algorithm``: a random configuration for ``q`` (well posed for
     the constraint set ``cset``, :func:`well_posed_q`), standard normal vectors for the
     others."""
-    from .api import get_algorithm
-
     return [well_posed_q(model, rng, cset) if name == "q" else rng.normal(size=n)
             for name, n in get_algorithm(algorithm).inputs(model, cset)]
 
 
 def _conditioning(model, cset, q) -> float:
     """Smallest over largest non-zero singular value of the constraint Jacobian at q."""
-    from .backend import NUMPY
-
     s = np.linalg.svd(cset.jacobian(model, NUMPY.asarray(q), be=NUMPY), compute_uv=False)
     return float(s[s > 1e-9 * s[0]].min() / s[0]) if s[0] > 0 else 0.0
 
@@ -192,15 +138,12 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     converged solution (:data:`gen.pinref.CONVERGED`: the impact map) ``numpy_pinocchio``
     compares a converged NumPy run and ``c_pinocchio`` is ``None`` (the kernel's K
     iterates are not that solution)."""
-    from . import pinref
-    from .api import run
-
     model, name, cset = kernel.model, kernel.algorithm.name, kernel.cset
     options = dict(kernel.manifest.get("options") or {})
     pm = None
     if pinref.available() and pinref.supports(model, name, cset, options):
         pm = pinref.pin_model(model)
-    converged = pinref.CONVERGED.get(name) if pm is not None else None
+    converged = kernel.algorithm.pinocchio.converged if pm is not None else None
     rng = np.random.default_rng(seed)
     worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None or converged else 0.0,
              "numpy_pinocchio": None if pm is None else 0.0}
@@ -219,11 +162,16 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     return worst
 
 
-def _ok(name: str, w: dict, tol: float) -> bool:
-    """Every error within ``tol``, floored per algorithm (:data:`TOL_FLOOR` for C vs
-    NumPy, :data:`PIN_TOL_FLOOR` against Pinocchio)."""
-    tols = {"c_numpy": max(tol, TOL_FLOOR.get(name, 0.0))}
-    tols["c_pinocchio"] = tols["numpy_pinocchio"] = max(tol, PIN_TOL_FLOOR.get(name, 0.0))
+def tolerances(name: str, rtol: float) -> dict:
+    """The relative tolerance applied to each comparison of :func:`verify_kernel`:
+    ``rtol`` floored by the row's :class:`~gen.algorithms.registry.Floor`."""
+    floor = ALGORITHMS[name].floor
+    pin = max(rtol, floor.pinocchio)
+    return {"c_numpy": max(rtol, floor.c_numpy), "c_pinocchio": pin, "numpy_pinocchio": pin}
+
+
+def _ok(name: str, w: dict, rtol: float) -> bool:
+    tols = tolerances(name, rtol)
     return all(v is None or v <= tols[k] for k, v in w.items())
 
 
@@ -231,8 +179,6 @@ def constraint_set(model, args):
     """The :class:`~gen.constraints.ConstraintSet` of ``--constraints`` with
     ``--baumgarte KP,KD``, ``--kv`` and ``--weights`` (None without ``--constraints``),
     parsed once for every kernel of the command."""
-    from .constraints import parse_constraints
-
     gains = {k: v for k, v in (("--baumgarte", getattr(args, "baumgarte", None)), ("--kv", getattr(args, "kv", None)),
                                ("--weights", getattr(args, "weights", None))) if v is not None}
     if not args.constraints:
@@ -261,10 +207,6 @@ def _numbers(count: int | None, form: str):
 # --- commands ------------------------------------------------------------------------------
 
 def cmd_robots(args) -> int:
-    from .robots import load_robot
-    from .robots.named import NAMED_ROBOTS
-    from .robots.synthetic import SYNTHETIC
-
     if args.frames:
         model = load_robot(args.frames)
         rows = [{"frame": f.name, "kind": f.kind,
@@ -291,20 +233,14 @@ def cmd_robots(args) -> int:
 
 
 def cmd_opcount(args) -> int:
-    try:
-        from opcount.report import render
-    except ImportError:
-        raise RbdgenError("the op counter (opcount package) is not installed") from None
     model = _load(args)
     cset = constraint_set(model, args)
     algorithms = _algorithms(args.algorithm, cset)
-    print(render(model, algorithms, args.format, constraints=cset))
+    print(render_opcount(model, algorithms, args.format, constraints=cset))
     return 0
 
 
 def cmd_build(args) -> int:
-    from .build import build
-
     progress = _Progress(args.quiet)
     model = _load(args)
     cset = constraint_set(model, args)
@@ -321,22 +257,18 @@ def cmd_build(args) -> int:
 
 
 def _load(args):
-    from .robots import load_robot
-
     return load_robot(args.robot, floating_base=getattr(args, "floating_base", False))
 
 
 def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list[dict]:
-    from .build import build
-
     rows = []
     for name in algorithms:
-        cons = cset if _is_constrained(name) else None
+        cons = cset if ALGORITHMS[name].constrained else None
         t0 = time.perf_counter()
         out_dir = None if out_root is None else Path(out_root) / name
         k = build(model, name, cons, out_dir=out_dir, flags=args.flags, progress=progress)
         build_s = time.perf_counter() - t0
-        with _timed(progress, f"verify {model.name}/{name} on {args.samples} random states"):
+        with timed(progress, f"verify {model.name}/{name} on {args.samples} random states"):
             w = verify_kernel(k, args.samples, args.seed)
         rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
                      "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
@@ -344,18 +276,6 @@ def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list
                      "status": "ok" if _ok(name, w, args.tol) else "FAIL",
                      "build_s": round(build_s, 2), "folder": str(k.path)})
     return rows
-
-
-def _timed(progress, label):
-    from .emit import timed
-
-    return timed(progress, label)
-
-
-def _is_constrained(name: str) -> bool:
-    from .api import get_algorithm
-
-    return get_algorithm(name).constrained
 
 
 def cmd_verify(args) -> int:
@@ -378,8 +298,6 @@ def _report(rows, cols, args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .robots import load_robot
-
     progress = _Progress(args.quiet)
     robot = args.robot
     try:
@@ -390,7 +308,6 @@ def cmd_demo(args) -> int:
         print(f"rbdgen: {DEFAULT_ROBOT} is unavailable ({e}); falling back to {FALLBACK_ROBOT}",
               file=sys.stderr)
         model = load_robot(FALLBACK_ROBOT)
-    from . import pinref
 
     if not pinref.available():
         progress("Pinocchio is not installed: the Pinocchio column is n/a (pip install pin)")
@@ -408,7 +325,6 @@ def cmd_demo(args) -> int:
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``rbdgen: error: ...``, exit status 2."""
-
     def error(self, message):
         raise _UsageError(message)
 
@@ -439,8 +355,6 @@ def _robot_args(p):
 
 
 def parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     p = _Parser(prog="rbdgen", description="Robot-specific rigid-body dynamics: op counts, "
                 "generated C, compiled kernels verified against NumPy and Pinocchio.")
     p.add_argument("--version", action="version", version=f"rbdgen {__version__}")
@@ -495,11 +409,8 @@ def parser() -> argparse.ArgumentParser:
         _common(s)
         s.set_defaults(func=cmd_verify if name == "verify" else cmd_demo)
 
-    from .bench.cli import add_parser as add_bench_parser
     add_bench_parser(sub)                          # rbdgen bench (gen/bench/cli.py)
-    from .scaling import add_parser as add_scaling_parser
     add_scaling_parser(sub)                        # rbdgen scaling (gen/scaling.py)
-    from .simulate import add_parser as add_simulate_parser
     add_simulate_parser(sub)                       # rbdgen simulate (gen/simulate.py)
     return p
 

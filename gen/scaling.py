@@ -26,9 +26,11 @@ import sys
 import time
 from pathlib import Path
 
+from .algorithms import ALGORITHMS as REGISTRY, in_report
 from .errors import RbdgenError
+from .robots import load_robot
 
-ALGORITHMS = ("constrained_aba", "prox_pv", "prox_ltls", "prox_ltl", "caba_osim", "ltl_osim")
+ALGORITHMS = tuple(in_report("scaling"))
 CHAINS = (10, 20, 40, 60, 80, 100)
 TREES = (12, 24, 48, 72, 102)
 ITERATIONS = (1, 3)
@@ -36,13 +38,11 @@ MAX_TIMED_OPS = 160_000
 """Kernels above this many operations are counted but not compiled and timed: gcc takes
 ~2 min for 140k operations on this machine (chain:60 prox_ltl) and grows faster than
 linearly, so the 500k-operation chains of the LTL solvers would cost ~10 min each."""
-REPORT_DIR = Path(__file__).resolve().parent.parent / "bench" / "reports" / "scaling"
+REPORT_DIR = Path("bench") / "reports" / "scaling"     # relative: run from the repository root
 
 
 def case(family: str, n: int):
     """``(model, constraint spec)`` of a study case."""
-    from .robots import load_robot
-
     if family == "chain":
         model = load_robot(f"chain:{n}")
         return model, f"6D:link{n}_tip"
@@ -65,8 +65,6 @@ def fit_exponent(ns, costs) -> float | None:
 
 
 def _available(algorithms):
-    from .algorithms import ALGORITHMS as REGISTRY
-
     missing = [a for a in algorithms if a not in REGISTRY]
     if missing:
         raise RbdgenError(f"unknown algorithm(s) {', '.join(missing)} for the scaling study")
@@ -75,10 +73,7 @@ def _available(algorithms):
 
 def _iterative(name: str) -> bool:
     """True for the proximal solvers (they take an iteration count K)."""
-    from .algorithms import ALGORITHMS as REGISTRY
-    from .algorithms.proximal import constrained_outputs
-
-    return REGISTRY[name].outputs is constrained_outputs
+    return REGISTRY[name].iterative
 
 
 def study(chains=CHAINS, trees=TREES, algorithms=ALGORITHMS, iterations=ITERATIONS, bench: bool = True,

@@ -79,6 +79,7 @@ from .backend import NUMPY
 from .errors import RbdgenError
 from .model import Model
 from .spatial import quat_rotation, skew3
+from .table import render_table
 
 DEFAULT_CONSTRAINTS = {"fourbar": "3D:tip~anchor",
                        "talos": "6D:left_sole_link,6D:right_sole_link",
@@ -647,8 +648,6 @@ def to_json(result: dict) -> dict:
 
 
 def markdown(result: dict, plots: dict | None = None) -> str:
-    from .cli import render_table
-
     opts = ", ".join(f"{k}={v}" for k, v in result["solver_options"].items()) or "defaults"
     lines = [f"# Simulation: {result['robot']} / {result['constraints']}", "",
              f"Semi-implicit Euler over the compiled `{result['algorithm']}` kernel ({opts}), "

@@ -11,24 +11,6 @@ def _model(robot):
     return robot if isinstance(robot, Model) else load_robot(robot)
 
 
-def _cset(model, algo, constraints):
-    """A constraint set for ``algo`` from a spec string, an already-parsed set, or None."""
-    from gen.errors import RbdgenError
-
-    if constraints is None or constraints == "":
-        if algo.constrained:
-            raise RbdgenError(f"{algo.name} is a constrained algorithm: give constraints, "
-                              f"e.g. '6D:FRAME' or '3D:FRAME_A,3D:FRAME_B'")
-        return None
-    if not algo.constrained:
-        raise RbdgenError(f"{algo.name} takes no constraints (got '{constraints}')")
-    if isinstance(constraints, str):
-        from gen.constraints import parse_constraints
-
-        return parse_constraints(model, constraints)
-    return constraints
-
-
 def _spec(constraints):
     if constraints is None or isinstance(constraints, str):
         return constraints or None
@@ -51,8 +33,8 @@ def opcount(robot, algorithm: str, constraints=None, **options) -> dict:
 
     model = _model(robot)
     algo = get_algorithm(algorithm)
-    cset = _cset(model, algo, constraints)
-    counts = count_trace(trace(model, algo, cset, **options))
+    cset = algo.constraint_set(model, constraints)
+    counts = count_trace(trace(model, algo, cset, **algo.check_options(options)))
     out = {"robot": model.name, "algorithm": algo.name, "constraints": _spec(constraints),
            "options": {k: options[k] for k in sorted(options)}, "nq": model.nq, "nv": model.nv,
            "total": counts["total"]["total"],

@@ -21,12 +21,14 @@ import sys
 import time
 from pathlib import Path
 
+from gen.algorithms import in_report
+
 from .api import _model, opcount
 from .counter import CLASSES
-from .report import COLUMNS, REPORTS_DIR, STAMP, _md_table, plot_phases, to_json
+from .tables import COLUMNS, REPORTS_DIR, STAMP, _md_table, plot_phases, to_json
 
 CONSTRAINED_DIR = REPORTS_DIR / "constrained"
-SOLVERS = ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv")
+SOLVERS = tuple(in_report("opcount-constrained"))
 ITERATIONS = (1, 3)
 STAMP_CONSTRAINED = STAMP.replace("opcount.report", "opcount.constrained")
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gen
+from gen.algorithms import ALGORITHMS
 from gen.bench import harness, report
 from pin_models import shim_part_ready
 
@@ -90,7 +91,7 @@ def test_pin_shim_equals_pin_python(robot):
     for algorithm in ("rnea", "nle", "crba", "aba"):
         r = harness.benchmark(model, algorithm, keep_outputs=True, **SMALL)
         _check_result(r, ("specialized", "generic", "pinocchio"))
-        assert r["implementations"]["pinocchio"]["function"] == harness.PIN_PEERS[algorithm]
+        assert r["implementations"]["pinocchio"]["function"] == ALGORITHMS[algorithm].pin_peer
         got_all = next(iter(r["outputs"]["pinocchio"].values()))
         for s in range(SMALL["n_states"]):
             q, rest = r["states"][s, :model.nq], r["states"][s, model.nq:]

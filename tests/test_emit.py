@@ -235,7 +235,6 @@ def test_two_kernels_link_into_one_program(tmp_path):
 def test_every_registered_input_and_output_is_documented_in_the_header():
     from gen.algorithms import ALGORITHMS
     from gen.constraints import parse_constraints
-    from gen.emit import _io_doc
     from gen.robots.synthetic import humanoid30
 
     model = humanoid30()
@@ -243,8 +242,8 @@ def test_every_registered_input_and_output_is_documented_in_the_header():
     for name, algo in ALGORITHMS.items():
         c = cset if algo.constrained else None
         names = [n for n, *_ in algo.inputs(model, c)] + [n for n, *_ in algo.outputs(model, c)]
-        missing = [n for n in names if not _io_doc(name, n)]
-        assert not missing, f"{name}: no header documentation for {missing} (gen/emit.py IO_DOCS)"
+        missing = [n for n in names if not algo.doc(n)]
+        assert not missing, f"{name}: no header documentation for {missing} (its registry row's docs)"
 
 
 def test_manifest_records_each_constraint_gains_weight_and_anchor():

@@ -1,15 +1,15 @@
-"""The one registry of algorithms (DESIGN §3.10).
+"""The one registry of algorithms (DESIGN §3.10): :data:`ALGORITHMS`, name -> row.
 
-Each entry names the function (written once over the backend), its inputs and outputs
-with sizes for a given model (and, for constrained algorithms, constraint set), and a
-one-line summary.  Tracing, op counting, emission, building, the generic C binding and
-the CLI are generic over this table: adding an algorithm means adding a module and a row.
+A row (:class:`~gen.algorithms.registry.Algorithm`) holds every per-algorithm fact:
+the function written once over the backend, inputs and outputs with shapes and docs,
+family, options and their validation, Pinocchio reference, generic C entry and work
+size, verification tolerance floor, benchmark peer and the committed reports that
+include it.  Adding an algorithm means adding its module, its row here and its test
+file (docs/ARCHITECTURE.md, "Adding an algorithm").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
+from . import pinocchio as pin_ref
 from .aba import aba
 from .caba_osim import caba_osim, caba_osimf
 from .constrained_aba import constrained_aba
@@ -24,18 +24,9 @@ from .prox_ltl import prox_ltl
 from .prox_ltls import prox_ltls
 from .prox_pv import prox_pv
 from .proximal import constrained_inputs, constrained_outputs
+from .registry import (ALM_FLOOR, MU, PROXIMAL, RESTITUTION, Algorithm, Floor, GenericC, Option,  # noqa: F401
+                       PinocchioRef)
 from .rnea import nle, rnea
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    name: str
-    fn: Callable                 # fn(model, *inputs, be) -> tuple of 2-D outputs
-    inputs: Callable             # (model, cset) -> [(name, rows)]
-    outputs: Callable            # (model, cset) -> [(name, rows, cols)]
-    summary: str
-    source: str
-    constrained: bool = False
 
 
 def _q(m, c):
@@ -54,55 +45,135 @@ def _vec(name):
     return lambda m, c: [(name, m.nv, 1)]
 
 
+def _work(per_body, per_nv=0, nv2=0):
+    """A generic-C workspace ``per_body nb + per_nv nv + nv2 nv^2`` (rbg.h RBG_WORK_*)."""
+    return lambda nb, nv, m: per_body * nb + per_nv * nv + nv2 * nv * nv
+
+
+SOLVER_REPORTS = frozenset({"opcount-constrained", "suite-constrained", "scaling"})
+SOLVER_REF = dict(unit_weights=True, iterate=True)
+DELASSUS_DOC = {"Delassus": "Delassus matrix J M^-1 J^T (m x m, symmetric)"}
+OSIM_DOC = {"Lambda": "damped inverse Delassus matrix (J M^-1 J^T + diag(rho))^-1 (m x m, symmetric)"}
+DELASSUS_REF = PinocchioRef(pin_ref.delassus, "computeDelassusMatrix (mu = 0)", joint1_only=True)
+SOLVER_PIN = PinocchioRef(pin_ref.constraint_dynamics, "constraintDynamics (K iterations, same mu)", **SOLVER_REF)
+PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
+
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
-    Algorithm("rnea", rnea, _qvx("a"), _vec("tau"),
-              "inverse dynamics tau = M(q) a + b(q, v)", "Featherstone 2008 Table 5.1"),
-    Algorithm("nle", nle, _qv, _vec("b"),
-              "nonlinear effects b(q, v) (Coriolis, centrifugal, gravity)", "RNEA with a = 0"),
-    Algorithm("crba", crba, _q, lambda m, c: [("M", m.nv, m.nv)],
-              "joint-space inertia matrix M(q), full symmetric", "Featherstone 2008 Table 6.2"),
-    Algorithm("ltdl", ltdl, _q, lambda m, c: [("L", m.nv, m.nv), ("D", m.nv, 1)],
-              "sparse factorisation M = L^T D L (unit lower L)", "Featherstone 2005 Table 2"),
-    Algorithm("ltl", ltl, _q, lambda m, c: [("L", m.nv, m.nv)],
-              "sparse Cholesky M = L^T L", "Featherstone 2005 Table 2"),
-    Algorithm("crba_solve", crba_solve, lambda m, c: [("q", m.nq), ("b", m.nv)], _vec("x"),
-              "x = M(q)^-1 b by CRBA + LTDL + sparse substitution", "Featherstone 2005 §5"),
-    Algorithm("aba", aba, _qvx("tau"), _vec("ddq"),
-              "forward dynamics ddq = M^-1 (tau - b)", "Featherstone 2008 Table 7.1"),
-    Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs,
+    Algorithm("rnea", rnea, _qvx("a"), _vec("tau"), "dynamics",
+              "inverse dynamics tau = M(q) a + b(q, v)", "Featherstone 2008 Table 5.1",
+              pinocchio=PinocchioRef(pin_ref.rnea, "rnea", depth_first=False),
+              generic=GenericC(0, "rbg_rnea", _work(30)), pin_peer="rnea",
+              reports=frozenset({"opcount", "suite", "callgrind"})),
+    Algorithm("nle", nle, _qv, _vec("b"), "dynamics",
+              "nonlinear effects b(q, v) (Coriolis, centrifugal, gravity)", "RNEA with a = 0",
+              docs={"b": "nonlinear effects b(q, v)"},
+              pinocchio=PinocchioRef(pin_ref.nle, "nonLinearEffects", depth_first=False),
+              generic=GenericC(1, "rbg_nle", _work(30)), pin_peer="nle",
+              reports=frozenset({"opcount", "suite"})),
+    Algorithm("crba", crba, _q, lambda m, c: [("M", m.nv, m.nv)], "dynamics",
+              "joint-space inertia matrix M(q), full symmetric", "Featherstone 2008 Table 6.2",
+              pinocchio=PinocchioRef(pin_ref.crba, "crba (upper triangle symmetrised)"),
+              generic=GenericC(2, "rbg_crba", _work(22, 6)), pin_peer="crba",
+              reports=frozenset({"opcount", "suite"})),
+    Algorithm("ltdl", ltdl, _q, lambda m, c: [("L", m.nv, m.nv), ("D", m.nv, 1)], "factorisation",
+              "sparse factorisation M = L^T D L (unit lower L)", "Featherstone 2005 Table 2",
+              docs={"L": "unit lower factor", "D": "diagonal factor"},
+              pinocchio=PinocchioRef(pin_ref.ltdl, "cholesky.decompose (L = U^T)"),
+              generic=GenericC(3, "rbg_ltdl", _work(22, 6)), reports=frozenset({"opcount"})),
+    Algorithm("ltl", ltl, _q, lambda m, c: [("L", m.nv, m.nv)], "factorisation",
+              "sparse Cholesky M = L^T L", "Featherstone 2005 Table 2",
+              docs={"L": "lower Cholesky factor"},
+              pinocchio=PinocchioRef(pin_ref.ltl, "cholesky.decompose (L = sqrt(D) U^T)"),
+              generic=GenericC(4, "rbg_ltl", _work(22, 6)), reports=frozenset({"opcount"})),
+    Algorithm("crba_solve", crba_solve, lambda m, c: [("q", m.nq), ("b", m.nv)], _vec("x"), "factorisation",
+              "x = M(q)^-1 b by CRBA + LTDL + sparse substitution", "Featherstone 2005 §5",
+              docs={"x": "solution of M x = b"},
+              pinocchio=PinocchioRef(pin_ref.crba_solve, "cholesky.solve"),
+              generic=GenericC(5, "rbg_crba_solve", _work(22, 6, 1)), reports=frozenset({"opcount"})),
+    Algorithm("aba", aba, _qvx("tau"), _vec("ddq"), "dynamics",
+              "forward dynamics ddq = M^-1 (tau - b)", "Featherstone 2008 Table 7.1",
+              pinocchio=PinocchioRef(pin_ref.aba, "aba", depth_first=False),
+              generic=GenericC(6, "rbg_aba", _work(79, 1)), pin_peer="aba",
+              reports=frozenset({"opcount", "suite", "callgrind"})),
+    Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 18", constrained=True),
-    Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs,
+              "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              generic=GenericC(7, "rbg_prox_ltl", lambda nb, nv, m: (m + nv) * (m + nv + 2)
+                               + nv * (nv + m + 7) + 3 * m + 52 * nb),
+              pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+    Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM on the sparse LTDL of M + J^T J / mu",
-              "Sathya 2024 eq. 16, 24", constrained=True),
-    Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs,
+              "Sathya 2024 eq. 16, 24", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              generic=GenericC(8, "rbg_prox_ltls", lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb),
+              floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+    Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM in maximal coordinates, O(n + m) sweeps",
-              "Sathya 2024 Alg. 1-3", constrained=True),
-    Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs,
+              "Sathya 2024 Alg. 1-3", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              generic=GenericC(9, "rbg_constrained_aba", lambda nb, nv, m: 103 * nb + nv + 10 * m),
+              floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+    Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): Popov-Vereshchagin with proximal dual iterations",
-              "Sathya 2024 Alg. 4", constrained=True),
-    Algorithm("prox_lcp", prox_lcp, constrained_inputs, constrained_outputs,
+              "Sathya 2024 Alg. 4", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              generic=GenericC(10, "rbg_prox_pv", lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25)),
+              pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+    Algorithm("prox_lcp", prox_lcp, constrained_inputs, constrained_outputs, "event",
               "forward dynamics with unilateral normal rows (3D+/6D+): LCP by projected proximal Gauss-Seidel "
-              "on the sparse KKT factorisation", "Tedrake 2012 §3.1, Carpentier 2021 eq. 18", constrained=True),
-    Algorithm("impulse", impulse, impulse_inputs, impulse_outputs,
+              "on the sparse KKT factorisation", "Tedrake 2012 §3.1, Carpentier 2021 eq. 18", options=PROXIMAL,
+              docs={"residual": "complementarity residual: |min(lam, w)| on unilateral rows, "
+                                "|w| = |J ddq - a_c*| on bilateral rows (inf-norm)"},
+              generic=GenericC(15, "rbg_prox_lcp", lambda nb, nv, m: (m + nv) * (m + nv + 3)
+                               + nv * (nv + m + 7) + m * (m + 8) + 52 * nb),
+              reports=frozenset({"suite-constrained"})),
+    Algorithm("impulse", impulse, impulse_inputs, impulse_outputs, "event",
               "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
-              "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", constrained=True),
-    Algorithm("delassus", delassus, delassus_inputs("delassus"), matrix_output("Delassus"),
+              "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL + (RESTITUTION,),
+              docs={"v_minus": "joint velocity before the impact", "v_plus": "joint velocity after the impact",
+                    "impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
+                    "residual": "|J v_plus + e J v_minus|_inf of the result"},
+              pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,
+                                     unit_weights=True, converged={"tol": 1e-13, "max_iter": 200}),
+              generic=GenericC(16, "rbg_impulse", lambda nb, nv, m: 103 * nb + 2 * nv + 10 * m),
+              floor=ALM_FLOOR, pin_peer="impulse_dynamics", reports=frozenset({"suite-constrained"})),
+    Algorithm("delassus", delassus, delassus_inputs("delassus"), matrix_output("Delassus"), "delassus",
               "Delassus matrix J M^-1 J^T by CRBA, sparse LTDL and sparse back-substitution",
-              "Featherstone 2005 §5", constrained=True),
-    Algorithm("kkt_delassus", kkt_delassus, delassus_inputs("kkt_delassus"), matrix_output("Delassus"),
+              "Featherstone 2005 §5", docs=DELASSUS_DOC, pinocchio=DELASSUS_REF,
+              generic=GenericC(11, "rbg_delassus", lambda nb, nv, m: nv * (nv + 7 + 2 * m) + 22 * nb),
+              reports=frozenset({"suite-constrained"})),
+    Algorithm("kkt_delassus", kkt_delassus, delassus_inputs("kkt_delassus"), matrix_output("Delassus"), "delassus",
               "Delassus matrix J M^-1 J^T as the Schur complement of the sparse KKT joint pass",
-              "Carpentier 2021 Alg. 1, §IV-E", constrained=True),
-    Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"),
-              "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, O(n + m^2)",
-              "Sathya 2024 Alg. 5, eq. 40", constrained=True),
-    Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"),
+              "Carpentier 2021 Alg. 1, §IV-E", docs=DELASSUS_DOC, pinocchio=DELASSUS_REF,
+              generic_note="the generic library computes the Delassus matrix once, by rbg_delassus"),
+    Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"), "delassus",
+              "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, "
+              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(MU,),
+              generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
+              pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
+    Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse as caba_osim, split at the floating base",
-              "Sathya 2024 §VI-B, eq. 41", constrained=True),
-    Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"),
+              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(MU,),
+              # rbg_caba_osim carries every supporting body in constraint space: at a
+              # floating base that is eq. 41's split
+              generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
+              pin_peer="delassus_inv"),
+    Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
-              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", constrained=True),
-    Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"),
+              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU,),
+              generic=GenericC(12, "rbg_ltl_osim", lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1)),
+              pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
+    Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse from the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", constrained=True),
+              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU,),
+              generic=GenericC(14, "rbg_kkt_osim", lambda nb, nv, m: (m + nv) * (m + nv + 1)
+                               + nv * (nv + m + 6) + 22 * nb + m * (m + 1)),
+              pin_peer="delassus_inv", reports=frozenset({"suite-constrained"})),
 ]}
+
+
+def in_report(report: str) -> list[str]:
+    """The algorithms of the committed report ``report``, in registry order."""
+    return [name for name, a in ALGORITHMS.items() if report in a.reports]
+
+
+def of_family(*families: str) -> list[str]:
+    """The algorithms of the given families, in registry order."""
+    return [name for name, a in ALGORITHMS.items() if a.family in families]

@@ -25,7 +25,16 @@ import tempfile
 from pathlib import Path
 
 
+from opcount import opcount
+
+from ..algorithms import in_report
+from ..api import get_algorithm
+from ..build import build
 from ..errors import RbdgenError
+from ..generic import INCLUDE_DIR, SOURCES
+from ..generic.serialize import model_to_c
+from ..robots import load_robot
+from .harness import make_states
 
 FLAGS = ("-O3", "-march=x86-64-v3", "-DNDEBUG")
 MAIN = r"""
@@ -69,18 +78,13 @@ def _args(inputs, outputs, out_name):
 
 def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, seed: int = 0) -> dict:
     """Instructions per call of the specialised and the generic C for one algorithm."""
-    import gen
-    from ..generic import INCLUDE_DIR, SOURCES
-    from ..generic.serialize import ALGO_IDS, model_to_c, work_sizes
-    from ..robots import load_robot
-    from .harness import make_states
-
     if shutil.which("valgrind") is None:
         raise RbdgenError("valgrind is not installed (apt install valgrind)")
-    if algorithm not in ALGO_IDS:
-        raise RbdgenError(f"the generic C has no {algorithm}")
+    generic = get_algorithm(algorithm).generic
+    if generic is None or get_algorithm(algorithm).constrained:
+        raise RbdgenError(f"callgrind counts unconstrained algorithms with generic C; not {algorithm}")
     model = load_robot(robot)
-    kernel = gen.build(model, algorithm)
+    kernel = build(model, algorithm)
     fn = kernel.manifest["functions"][0]
     inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
     out_sizes = [int(y["size"]) for y in fn["outputs"]]
@@ -90,9 +94,9 @@ def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, see
     source = MAIN.format(
         header=kernel.manifest["header"], model_c=model_to_c(model, "cg_model"), ns=n_states,
         stride=states.shape[1], states=", ".join(f"{{{', '.join(repr(float(x)) for x in row)}}}" for row in states),
-        out_size=sum(out_sizes), work_spec=int(fn["work_size"]), work_gen=int(work_sizes(model)[algorithm]),
+        out_size=sum(out_sizes), work_spec=int(fn["work_size"]), work_gen=int(generic.work(model.nbodies, model.nv, 0)),
         calls=calls, spec_call=f"{fn['symbol']}({ins}, {outs_spec}, work_spec)",
-        gen_call=f"rbg_{algorithm}(&cg_model, {ins}, {outs_gen}, work_gen)")
+        gen_call=f"{generic.entry}(&cg_model, {ins}, {outs_gen}, work_gen)")
     with tempfile.TemporaryDirectory(prefix="rbdgen-cg-") as tmp:
         tmp = Path(tmp)
         (tmp / "main.c").write_text(source)
@@ -106,12 +110,12 @@ def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, see
         text = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)],
                               check=True, capture_output=True, text=True).stdout
     ir = {}
-    for name, sym in (("specialized", fn["symbol"]), ("generic", f"rbg_{algorithm}")):
+    for name, sym in (("specialized", fn["symbol"]), ("generic", generic.entry)):
         m = re.search(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*:" + re.escape(sym) + r"\s", text, re.M)
         if not m:
             raise RbdgenError(f"callgrind output has no entry for {sym}")
         ir[name] = int(m.group(1).replace(",", "")) / calls
-    ops = gen.opcount(model, algorithm)["total"]
+    ops = opcount(model, algorithm)["total"]
     return {"robot": robot, "algorithm": algorithm, "ops": ops, "ir_specialized": ir["specialized"],
             "ir_generic": ir["generic"], "ratio": ir["generic"] / ir["specialized"],
             "ops_per_ir": ops / ir["specialized"]}
@@ -129,7 +133,7 @@ def table(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m gen.bench.callgrind", description=__doc__.split("\n\n")[0])
     p.add_argument("--robots", default="talos,solo12,panda")
-    p.add_argument("--algorithms", default="rnea,aba")
+    p.add_argument("--algorithms", default=",".join(in_report("callgrind")))
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--out", help="write the markdown table to this file")
     a = p.parse_args(argv)

@@ -40,7 +40,6 @@ memory (full symmetric ``M``).  That favours Pinocchio by at most one copy of th
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import platform
@@ -60,8 +59,8 @@ HERE = Path(__file__).resolve().parent
 TEMPLATE = "harness.c.j2"
 
 IMPLEMENTATIONS = ("specialized", "generic", "pinocchio")
-#: rbdgen algorithm -> the Pinocchio shim function timed against it (``--pin-peer``
-#: overrides).  Constrained rows: Pinocchio 4.1's ``constrainedABA`` and ``pv`` do not
+#: Each registry row names the Pinocchio shim function timed against it (``pin_peer``;
+#: ``--pin-peer`` overrides).  Constrained rows: Pinocchio 4.1's ``constrainedABA`` and ``pv`` do not
 #: compile (see pin_shim.cpp), so every proximal solver is timed against
 #: ``constraintDynamics``, whose iterates equal rbdgen's (checked: solo12 3D feet
 #: 1.5e-14, ur5 6D tool0 5.8e-12 relative at 3 iterations).  ``--pin-peer lcaba`` /
@@ -82,18 +81,6 @@ IMPLEMENTATIONS = ("specialized", "generic", "pinocchio")
 #: fixed K > 1 has no Pinocchio counterpart and the peer is skipped with that reason
 #: (measured at mu = 1e-4, impulses relative: K = 1 agrees to 2e-11 on solo12's feet and
 #: 3e-12 on talos's soles, K = 3 differs by 1e-4 and 5e-3; converged, 1e-10).
-PIN_PEERS = {
-    "rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba",
-    "prox_ltl": "constraint_dynamics",      # same method (Carpentier 2021)
-    "prox_ltls": "constraint_dynamics",
-    "constrained_aba": "constraint_dynamics",
-    "prox_pv": "constraint_dynamics",
-    "ltl_osim": "delassus_inv",             # Lambda_mu = (J M^-1 J^T + mu)^-1 (PV-OSIMr)
-    "kkt_osim": "delassus_inv",
-    "caba_osim": "delassus_inv",
-    "caba_osimf": "delassus_inv",
-    "impulse": "impulse_dynamics",          # one damped KKT solve (see impulse_peer_settings)
-}
 CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv", "impulse_dynamics")
 #: constrained peers that run proximal iterations (their count is reported)
 ITERATIVE_PEERS = ("constraint_dynamics", "contact_aba", "lcaba")
@@ -104,6 +91,9 @@ NOT_COMPARED = ("iterations", "residual")
 #: multiplier of its own update order, not the constraint force (its ddq agrees with
 #: rbdgen's to the augmented Lagrangian's rounding)
 PIN_NOT_COMPARED = {"contact_aba": ("lam",)}
+#: Pinocchio's damped Delassus inverse has its own rounding below mu = 1e-4 (PV-OSIMr), so
+#: the Delassus rows of the constrained suite run at this damping on every side
+DELASSUS_MU = 1e-4
 #: impulseDynamics' damping for the converged impact map (gen.pinref.EXACT_MU)
 IMPULSE_EXACT_MU = 1e-12
 DEFAULTS = {"n_states": 256, "rounds": 200, "batch": 100, "warmup": 2000, "seed": 0}
@@ -132,7 +122,7 @@ def _fmt(x: float) -> str:
 
 def impulse_peer_settings(manifest: dict, options: dict) -> tuple[float | None, str | None]:
     """``(damping, None)`` for Pinocchio's ``impulseDynamics`` computing what the impulse
-    kernel of ``manifest`` computes, or ``(None, reason)`` (see :data:`PIN_PEERS`): one
+    kernel of ``manifest`` computes, or ``(None, reason)`` (see the notes above :data:`CONSTRAINED_PEERS`): one
     iteration = its single damped solve at the same mu; a tolerance = the converged map,
     an exact solve at :data:`IMPULSE_EXACT_MU`."""
     from ..algorithms.proximal import DEFAULT_MU
@@ -227,10 +217,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     orientation) to the result, for tests."""
     import gen
     from ..api import get_algorithm
-    from ..emit import resolve_constraints
-    from ..generic.serialize import (ALGO_IDS, CONSTRAINED_ALGO_IDS, DELASSUS_ALGO_IDS, EVENT_ALGO_IDS,
-                                     GENERIC_ALIASES, constrained_work_sizes, constraints_to_c, delassus_work_sizes,
-                                     event_work_sizes, model_to_c, work_sizes)
+    from ..generic.serialize import constraints_to_c, model_to_c
     from ..model import Model
     from ..robots import load_robot
 
@@ -244,7 +231,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         raise RbdgenError("n_states, rounds and batch must be >= 1 and warmup >= 0")
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = get_algorithm(algorithm)
-    cset = resolve_constraints(model, algo, constraints)
+    cset = algo.constraint_set(model, constraints)
 
     # --- the specialised kernel ------------------------------------------------------------
     t0 = time.perf_counter()
@@ -274,34 +261,31 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     if "generic" in against:
         from ..algorithms.proximal import DEFAULT_MU
 
-        gen_name = GENERIC_ALIASES.get(algorithm, algorithm)
+        generic = algo.generic
         # rbg_<name>(&model, [&constraints,] [&options,] [scalar,] inputs..., outputs..., work);
         # scalar: a damped Delassus inverse's mu, the impact map's restitution
-        generic_ctx = {"model_c": model_to_c(model, "bench_model"), "function": f"rbg_{gen_name}",
-                       "constrained": False, "prox": False, "scalar_arg": None}
-        if gen_name in ALGO_IDS:
-            work = work_sizes(model)[gen_name]
-        elif gen_name in CONSTRAINED_ALGO_IDS or gen_name in EVENT_ALGO_IDS:
+        generic_ctx = None if generic is None else {
+            "model_c": model_to_c(model, "bench_model"), "function": generic.entry,
+            "constrained": False, "prox": False, "scalar_arg": None}
+        work = None if generic is None else generic.work(model.nbodies, model.nv, cset.m if cset else 0)
+        if generic is None:
+            skipped["generic"] = f"the generic C has no {algorithm} ({algo.generic_note})"
+        elif algo.iterative:
             # the specialised kernel's proximal options (its manifest): mu, the iteration
             # count or, with a tolerance, the early exit's cap; tol -1 = none
             tol = man.get("tolerance")
             cap = man.get("max_iter") if tol is not None else man.get("iterations")
-            work = {**constrained_work_sizes(model, cset), **event_work_sizes(model, cset)}[gen_name]
             generic_ctx.update({"constrained": True, "prox": True,
                                 "constraints_c": constraints_to_c(model, cset, "bench_cons"),
                                 "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(cap),
                                 "tol": "-1.0" if tol is None else _fmt(tol)})
-            if gen_name == "impulse":
+            if "restitution" in {o.name for o in algo.options}:
                 generic_ctx["scalar_arg"] = _fmt(options.get("restitution", 0.0))
-        elif gen_name in DELASSUS_ALGO_IDS:
+        elif algo.constrained:
             # the damped inverses take the kernel's mu; J M^-1 J^T takes none
-            damped = "mu" in inspect.signature(algo.fn).parameters
-            work = delassus_work_sizes(model, cset)[gen_name]
+            damped = "mu" in {o.name for o in algo.options}
             generic_ctx.update({"constrained": True, "constraints_c": constraints_to_c(model, cset, "bench_cons"),
                                 "scalar_arg": _fmt(options.get("mu", DEFAULT_MU)) if damped else None})
-        else:
-            generic_ctx, work = None, None
-            skipped["generic"] = f"the generic C has no {algorithm}"
         if generic_ctx is not None:
             impls.append({"name": "generic", "key": "gen", "kind": "generic", "work_size": int(work),
                           "colmajor": False})
@@ -310,7 +294,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     pin_ctx, shim, shim_parts, archive = None, None, None, None
     if "pinocchio" in against:
         reason = None
-        peer = pin_peer or PIN_PEERS.get(algorithm)
+        peer = pin_peer or algo.pin_peer
         try:
             from .. import pinref
             if not pinref.available():

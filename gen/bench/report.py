@@ -10,6 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..algorithms import ALGORITHMS, in_report
+from .harness import DELASSUS_MU
+
+#: the committed benchmark reports, relative to the working directory: run the report
+#: commands from the repository root (docs/ARCHITECTURE.md, "Reports")
+REPORTS_DIR = Path("bench") / "reports"
+
 IMPLS = ("specialized", "generic", "pinocchio")
 SHORT = {"specialized": "spec", "generic": "generic", "pinocchio": "pin"}
 
@@ -244,7 +251,9 @@ def constrained_markdown(suite: dict) -> str:
     unilateral solver): each row's specialised median and the generic and Pinocchio
     ratios, then the issues' targets: Pinocchio's fastest solver / our constrainedABA and
     Pinocchio's damped Delassus inverse / our cABA-OSIM."""
-    from .suite import CONSTRAINED_SOLVERS, DELASSUS_ALGORITHMS, DELASSUS_MU, EVENT_ALGORITHMS
+    suite_rows = in_report("suite-constrained")
+    CONSTRAINED_SOLVERS, DELASSUS_ALGORITHMS, EVENT_ALGORITHMS = (
+        tuple(a for a in suite_rows if ALGORITHMS[a].family == f) for f in ("solver", "delassus", "event"))
 
     m, meth = suite["machine"], suite["method"]
     by: dict = {}

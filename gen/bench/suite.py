@@ -3,18 +3,23 @@ generic C vs Pinocchio, written as a dated report under ``bench/reports/`` (DESI
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
 
-from ..errors import RbdgenError
-from . import harness, pinshim, report
+from opcount.constrained import CONSTRAINED_SETS
 
-SUITE_ALGORITHMS = ("rnea", "crba", "aba", "nle")
-REPORTS_DIR = Path(__file__).resolve().parent.parent.parent / "bench" / "reports"
+from .. import pinref
+from ..algorithms import ALGORITHMS, ALM_FLOOR, MU, in_report
+from ..errors import RbdgenError
+from ..robots.named import NAMED_ROBOTS
+from . import harness, pinshim, report
+from .harness import DELASSUS_MU
+
+SUITE_ALGORITHMS = tuple(in_report("suite"))
+CONSTRAINED_SUITE = tuple(in_report("suite-constrained"))
 
 
 def suite_robots() -> list[str]:
-    from ..robots.named import NAMED_ROBOTS
-
     return list(NAMED_ROBOTS)
 
 
@@ -27,8 +32,6 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
     machine = harness.machine_info()
     shim_info = None
     if "pinocchio" in against:
-        from .. import pinref
-
         try:
             ready = pinref.available() and pinshim.pin_prefix() is not None
         except RbdgenError as e:
@@ -50,8 +53,6 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
                 say(f"suite: {rb}/{algo} failed: {e}")
                 results.append({"robot": rb, "algorithm": algo, "error": " ".join(str(e).split())})
     try:
-        import os
-
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         pass
@@ -65,19 +66,11 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
 
 def write_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str, Path]:
     """``<out_dir>/<date>-suite.{md,json,png}`` (default ``bench/reports/``)."""
-    return report.write_suite(suite, Path(out_dir) if out_dir else REPORTS_DIR, stem or f"{suite['date']}-suite")
+    return report.write_suite(suite, Path(out_dir) if out_dir else report.REPORTS_DIR, stem or f"{suite['date']}-suite")
 
 
 # --- constrained dynamics, Delassus, events (issues 5-7) -----------------------------------------
 
-CONSTRAINED_SOLVERS = ("constrained_aba", "prox_ltls", "prox_ltl", "prox_pv")
-DELASSUS_ALGORITHMS = ("caba_osim", "ltl_osim", "kkt_osim", "delassus")
-EVENT_ALGORITHMS = ("impulse", "prox_lcp")
-FAMILIES = {"solvers": CONSTRAINED_SOLVERS, "delassus": DELASSUS_ALGORITHMS, "events": EVENT_ALGORITHMS}
-PIN_CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba")
-#: Pinocchio's damped Delassus inverse has its own rounding below mu = 1e-4 (PV-OSIMr), so
-#: the Delassus rows run at this damping on every side
-DELASSUS_MU = 1e-4
 #: the augmented-Lagrangian solvers' rounding floor grows like 1/mu (gen/algorithms/proximal.py
 #: "Accuracy"); on icub's light legs it is ~5e-5 relative at the default 1e-6, above the
 #: harness's cross-check, so their rows there run at this damping (Pinocchio the same)
@@ -86,8 +79,6 @@ ALM_MU = {"icub": 1e-4}
 
 def constrained_sets(include_redundant: bool = False) -> dict[str, tuple[str, str]]:
     """The named constraint sets of the op-count reports (``opcount.constrained``)."""
-    from opcount.constrained import CONSTRAINED_SETS
-
     sets = dict(CONSTRAINED_SETS)
     if not include_redundant:
         sets = {k: v for k, v in sets.items() if not k.endswith("_x2")}
@@ -100,32 +91,33 @@ def _jobs(name, robot, spec, algorithms, iterations, against):
     gen_only = tuple(a for a in against if a != "pinocchio")
     out = []
     for alg in algorithms:
-        if alg in CONSTRAINED_SOLVERS:
+        row = ALGORITHMS[alg]
+        if alg not in CONSTRAINED_SUITE:
+            raise RbdgenError(f"{alg} is not part of the constrained suite (choose from {', '.join(CONSTRAINED_SUITE)})")
+        peer = row.pin_peer if pin else None
+        use = against if peer else gen_only
+        sp, opts = spec, {}
+        if row.family == "solver":
             opts = {"iterations": iterations}
-            if alg in ("prox_ltls", "constrained_aba") and robot in ALM_MU:
+            if row.floor == ALM_FLOOR and robot in ALM_MU:
                 opts["mu"] = ALM_MU[robot]
-            out.append((alg, spec, "constraint_dynamics" if pin else None, against, opts, True))
-            if alg == "constrained_aba" and pin:
-                # contactABA's K-th iterate is not ours (its multiplier update comes at another
-                # point of the loop), so its row reports the ddq difference, unchecked
-                out.append((alg, spec, "contact_aba", ("pinocchio",), opts, False))
-        elif alg == "delassus":
-            out.append((alg, spec, None, gen_only, {}, True))       # no Pinocchio peer in the shim
-        elif alg in DELASSUS_ALGORITHMS:
-            out.append((alg, spec, "delassus_inv" if pin else None, against, {"mu": DELASSUS_MU}, True))
-        elif alg == "impulse":
+        elif MU in row.options and row.family == "delassus":
+            opts = {"mu": DELASSUS_MU}
+        elif row.pinocchio is not None and row.pinocchio.converged:
             # Pinocchio's impulseDynamics is one damped solve: our K = 1 iterate
-            out.append((alg, spec, "impulse_dynamics" if pin else None, against, {"iterations": 1, "mu": 1e-4}, True))
-        elif alg == "prox_lcp":
-            one_sided = ",".join(t.replace(":", "+:", 1) for t in spec.split(","))
-            out.append((alg, one_sided, None, gen_only, {"iterations": iterations}, True))
-        else:
-            raise RbdgenError(f"{alg} is not part of the constrained suite (choose from "
-                              f"{', '.join(a for f in FAMILIES.values() for a in f)})")
+            opts = {"iterations": 1, "mu": 1e-4}
+        elif getattr(row.fn, "unilateral", False):
+            sp = ",".join(t.replace(":", "+:", 1) for t in spec.split(","))     # the contacts made one-sided
+            opts = {"iterations": iterations}
+        out.append((alg, sp, peer, use, opts, True))
+        if alg == "constrained_aba" and pin:
+            # contactABA's K-th iterate is not ours (its multiplier update comes at another
+            # point of the loop), so its row reports the ddq difference, unchecked
+            out.append((alg, spec, "contact_aba", ("pinocchio",), opts, False))
     return out
 
 
-def run_constrained_suite(sets=None, algorithms=CONSTRAINED_SOLVERS, *, iterations: int = 3,
+def run_constrained_suite(sets=None, algorithms=CONSTRAINED_SUITE, *, iterations: int = 3,
                           against=("generic", "pinocchio"), progress=None, date: str | None = None,
                           **bench_kwargs) -> dict:
     """Every set × algorithm: the proximal solvers at a fixed iteration count K
@@ -159,8 +151,6 @@ def run_constrained_suite(sets=None, algorithms=CONSTRAINED_SOLVERS, *, iteratio
                 results.append({"set": name, "robot": robot, "algorithm": alg, "constraints": sp,
                                 "pin_peer": peer, "options": opts, "error": " ".join(str(e).split())})
     try:
-        import os
-
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         pass
@@ -172,5 +162,5 @@ def run_constrained_suite(sets=None, algorithms=CONSTRAINED_SOLVERS, *, iteratio
 
 def write_constrained_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str, Path]:
     """``<out_dir>/<date>-constrained.{md,json}`` (default ``bench/reports/``)."""
-    return report.write_constrained(suite, Path(out_dir) if out_dir else REPORTS_DIR,
+    return report.write_constrained(suite, Path(out_dir) if out_dir else report.REPORTS_DIR,
                                     stem or f"{suite['date']}-constrained")

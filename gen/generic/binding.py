@@ -45,8 +45,9 @@ import numpy as np
 
 from ..errors import RbdgenError
 from ..model import Model
+from ..algorithms import ALGORITHMS
 from .serialize import (ALGO_IDS, ARRAY_FIELDS, CONSTRAINED_ALGO_IDS, CONSTRAINT_ARRAY_FIELDS, DELASSUS_ALGO_IDS,
-                        EVENT_ALGO_IDS, GENERIC_ALIASES, serialize, serialize_constraints)
+                        EVENT_ALGO_IDS, serialize, serialize_constraints)
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE
@@ -148,7 +149,7 @@ class GenericModel:
     also ``restitution``), the damped Delassus inverses its ``mu``.  An instance
     reuses one workspace, so it is not thread-safe; use one instance per thread."""
 
-    ALGORITHMS = (*ALGO_IDS, *CONSTRAINED_ALGO_IDS, *DELASSUS_ALGO_IDS, *EVENT_ALGO_IDS, *GENERIC_ALIASES)
+    ALGORITHMS = tuple(n for n, a in ALGORITHMS.items() if a.generic is not None)
 
     def __init__(self, model: Model, constraints=None, *, cflags=None):
         from ..constraints import as_constraint_set
@@ -181,7 +182,6 @@ class GenericModel:
         self.work_sizes.update({name: int(self.lib.rbg_constrained_work_size(self.c_model, self.c_constraints, i))
                                 for name, i in {**CONSTRAINED_ALGO_IDS, **DELASSUS_ALGO_IDS,
                                                 **EVENT_ALGO_IDS}.items()})
-        self.work_sizes.update({alias: self.work_sizes[name] for alias, name in GENERIC_ALIASES.items()})
         self._work = np.zeros(max(self.work_sizes.values(), default=0) + 1)
         self.nq, self.nv, self.m = a.nq, a.nv, ca.m
 
@@ -400,7 +400,7 @@ class GenericModel:
                                       f"'{b.kind}'; use caba_osim")
         out, op = self._out(self.m, self.m)
         qp = self._in(algo, "q", q, self.nq)
-        fn = getattr(self.lib, f"rbg_{GENERIC_ALIASES.get(algo, algo)}")
+        fn = getattr(self.lib, ALGORITHMS[algo].generic.entry)
         if algo == "delassus":
             self._check(algo, fn(self.c_model, self.c_constraints, qp, op, self._w))
             return out

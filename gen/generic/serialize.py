@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algorithms import ALGORITHMS
 from ..errors import RbdgenError
 from ..model import Model
 
@@ -75,49 +76,21 @@ STRUCT_FIELDS = [
 ]
 ARRAY_FIELDS = [f for f, _, n in STRUCT_FIELDS if n is not None]
 
-# Algorithm ids of rbg.h (rbg_algo) and the workspace each needs, in doubles.
-ALGO_IDS = {"rnea": 0, "nle": 1, "crba": 2, "ltdl": 3, "ltl": 4, "crba_solve": 5, "aba": 6}
-_WORK = {
-    "rnea": lambda nb, nv: 30 * nb,
-    "nle": lambda nb, nv: 30 * nb,
-    "crba": lambda nb, nv: 22 * nb + 6 * nv,
-    "ltdl": lambda nb, nv: 22 * nb + 6 * nv,
-    "ltl": lambda nb, nv: 22 * nb + 6 * nv,
-    "crba_solve": lambda nb, nv: nv * nv + 22 * nb + 6 * nv,
-    "aba": lambda nb, nv: 79 * nb + nv,
-}
+def generic_ids(*families: str) -> dict[str, int]:
+    """``rbg_algo`` ids of the registered algorithms of ``families`` that have generic C
+    (their rows' :class:`~gen.algorithms.registry.GenericC`)."""
+    return {n: a.generic.algo_id for n, a in ALGORITHMS.items() if a.generic is not None and a.family in families}
 
 
-# The proximal solvers (rbg_algo ids) and their workspaces in doubles, functions of
-# (nbodies, nv, m = constraint rows): the RBG_WORK_<ALGO>(nb, nv, m) macros.
-CONSTRAINED_ALGO_IDS = {"prox_ltl": 7, "prox_ltls": 8, "constrained_aba": 9, "prox_pv": 10}
-_WORK_CONSTRAINED = {
-    "prox_ltl": lambda nb, nv, m: (m + nv) * (m + nv + 2) + nv * (nv + m + 7) + 3 * m + 52 * nb,
-    "prox_ltls": lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb,
-    "constrained_aba": lambda nb, nv, m: 103 * nb + nv + 10 * m,
-    "prox_pv": lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25),
-}
+ALGO_IDS = generic_ids("dynamics", "factorisation")
+CONSTRAINED_ALGO_IDS = generic_ids("solver")
+DELASSUS_ALGO_IDS = generic_ids("delassus")
+EVENT_ALGO_IDS = generic_ids("event")
 
-# The Delassus matrix and damped Delassus inverses (rbg_algo ids) and their workspaces,
-# functions of (nbodies, nv, m): the RBG_WORK_<ALGO>(nb, nv, m) macros.  caba_osimf is
-# computed by rbg_caba_osim, which carries every supporting body in constraint space: at
-# a floating base that is Sathya 2024 eq. 41's split (GENERIC_ALIASES).
-DELASSUS_ALGO_IDS = {"delassus": 11, "ltl_osim": 12, "caba_osim": 13, "kkt_osim": 14}
-GENERIC_ALIASES = {"caba_osimf": "caba_osim"}
-_WORK_DELASSUS = {
-    "delassus": lambda nb, nv, m: nv * (nv + 7 + 2 * m) + 22 * nb,
-    "ltl_osim": lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1),
-    "caba_osim": lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13),
-    "kkt_osim": lambda nb, nv, m: (m + nv) * (m + nv + 1) + nv * (nv + m + 6) + 22 * nb + m * (m + 1),
-}
 
-# Events (rbg_events.c; rbg_algo ids) and their workspaces, functions of (nbodies, nv, m):
-# the RBG_WORK_<ALGO>(nb, nv, m) macros.
-EVENT_ALGO_IDS = {"prox_lcp": 15, "impulse": 16}
-_WORK_EVENTS = {
-    "prox_lcp": lambda nb, nv, m: (m + nv) * (m + nv + 3) + nv * (nv + m + 7) + m * (m + 8) + 52 * nb,
-    "impulse": lambda nb, nv, m: 103 * nb + 2 * nv + 10 * m,
-}
+def _work(names, model: Model, m: int = 0) -> dict[str, int]:
+    return {a: ALGORITHMS[a].generic.work(model.nbodies, model.nv, m) for a in names}
+
 
 # (field, C element type, length as a function of nc); order = struct order.
 CONSTRAINT_FIELDS = [
@@ -199,7 +172,7 @@ def serialize(model: Model) -> ModelArrays:
 
 def work_sizes(model: Model) -> dict[str, int]:
     """Doubles of workspace per algorithm (``rbg_work_size`` / ``RBG_WORK_*``)."""
-    return {a: f(model.nbodies, model.nv) for a, f in _WORK.items()}
+    return _work(ALGO_IDS, model)
 
 
 @dataclass(frozen=True)
@@ -264,21 +237,21 @@ def constrained_work_sizes(model: Model, cset) -> dict[str, int]:
     """Doubles of workspace per proximal solver for this constraint set
     (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
     m = serialize_constraints(model, cset).m
-    return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_CONSTRAINED.items()}
+    return _work(CONSTRAINED_ALGO_IDS, model, m)
 
 
 def event_work_sizes(model: Model, cset) -> dict[str, int]:
     """Doubles of workspace of ``rbg_prox_lcp`` and ``rbg_impulse`` for this constraint set
     (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
     m = serialize_constraints(model, cset).m
-    return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_EVENTS.items()}
+    return _work(EVENT_ALGO_IDS, model, m)
 
 
 def delassus_work_sizes(model: Model, cset) -> dict[str, int]:
     """Doubles of workspace per Delassus algorithm for this constraint set
     (``rbg_constrained_work_size`` / ``RBG_WORK_<ALGO>(nb, nv, m)``)."""
     m = serialize_constraints(model, cset).m
-    return {a: f(model.nbodies, model.nv, m) for a, f in _WORK_DELASSUS.items()}
+    return _work(DELASSUS_ALGO_IDS, model, m)
 
 
 # --- C initializer ---------------------------------------------------------------------

@@ -1,0 +1,199 @@
+"""The record types of the algorithm registry and the one option checker.
+
+A registry row (:class:`Algorithm`) holds every per-algorithm fact the rest of rbdgen
+needs: the function (written once over the backend), its inputs and outputs with shapes
+and one-line docs, its family, its options with their validation, its Pinocchio
+reference, its generic-C entry, the verification tolerance floor with its reason, its
+benchmark peer and the committed reports that include it.  Tracing, op counting,
+emission, building, verification, benchmarking, the suites, the scaling study, the CLI
+and the tests read these rows; no other module keeps a list of algorithm names.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..constraints import ConstraintSet, parse_constraints
+from ..errors import RbdgenError
+from ..model import Model
+
+#: families; the constrained ones need a constraint set
+FAMILIES = {"dynamics": False, "factorisation": False, "solver": True, "delassus": True, "event": True}
+
+#: the committed reports an algorithm can belong to (``reports`` of a row)
+REPORTS = {"opcount": "opcount/reports/<robot>: op counts per named robot (unconstrained)",
+           "opcount-constrained": "opcount/reports/constrained: K = 1, 3 on the named constraint sets",
+           "suite": "bench/reports/*-suite: every named robot, specialised vs generic vs Pinocchio",
+           "suite-constrained": "bench/reports/*-constrained: the named constraint sets",
+           "scaling": "bench/reports/scaling: chains and binary trees (Sathya 2024 Fig. 3)",
+           "callgrind": "bench/reports/*-callgrind: instructions per call"}
+
+#: one-line docs of the input and output names shared by several rows (a row's
+#: ``docs`` override them)
+COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint acceleration",
+               "tau": "joint torque", "b": "right-hand side", "ddq": "joint acceleration",
+               "M": "joint-space inertia matrix (full, symmetric)",
+               "lam": "constraint forces (local frames, M ddq + b = tau + J^T lam)",
+               "iterations": "proximal iterations performed",
+               "residual": "|J ddq - a_c*|_inf of the result"}
+
+
+# --- options -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    """A keyword option: ``kind`` int or float, the closed (or, with ``open_low``, open
+    at ``low``) range ``[low, high]``, ``default`` (None: absent), a one-line doc."""
+
+    name: str
+    kind: type
+    default: object
+    low: float
+    high: float = math.inf
+    open_low: bool = False
+    doc: str = ""
+
+    def check(self, algorithm: str, value):
+        """``value`` converted to ``kind``, or an :class:`RbdgenError` naming the option."""
+        what = f"{algorithm}: option {self.name}={value!r}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+            raise RbdgenError(f"{what} is not a number")
+        x = float(value)
+        if not math.isfinite(x):
+            raise RbdgenError(f"{what} must be finite")
+        if self.kind is int:
+            if x != int(x):
+                raise RbdgenError(f"{what} must be an integer")
+            x = int(x)
+        below = x <= self.low if self.open_low else x < self.low
+        if below or x > self.high:
+            lo = "(" if self.open_low else "["
+            hi = "inf)" if self.high == math.inf else f"{self.high:g}]"
+            raise RbdgenError(f"{what} is outside {lo}{self.low:g}, {hi}")
+        return x
+
+
+ITERATIONS = Option("iterations", int, 3, 1, doc="fixed number of proximal iterations")
+MU = Option("mu", float, 1e-6, 0.0, open_low=True,
+            doc="proximal damping in Pinocchio's sense (Sathya 2024's penalty is 1/mu; docs/ARCHITECTURE.md)")
+TOL = Option("tol", float, None, 0.0, doc="early exit once the true constraint residual is <= tol")
+MAX_ITER = Option("max_iter", int, None, 1, doc="iteration cap with tol")
+RESTITUTION = Option("restitution", float, 0.0, 0.0, 1.0, doc="coefficient of restitution e (0: plastic)")
+PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER)
+
+
+# --- references, generic C, tolerances ----------------------------------------------------
+
+@dataclass(frozen=True)
+class PinocchioRef:
+    """Pinocchio's counterpart: ``fn(pin, pm, pd, *inputs, cset=None, options=None)``
+    returns rbdgen's outputs (vectors 1-D, matrices 2-D, a tuple for several; for a
+    solver its leading outputs).  ``fn`` receives the ``pinocchio`` module: rows never
+    import it.  Where the reference exists (:func:`gen.pinref.supports`):
+    ``depth_first`` -- Pinocchio needs every subtree numbered contiguously;
+    ``joint1_only`` -- it reads only joint1's side of a constraint (none when frame A
+    is on the world); ``unit_weights`` -- it has no per-constraint weights;
+    ``iterate`` -- it is the K-th proximal iterate (a tolerance-driven run has none);
+    ``converged`` -- it is a converged solution: NumPy runs with these options."""
+
+    fn: Callable
+    call: str
+    depth_first: bool = True
+    joint1_only: bool = False
+    unit_weights: bool = False
+    iterate: bool = False
+    converged: dict | None = None
+
+
+@dataclass(frozen=True)
+class GenericC:
+    """The hand-written generic C (``gen/generic``): ``algo_id`` the ``rbg_algo`` value,
+    ``entry`` the C function, ``work(nbodies, nv, m)`` its workspace in doubles (the
+    ``RBG_WORK_*`` macro of ``rbg.h``)."""
+
+    algo_id: int
+    entry: str
+    work: Callable[[int, int, int], int]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """Verification tolerance floors (relative) and why: ``c_numpy`` for compiled C vs
+    NumPy, ``pinocchio`` against Pinocchio; the tolerance applied is ``max(rtol, floor)``."""
+
+    c_numpy: float = 0.0
+    pinocchio: float = 0.0
+    reason: str = "exact algorithm: rounding only"
+
+
+ALM_FLOOR = Floor(1e-7, 1e-6, "augmented Lagrangian: 1/mu enters the inertia, rounding grows to "
+                              "~eps / (mu lambda_min(M)); worst seen 5e-7 against Pinocchio (prox_ltls, icub)")
+
+
+# --- the row ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One registry row; see the module docstring."""
+
+    name: str
+    fn: Callable                 # fn(model, *inputs, be[, cset], **options) -> tuple of 2-D outputs
+    inputs: Callable             # (model, cset) -> [(name, rows)]
+    outputs: Callable            # (model, cset) -> [(name, rows, cols)]
+    family: str
+    summary: str
+    source: str
+    docs: dict = field(default_factory=dict)
+    options: tuple[Option, ...] = ()
+    pinocchio: PinocchioRef | None = None
+    generic: GenericC | None = None
+    generic_note: str = ""       # why there is no generic C (with generic None)
+    floor: Floor = Floor()
+    pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
+    reports: frozenset = frozenset()
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"{self.name}: unknown family {self.family}")
+        if not set(self.reports) <= set(REPORTS):
+            raise ValueError(f"{self.name}: unknown reports {set(self.reports) - set(REPORTS)}")
+        if self.generic is None and not self.generic_note:
+            raise ValueError(f"{self.name}: no generic C and no note saying why")
+
+    @property
+    def constrained(self) -> bool:
+        return FAMILIES[self.family]
+
+    @property
+    def iterative(self) -> bool:
+        return any(o.name == "tol" for o in self.options)
+
+    def doc(self, name: str) -> str:
+        """The one-line doc of input or output ``name``."""
+        return self.docs.get(name, COMMON_DOCS.get(name, ""))
+
+    def check_options(self, options: dict) -> dict:
+        """The one option checker (API, CLI, emission, driver): every option known to
+        this row and in range, converted; an unknown one is an error listing the valid
+        options."""
+        known = {o.name: o for o in self.options}
+        unknown = [k for k in options if k not in known]
+        if unknown:
+            valid = ", ".join(known) or "none"
+            raise RbdgenError(f"{self.name} has no option {', '.join(map(repr, unknown))} (options: {valid})")
+        return {k: (None if v is None else known[k].check(self.name, v)) for k, v in options.items()}
+
+    def constraint_set(self, model: Model, constraints) -> ConstraintSet | None:
+        """The one constraint resolution: a spec string or a parsed set for a constrained
+        row (required), None for the others (constraints given to them are an error)."""
+        if constraints is None or constraints == "":
+            if self.constrained:
+                raise RbdgenError(f"{self.name} is a constrained algorithm: give constraints, "
+                                  f"e.g. '6D:FRAME' or '3D:FRAME_A,3D:FRAME_B'")
+            return None
+        if not self.constrained:
+            raise RbdgenError(f"{self.name} takes no constraints (got '{constraints}')")
+        if isinstance(constraints, str):
+            return parse_constraints(model, constraints)
+        return constraints
