@@ -19,6 +19,7 @@ from .impulse import impulse, impulse_inputs, impulse_outputs
 from .kkt_osim import kkt_delassus, kkt_osim
 from .ltdl import crba_solve, ltdl, ltl
 from .ltl_osim import ltl_osim
+from .minv import minv, pinocchio_minv
 from .prox_lcp import prox_lcp
 from .prox_ltl import prox_ltl
 from .prox_ltls import prox_ltls
@@ -95,6 +96,12 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pinocchio=PinocchioRef(pin_ref.aba, "aba", depth_first=False),
               generic=GenericC(6, "rbg_aba", _work(79, 1)), pin_peer="aba",
               reports=frozenset({"opcount", "suite", "callgrind"})),
+    Algorithm("minv", minv, _q, lambda m, c: [("Minv", m.nv, m.nv)], "dynamics",
+              "inverse joint-space inertia M(q)^-1 without forming M: ABA's sweeps on nv unit torques",
+              "Carpentier & Mansard, RSS 2018, §IV", docs={"Minv": "inverse joint-space inertia (full, symmetric)"},
+              pinocchio=PinocchioRef(pinocchio_minv, "computeMinverse (upper triangle symmetrised)",
+                                     depth_first=False),
+              generic_note="not in the generic C library yet", reports=frozenset({"opcount", "suite"})),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
