@@ -126,7 +126,7 @@ def run(args) -> int:
             raise RbdgenError("--constrained-suite times a fixed iteration count: use --iterations K, not --tol")
         sets = [t.strip() for t in args.sets.split(",")] if args.sets else None
         solvers = tuple(a.strip() for a in args.algorithms.split(",")) if args.algorithms else \
-            tuple(a for f in suite.FAMILIES.values() for a in f)
+            suite.CONSTRAINED_SUITE
         s = suite.run_constrained_suite(sets, solvers, iterations=options.pop("iterations", 3), against=against,
                                         progress=say, **kwargs, **options)
         for kind, path in suite.write_constrained_report(s, args.out).items():
