@@ -17,8 +17,30 @@ def get_algorithm(name: str) -> Algorithm:
         raise RbdgenError(f"unknown algorithm '{name}' (choose from {', '.join(ALGORITHMS)})") from None
 
 
+#: unit-norm coordinates (a free-flyer's or spherical joint's quaternion, a continuous
+#: joint's (cos, sin)) must have |norm - 1| <= UNIT_NORM_TOL; rbdgen does not normalise
+#: them silently (a non-unit quaternion scales the rotation and changes every result)
+UNIT_NORM_TOL = 1e-6
+#: joint kind -> (offset in the joint's q, length) of its unit-norm coordinates
+UNIT_NORM = {"free": (3, 4), "spherical": (0, 4), "revolute_unb": (0, 2)}
+
+
+def check_unit_norms(model: Model, q: np.ndarray, name: str = "q") -> None:
+    """Refuse a configuration whose quaternions or (cos, sin) pairs are not unit
+    (:data:`UNIT_NORM_TOL`), naming the joint and the norm."""
+    for b in model.bodies:
+        if b.kind in UNIT_NORM:
+            off, n = UNIT_NORM[b.kind]
+            norm = float(np.linalg.norm(q[b.idx_q + off:b.idx_q + off + n]))
+            if abs(norm - 1.0) > UNIT_NORM_TOL:
+                what = "(cos, sin) pair" if b.kind == "revolute_unb" else "quaternion"
+                raise RbdgenError(f"{model.name}: the {what} of joint '{b.name}' in input '{name}' has norm "
+                                  f"{norm:.9g}, not 1: normalise it (q[{b.idx_q + off}:{b.idx_q + off + n}] /= norm)")
+
+
 def check_inputs(model: Model, algo: Algorithm, inputs, cset=None) -> list[np.ndarray]:
-    """Validate and convert user inputs to finite float64 columns."""
+    """Validate and convert user inputs to finite float64 columns (unit-norm coordinates
+    of ``q`` checked by :func:`check_unit_norms`)."""
     spec = algo.inputs(model, cset)
     if len(inputs) != len(spec):
         names = ", ".join(n for n, _ in spec)
@@ -33,6 +55,8 @@ def check_inputs(model: Model, algo: Algorithm, inputs, cset=None) -> list[np.nd
             raise RbdgenError(f"{algo.name} on {model.name}: input '{name}' must have {n} entries, got shape {a.shape}")
         if not np.all(np.isfinite(a)):
             raise RbdgenError(f"{algo.name} on {model.name}: input '{name}' contains NaN or inf")
+        if name == "q":
+            check_unit_norms(model, a.reshape(-1))
         out.append(a.reshape(n, 1))
     return out
 
@@ -54,5 +78,11 @@ def run(robot, algorithm: str, *inputs, constraints=None, **options):
     options = algo.check_options(options)
     args = check_inputs(model, algo, inputs, cset)
     extra = {"cset": cset} if algo.constrained else {}
-    shaped = shape_outputs(algo, model, cset, algo.fn(model, *args, be=NUMPY, **extra, **options))
+    with np.errstate(all="ignore"):          # a non-finite result is refused below, with its name
+        outs = algo.fn(model, *args, be=NUMPY, **extra, **options)
+    for (name, _, _), o in zip(algo.outputs(model, cset), outs):
+        if not np.all(np.isfinite(o)):
+            raise RbdgenError(f"{algo.name} on {model.name}: output '{name}' is NaN or inf "
+                              f"(singular model or extreme state)")
+    shaped = shape_outputs(algo, model, cset, outs)
     return shaped[0] if len(shaped) == 1 else tuple(shaped)
