@@ -50,10 +50,16 @@ def cache_dir(path=None) -> Path:
 
 
 def compile_flags(flags=None) -> list[str]:
+    """``flags`` (a shell-quoted string or a list), else ``$RBDGEN_CFLAGS``, else
+    :data:`DEFAULT_FLAGS`."""
     if flags is None:
-        env = os.environ.get("RBDGEN_CFLAGS")
-        return shlex.split(env) if env else list(DEFAULT_FLAGS)
-    return shlex.split(flags) if isinstance(flags, str) else list(flags)
+        flags = os.environ.get("RBDGEN_CFLAGS") or list(DEFAULT_FLAGS)
+    if not isinstance(flags, str):
+        return list(flags)
+    try:
+        return shlex.split(flags)
+    except ValueError as e:
+        raise RbdgenError(f"compiler flags '{flags}': {e}") from None
 
 
 def _folder_files(folder: Path, manifest: dict) -> dict[str, bytes]:
