@@ -12,8 +12,11 @@
 ``P_kernel.c``      the math: CasADi code generation of the traced SX graph(s)
 ``P.cdef``          the cffi ``cdef`` text (what :mod:`gen.build` compiles against)
 ``manifest.json``   robot, algorithm, constraints, sizes, functions, work sizes, op counts
-``Makefile``        ``make`` -> ``libP.a`` (C99, no other dependency than libm)
-``CMakeLists.txt``  the same as a CMake target ``P``
+``Makefile``        ``make`` -> ``libP.a`` (C99, no other dependency than libm);
+                    ``make install PREFIX=DIR``: header, library, ``P.pc``
+``CMakeLists.txt``  the same as a CMake target ``rbdgen::P``; ``cmake --install``: header,
+                    library, the package ``PConfig.cmake`` (+ ``ConfigVersion``), ``P.pc``
+``P.pc.in``         the pkg-config file both installs fill in (relocatable)
 ==================  =====================================================================
 
 Every text file except the CasADi math is rendered by jinja2 (``gen/templates/``,
@@ -320,7 +323,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver)
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
-             "cmake": "CMakeLists.txt"}
+             "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
     sources = [files["wrapper"], files["kernel"]]
     manifest = {
         "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
@@ -350,6 +353,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
         "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
+        "pkgconfig": f"{prefix}.pc",
         "kernel_code": _casadi_code(funcs, cg_prefix, avoid_stack),
     }
 
@@ -373,7 +377,7 @@ def _gains(cset) -> list[dict]:
 
 TEMPLATE_OF = {"header": "header.h.j2", "wrapper": "wrapper.c.j2", "kernel": "kernel.c.j2",
                "cdef": "cdef.j2", "manifest": "manifest.json.j2", "makefile": "Makefile.j2",
-               "cmake": "CMakeLists.txt.j2"}
+               "cmake": "CMakeLists.txt.j2", "pkgconfig": "pkgconfig.pc.in.j2"}
 
 
 def _environment() -> jinja2.Environment:

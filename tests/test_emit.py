@@ -46,7 +46,8 @@ def test_sanitize_and_prefix():
 def test_folder_has_every_file(humanoid_aba):
     names = sorted(p.name for p in humanoid_aba.path.iterdir())
     assert names == sorted(["rbd_humanoid30_aba.h", "rbd_humanoid30_aba.c", "rbd_humanoid30_aba_kernel.c",
-                            "rbd_humanoid30_aba.cdef", "manifest.json", "Makefile", "CMakeLists.txt"])
+                            "rbd_humanoid30_aba.cdef", "manifest.json", "Makefile", "CMakeLists.txt",
+                            "rbd_humanoid30_aba.pc.in"])
     assert humanoid_aba.header_path.exists()
     assert [p.name for p in humanoid_aba.sources] == ["rbd_humanoid30_aba.c", "rbd_humanoid30_aba_kernel.c"]
 

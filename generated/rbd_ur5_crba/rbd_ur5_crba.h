@@ -24,6 +24,19 @@
  *   RBDGEN_ERR_NONFINITE_OUTPUT (-2): an output is NaN or inf (a singular model or
  *     an extreme state); the outputs hold what was computed.
  *
+ * Build: plain C99 plus libm, with the folder's Makefile or CMakeLists.txt.
+ *   make                        librbd_ur5_crba.a, CFLAGS default -O3 (-std=c99 added);
+ *                               `make install PREFIX=DIR`: header, library, rbd_ur5_crba.pc
+ *   CMake                       target rbdgen::rbd_ur5_crba; flags of the build type:
+ *                               Release (-O3 -DNDEBUG with gcc/clang) when this folder is
+ *                               the top-level project and none is given, the parent's
+ *                               under add_subdirectory(); `cmake --install`: header,
+ *                               library, find_package(rbd_ur5_crba) files, rbd_ur5_crba.pc
+ *   rbdgen's gen.build, bench   -O3 -march=native (-DNDEBUG): tuned for the build machine,
+ *                               the numbers rbdgen reports; to match them,
+ *                               `make CFLAGS="-O3 -march=native"` or
+ *                               `cmake -DCMAKE_C_FLAGS=-march=native`.
+ *
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_crba

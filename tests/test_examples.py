@@ -1,0 +1,38 @@
+"""examples/ (issue 14 §4): the C control loop, generated with the rbdgen CLI, built
+against the installed kernel packages with find_package and run without Python, holds
+its 1 ms budget, tracks its reference (panda) and holds its posture (solo12)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PERCENTILES = re.compile(r"^  (control|step)\s+\[us\]\s+p50\s+(\S+)\s+p90\s+(\S+)\s+p99\s+(\S+)\s+max\s+(\S+)$", re.M)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("cmake") is None, reason="needs a C compiler and cmake")
+def test_c_control_loop(tmp_path):
+    env = dict(os.environ, WORK=str(tmp_path), RBDGEN=f"{sys.executable} -m gen.cli")
+    r = subprocess.run(["sh", str(ROOT / "examples" / "c_control_loop" / "run.sh"), "1"], cwd=ROOT, env=env,
+                       capture_output=True, text=True)
+    log = tmp_path / "build.log"
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{log.read_text() if log.exists() else ''}"
+    out = r.stdout
+    panda, solo12 = out.split("solo12:")
+    for part in (panda, solo12):
+        rows = PERCENTILES.findall(part)
+        assert [row[0] for row in rows] == ["control", "step"], out
+        for _, *ts in rows:
+            p50, p90, p99, worst = map(float, ts)
+            assert 0 < p50 <= p90 <= p99 <= worst, out
+        assert re.search(r"budget\s+1000 us per step: margin \S+ us at p99", part), out
+    assert "1000 steps" in panda
+    tracking = float(re.search(r"tracking error \[rad\]: rms \S+\s+max (\S+)", panda).group(1))
+    assert tracking < 1e-2, out
+    joints, base, tilt = re.search(r"joints \[rad\] max \S+ final (\S+);\s+base \[m\] max (\S+) final \S+;\s+"
+                                   r"tilt \[rad\] max (\S+)", solo12).groups()
+    assert float(joints) < 1e-3 and float(base) < 5e-3 and float(tilt) < 1e-3, out
