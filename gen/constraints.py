@@ -74,6 +74,7 @@ import numpy as np
 
 from .errors import RbdgenError
 from .model import SE3, Model
+from .portable import matmul
 from .spatial import (act_motion, ang, compose, cross3, cross_motion, inv_motion, lin, skew3,
                       snap)
 
@@ -388,7 +389,7 @@ def _motion_matrix_np(M: SE3) -> np.ndarray:
     X = np.zeros((6, 6))
     P = np.array([[0, -M.p[2], M.p[1]], [M.p[2], 0, -M.p[0]], [-M.p[1], M.p[0], 0]])
     X[:3, :3] = M.R
-    X[:3, 3:] = P @ M.R
+    X[:3, 3:] = matmul(P, M.R)
     X[3:, 3:] = M.R
     return X
 

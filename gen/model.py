@@ -23,6 +23,10 @@ unchanged:
 
 * fixed joints are merged into their parent body (inertia lumped), and every link
   and fixed joint is kept as a named :class:`Frame`.
+
+The constants are computed with :mod:`gen.portable` (products of small matrices in a
+fixed order, never NumPy's ``@``, which calls a CPU-dependent BLAS kernel) so that they,
+and the C emitted from them, have the same bits on every machine.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import RbdgenError
+from .portable import matmul
 
 JOINT_KINDS = {"revolute": (1, 1), "revolute_unb": (2, 1), "prismatic": (1, 1), "free": (7, 6)}
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -48,10 +53,10 @@ class SE3:
         return SE3(np.eye(3), np.zeros(3))
 
     def __mul__(self, other: "SE3") -> "SE3":
-        return SE3(self.R @ other.R, self.R @ other.p + self.p)
+        return SE3(matmul(self.R, other.R), matmul(self.R, other.p) + self.p)
 
     def inverse(self) -> "SE3":
-        return SE3(self.R.T, -self.R.T @ self.p)
+        return SE3(self.R.T, -matmul(self.R.T, self.p))
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Inertia:
 
     def transformed(self, M: SE3) -> "Inertia":
         """This inertia, given in frame c, expressed in frame p where ``M = pMc``."""
-        return Inertia(self.mass, M.R @ self.com + M.p, M.R @ self.I_c @ M.R.T)
+        return Inertia(self.mass, matmul(M.R, self.com) + M.p, matmul(matmul(M.R, self.I_c), M.R.T))
 
     def __add__(self, other: "Inertia") -> "Inertia":
         m = self.mass + other.mass
@@ -79,7 +84,7 @@ class Inertia:
 
         def shift(I: Inertia) -> np.ndarray:  # parallel-axis term m (|d|^2 1 - d d^T)
             d = I.com - c
-            return I.mass * (d @ d * np.eye(3) - np.outer(d, d))
+            return I.mass * (matmul(d, d) * np.eye(3) - np.outer(d, d))
 
         return Inertia(m, c, self.I_c + other.I_c + shift(self) + shift(other))
 
@@ -90,7 +95,7 @@ class Inertia:
         out[:3, :3] = self.mass * np.eye(3)
         out[:3, 3:] = -self.mass * C
         out[3:, :3] = self.mass * C
-        Ib = self.I_c - self.mass * C @ C
+        Ib = self.I_c - matmul(self.mass * C, C)
         out[3:, 3:] = 0.5 * (Ib + Ib.T)        # exactly symmetric
         return out
 

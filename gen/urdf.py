@@ -32,7 +32,6 @@ and element.
 """
 from __future__ import annotations
 
-import math
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ import numpy as np
 
 from .errors import RbdgenError
 from .model import SE3, Body, Frame, Inertia, Model
+from .portable import cos_sin, matmul, norm
 
 JOINT_TYPES = {"revolute": "revolute", "continuous": "revolute_unb", "prismatic": "prismatic",
                "floating": "free", "fixed": "fixed"}
@@ -57,9 +57,10 @@ class _Joint:
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF fixed-axis roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
-                              math.cos(yaw), math.sin(yaw))
+    """URDF fixed-axis roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``, from correctly
+    rounded cosines and sines (:func:`gen.portable.cos_sin`, not the CPU-dependent libm):
+    the same bits on every machine."""
+    (cr, sr), (cp, sp), (cy, sy) = cos_sin(roll), cos_sin(pitch), cos_sin(yaw)
     return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
                      [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
                      [-sp, cp * sr, cp * cr]])
@@ -110,7 +111,7 @@ class _Parser:
                       [c["ixy"], c["iyy"], c["iyz"]],
                       [c["ixz"], c["iyz"], c["izz"]]])
         M = self.origin(inertial, f"{what} <inertial>")
-        return Inertia(mass, M.p, M.R @ I @ M.R.T)
+        return Inertia(mass, M.p, matmul(matmul(M.R, I), M.R.T))
 
     def joint(self, el, links) -> _Joint:
         name = el.get("name")
@@ -131,11 +132,11 @@ class _Parser:
                 raise self.error(what, f"{tag} link '{link}' is not defined")
             ends.append(link)
         axis = self.numbers(el.find("axis"), "xyz", 3, f"{what} <axis>", (1.0, 0.0, 0.0))
-        norm = np.linalg.norm(axis)
-        if norm == 0.0 and JOINT_TYPES[jtype] in ("revolute", "revolute_unb", "prismatic"):
+        length = norm(axis)
+        if length == 0.0 and JOINT_TYPES[jtype] in ("revolute", "revolute_unb", "prismatic"):
             raise self.error(f"{what} <axis>", "zero axis")
         return _Joint(name, JOINT_TYPES[jtype], ends[0], ends[1], self.origin(el, what),
-                      axis / norm if norm > 0.0 else axis)
+                      axis / length if length > 0.0 else axis)
 
 
 def _read(path: str):

@@ -65,6 +65,7 @@ import numpy as np
 from ..constraints import ConstraintSet, as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model, skew
+from ..portable import matmul
 from ..spatial import act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion
 from .aba import articulated_inertia, null_axis
 from .common import forward_velocities, gravity_acceleration, qslice, subspaces, vslice
@@ -457,5 +458,5 @@ def constant_constraint_inertia(con, w: float):
     else:
         return None
     P = skew(np.asarray(p, dtype=float))
-    X = np.block([[np.eye(3), -P], [P, -P @ P + (np.eye(3) if rot else 0.0)]])
+    X = np.block([[np.eye(3), -P], [P, -matmul(P, P) + (np.eye(3) if rot else 0.0)]])
     return body, w * X

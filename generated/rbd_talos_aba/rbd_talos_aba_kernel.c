@@ -4441,7 +4441,7 @@ static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw,
   a375=(a209*a243);
   a375=(a221-a375);
   a375=(a207+a375);
-  a579=4.6331270454754133e-03;
+  a579=4.6331270454754141e-03;
   a312=-4.0000000000000002e-04;
   a575=(a205*a575);
   a575=(a575+a358);
@@ -11462,7 +11462,7 @@ static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw,
   a791=(a055*a079);
   a788=(a132*a136);
   a791=(a791+a788);
-  a788=3.8856245443953680e-01;
+  a788=3.8856245443953685e-01;
   a737=(a788*a131);
   a791=(a791+a737);
   a737=(a818*a060);
