@@ -89,7 +89,7 @@ def _algorithm_options(algorithm: str, args) -> dict:
              if (v := getattr(args, k, None)) is not None}
     if "max_iter" in given and "tol" not in given:
         raise RbdgenError("--max-iter caps the early-exit driver: give it with --tol (or use --iterations K)")
-    return ALGORITHMS[algorithm].check_options(given)
+    return ALGORITHMS[algorithm].check_options(given, spell=lambda k: "--" + k.replace("_", "-"))
 
 
 def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:
@@ -135,7 +135,7 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     ``samples`` random states: ``{"c_numpy", "c_pinocchio", "numpy_pinocchio"}``
     (``None`` where there is no Pinocchio reference).  NumPy and Pinocchio run with the
     kernel's options and constraint set (gains, weights); where Pinocchio's value is a
-    converged solution (:data:`gen.pinref.CONVERGED`: the impact map) ``numpy_pinocchio``
+    converged solution (the row's ``pinocchio.converged`` options: the impact map) ``numpy_pinocchio``
     compares a converged NumPy run and ``c_pinocchio`` is ``None`` (the kernel's K
     iterates are not that solution)."""
     model, name, cset = kernel.model, kernel.algorithm.name, kernel.cset

@@ -287,9 +287,9 @@ def test_user_error_in_a_subprocess_has_no_traceback():
 
 
 @pytest.mark.parametrize("args, words", [
-    (["aba", "--mu", "1e-3"], "aba takes no --mu"),
-    (["prox_ltl", "-c", "3D:FL_FOOT", "--restitution", "0.5"], "prox_ltl has no option 'restitution'"),
-    (["caba_osim", "-c", "3D:FL_FOOT", "--iterations", "3"], "caba_osim takes no --iterations"),
+    (["aba", "--mu", "1e-3"], "aba has no option --mu"),
+    (["prox_ltl", "-c", "3D:FL_FOOT", "--restitution", "0.5"], "prox_ltl has no option --restitution"),
+    (["caba_osim", "-c", "3D:FL_FOOT", "--iterations", "3"], "caba_osim has no option --iterations"),
 ])
 def test_build_rejects_options_the_algorithm_does_not_take(args, words, tmp_path, capsys):
     assert main(["build", "solo12", "-a", *args, "--out", str(tmp_path), "-q"]) == 2

@@ -18,7 +18,7 @@ import pytest
 import gen
 from gen.algorithms.aba import aba
 from gen.backend import NUMPY
-from gen.constraints import parse_constraints
+from gen.constraints import ConstraintSet, parse_constraints
 from test_constrained import (ABA_TOL, AGREE_DEFAULT_TOL, AGREE_TOL, CONVERGED, FEEDBACK_TOL, MU, PIN_TOL,
                               RESIDUAL_TOL, SOLVERS, dense_kkt, evaluate, solve, states)
 from test_constraints import named, needs_pin, pin_constraint_dynamics, rel_err
@@ -111,7 +111,7 @@ def test_with_no_constraints_each_solver_is_aba(named_set):
     q, v, tau = sts[0]
     ref = gen.run(model, "aba", q, v, tau)
     for alg in SOLVERS:
-        ddq, lam, it, res = gen.run(model, alg, q, v, tau, constraints=None)
+        ddq, lam, it, res = gen.run(model, alg, q, v, tau, constraints=ConstraintSet(model, []))
         assert rel_err(ddq, ref) < ABA_TOL, f"{alg} on {model.name}: no constraints != ABA"
         assert lam.shape == (0,) and it[0] == 0 and res[0] == 0
 

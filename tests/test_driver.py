@@ -169,7 +169,7 @@ def test_a_step_costs_one_unrolled_iteration(alg):
 
 def test_driver_user_errors():
     model = gen.load_robot("fourbar")
-    with pytest.raises(RbdgenError, match="aba has no iterations or tolerance"):
+    with pytest.raises(RbdgenError, match="aba has no option tol"):
         gen.build(model, "aba", tol=1e-3)
     with pytest.raises(RbdgenError, match="does not iterate"):
         trace_driver(model, "prox_ltl", ConstraintSet(model, []), tol=1e-3)
@@ -270,5 +270,5 @@ def test_driver_passes_a_solver_own_option_and_names_unknown_ones():
     assert np.ravel(got[2])[0] == np.ravel(ref[2])[0]
     scale = max(1.0, np.max(np.abs(ref[0])))
     assert np.max(np.abs(got[0].ravel() - np.ravel(ref[0]))) / scale < 1e-8
-    with pytest.raises(RbdgenError, match="prox_ltl has no option 'foo'"):
+    with pytest.raises(RbdgenError, match="prox_ltl has no option foo"):
         gen.run(model, "prox_ltl", q, v, v, constraints=spec, foo=1)

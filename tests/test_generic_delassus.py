@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import gen
+from gen.algorithms import ALGORITHMS as ROWS
 from gen.constraints import parse_constraints
 from gen.errors import RbdgenError
 from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constraints_to_c, delassus_work_sizes, model_to_c
@@ -145,7 +146,7 @@ def _raw(g: GenericModel, alg: str, q, work, mu=1e-3, pad=0):
     ptr = lambda a: ffi.from_buffer("double[]", a)
     out = np.full(g.m * g.m + pad, CANARY)
     qp = ptr(np.ascontiguousarray(q, dtype=float))
-    fn = getattr(g.lib, f"rbg_{alg}")
+    fn = getattr(g.lib, ROWS[alg].generic.entry)
     if alg == "delassus":
         rc = fn(g.c_model, g.c_constraints, qp, ptr(out), ptr(work))
     else:
@@ -190,6 +191,8 @@ def test_singular_model_returns_esingular():
     model.frames.append(Frame("mid", 1, SE3.identity(), "fixed_joint"))
     g = GenericModel(model, "3D:mid")
     for alg in DELASSUS_ALGO_IDS:
+        if alg == "caba_osimf":        # caba_osim's C entry, refused on a fixed base (tested above)
+            continue
         with pytest.raises(RbdgenError, match="singular"):
             g.call(alg, np.zeros(3))
 

@@ -136,6 +136,7 @@ def test_frame_kinematics_match_pinocchio(robot):
 # --- gen.pinref: references of the constrained algorithms (rbdgen verify) ---------------------
 
 from gen import pinref  # noqa: E402
+from gen.algorithms import ALGORITHMS  # noqa: E402
 from gen.constraints import parse_constraints  # noqa: E402
 from random_trees import random_tree  # noqa: E402
 from test_constrained import states  # noqa: E402
@@ -204,7 +205,7 @@ def test_impulse_and_delassus_references(robot, spec):
         for e in (0.0, 0.6):
             ref = pinref.reference(model, "impulse", q, v, pmodel=pm, cset=cset, options={"restitution": e})
             got = gen.run(model, "impulse", q, v, constraints=cset, restitution=e, mu=1e-4,
-                          **pinref.CONVERGED["impulse"])
+                          **ALGORITHMS["impulse"].pinocchio.converged)
             for name, err in zip(("v_plus", "impulse"), leading_errors(got, ref)):
                 assert err < IMPULSE_TOL, f"{robot} {spec} e={e}: {name} vs impulseDynamics, {err:.1e}"
         ref = pinref.reference(model, "delassus", q, pmodel=pm, cset=cset)

@@ -54,9 +54,10 @@ class Option:
     open_low: bool = False
     doc: str = ""
 
-    def check(self, algorithm: str, value):
-        """``value`` converted to ``kind``, or an :class:`RbdgenError` naming the option."""
-        what = f"{algorithm}: option {self.name}={value!r}"
+    def check(self, algorithm: str, value, spelled: str | None = None):
+        """``value`` converted to ``kind``, or an :class:`RbdgenError` naming the option
+        (as ``spelled``, default its name)."""
+        what = f"{algorithm}: option {spelled or self.name}={value!r}"
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
             raise RbdgenError(f"{what} is not a number")
         x = float(value)
@@ -173,16 +174,16 @@ class Algorithm:
         """The one-line doc of input or output ``name``."""
         return self.docs.get(name, COMMON_DOCS.get(name, ""))
 
-    def check_options(self, options: dict) -> dict:
+    def check_options(self, options: dict, spell: Callable[[str], str] = str) -> dict:
         """The one option checker (API, CLI, emission, driver): every option known to
         this row and in range, converted; an unknown one is an error listing the valid
-        options."""
+        options.  ``spell`` writes an option's name in messages (the CLI: ``--max-iter``)."""
         known = {o.name: o for o in self.options}
         unknown = [k for k in options if k not in known]
         if unknown:
-            valid = ", ".join(known) or "none"
-            raise RbdgenError(f"{self.name} has no option {', '.join(map(repr, unknown))} (options: {valid})")
-        return {k: (None if v is None else known[k].check(self.name, v)) for k, v in options.items()}
+            valid = ", ".join(map(spell, known)) or "none"
+            raise RbdgenError(f"{self.name} has no option {', '.join(map(spell, unknown))} (options: {valid})")
+        return {k: (None if v is None else known[k].check(self.name, v, spell(k))) for k, v in options.items()}
 
     def constraint_set(self, model: Model, constraints) -> ConstraintSet | None:
         """The one constraint resolution: a spec string or a parsed set for a constrained
