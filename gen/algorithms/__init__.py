@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import pinocchio as pin_ref
 from .aba import aba
+from .aba_derivatives import aba_derivatives, pinocchio_aba_derivatives
 from .caba_osim import caba_osim, caba_osimf
 from .constrained_aba import constrained_aba
 from .crba import crba
@@ -28,6 +29,7 @@ from .proximal import constrained_inputs, constrained_outputs
 from .registry import (ALM_FLOOR, MU, PROXIMAL, RESTITUTION, Algorithm, Floor, GenericC, Option,  # noqa: F401
                        PinocchioRef)
 from .rnea import nle, rnea
+from .rnea_derivatives import pinocchio_rnea_derivatives, rnea_derivatives
 
 
 def _q(m, c):
@@ -57,6 +59,20 @@ DELASSUS_DOC = {"Delassus": "Delassus matrix J M^-1 J^T (m x m, symmetric)"}
 OSIM_DOC = {"Lambda": "damped inverse Delassus matrix (J M^-1 J^T + diag(rho))^-1 (m x m, symmetric)"}
 DELASSUS_REF = PinocchioRef(pin_ref.delassus, "computeDelassusMatrix (mu = 0)", joint1_only=True)
 SOLVER_PIN = PinocchioRef(pin_ref.constraint_dynamics, "constraintDynamics (K iterations, same mu)", **SOLVER_REF)
+TANGENT = " in the tangent space (q + d = integrate(q, d)), Pinocchio's convention"
+DERIV_DOCS = {"dtau_dq": "dtau/dq" + TANGENT, "dtau_dv": "dtau/dv",
+              "ddq_dq": "dddq/dq" + TANGENT, "ddq_dv": "dddq/dv", "ddq_dtau": "dddq/dtau",
+              "dlam_dq": "dlam/dq" + TANGENT, "dlam_dv": "dlam/dv", "dlam_dtau": "dlam/dtau",
+              "dvplus_dq": "dv_plus/dq" + TANGENT, "dvplus_dv": "dv_plus/dv_minus",
+              "dimpulse_dq": "dimpulse/dq" + TANGENT, "dimpulse_dv": "dimpulse/dv_minus",
+              "Minv": "inverse joint-space inertia (full, symmetric) = dddq/dtau"}
+NO_GENERIC_DERIV = "not in the generic C library yet (issue 13 §4)"
+
+
+def _square(*names):
+    return lambda m, c: [(n, m.nv, m.nv) for n in names]
+
+
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
@@ -102,6 +118,16 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pinocchio=PinocchioRef(pinocchio_minv, "computeMinverse (upper triangle symmetrised)",
                                      depth_first=False),
               generic_note="not in the generic C library yet", reports=frozenset({"opcount", "suite"})),
+    Algorithm("rnea_derivatives", rnea_derivatives, _qvx("a"), _square("dtau_dq", "dtau_dv", "M"), "dynamics",
+              "partial derivatives of inverse dynamics (dtau/dq, dtau/dv, M), world-frame recursion",
+              "Carpentier & Mansard, RSS 2018, Alg. 1", docs=DERIV_DOCS,
+              pinocchio=PinocchioRef(pinocchio_rnea_derivatives, "computeRNEADerivatives (M symmetrised)"),
+              generic_note=NO_GENERIC_DERIV),
+    Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv"), "dynamics",
+              "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) at a = ddq",
+              "Carpentier & Mansard, RSS 2018, §IV", docs=DERIV_DOCS,
+              pinocchio=PinocchioRef(pinocchio_aba_derivatives, "computeABADerivatives (Minv symmetrised)"),
+              generic_note=NO_GENERIC_DERIV),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
