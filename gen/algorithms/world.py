@@ -167,28 +167,37 @@ def composite(model: Model, items: list) -> list:
 def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, want_M=False):
     """``(dtau_dq, dtau_dv, M)`` (nv x nv each, None when not wanted) from the forward
     pass ``w`` and the world forces ``F`` (per body, before the subtree sums), by the
-    formulas of the module docstring."""
+    formulas of the module docstring.  A pass without Coriolis matrices (``w.B`` empty:
+    ``v = 0``, where ``B = 0``) gives the q-partials and M only."""
     nv = model.nv
+    if want_v and not w.B:
+        raise ValueError("tau_partials: dtau/dv needs the Coriolis matrices (world_pass(coriolis=True))")
     Yc = composite(model, w.oI)
     Fc = composite(model, F)
-    Bc = composite(model, w.B) if want_v or want_q else None
+    Bc = composite(model, w.B) if w.B else None
     dq = be.zeros(nv, nv) if want_q else None
     dv = be.zeros(nv, nv) if want_v else None
     M = be.zeros(nv, nv) if want_M else None
     JY = [w.J[i].T @ Yc[i] for i in range(model.nbodies)]
     JB = [w.J[i].T @ Bc[i] for i in range(model.nbodies)] if Bc is not None else None
+
+    def qblock(i, j):                   # J_i^T (Ycrb_i dAdq_j + Bc_i dVdq_j)
+        blk = JY[i] @ w.dAdq[j]
+        return blk if JB is None else blk + JB[i] @ w.dVdq[j]
+
     for i, b in enumerate(model.bodies):
         si = slice(b.idx_v, b.idx_v + b.nv)
         if want_q:      # column block of joint i seen from its strict ancestors (case i < j)
-            G = be.hcat([cross_force(w.J[i][:, c:c + 1], Fc[i], be) for c in range(b.nv)]) \
-                + Yc[i] @ w.dAdq[i] + Bc[i] @ w.dVdq[i]
+            G = be.hcat([cross_force(w.J[i][:, c:c + 1], Fc[i], be) for c in range(b.nv)]) + Yc[i] @ w.dAdq[i]
+            if Bc is not None:
+                G = G + Bc[i] @ w.dVdq[i]
         if want_v:
             H = Yc[i] @ w.dAdv[i] + Bc[i] @ w.J[i]
         for j in model.ancestors(i):
             bj = model.bodies[j]
             sj = slice(bj.idx_v, bj.idx_v + bj.nv)
             if want_q:
-                dq[si, sj] = JY[i] @ w.dAdq[j] + JB[i] @ w.dVdq[j]
+                dq[si, sj] = qblock(i, j)
             if want_v:
                 dv[si, sj] = JY[i] @ w.dAdv[j] + JB[i] @ w.J[j]
             if want_M:
