@@ -200,11 +200,15 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
                 dq[si, sj] = qblock(i, j)
             if want_v:
                 dv[si, sj] = JY[i] @ w.dAdv[j] + JB[i] @ w.J[j]
-            if want_M:
+            if want_M and j != i:
                 blk = JY[i] @ w.J[j]
                 M[si, sj] = blk
-                if j != i:
-                    M[sj, si] = blk.T
+                M[sj, si] = blk.T
+            elif want_M:                # diagonal block: upper triangle, mirrored (exactly symmetric)
+                for r in range(b.nv):
+                    for c in range(r, b.nv):
+                        M[b.idx_v + r, b.idx_v + c] = (JY[i][r:r + 1, :] @ w.J[i][:, c:c + 1])[0, 0]
+                        M[b.idx_v + c, b.idx_v + r] = M[b.idx_v + r, b.idx_v + c]
             if j != i:
                 if want_q:
                     dq[sj, si] = w.J[j].T @ G
