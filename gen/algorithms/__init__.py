@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from . import pinocchio as pin_ref
 from .aba import aba
+from .aba_derivatives import aba_derivatives, pinocchio_aba_derivatives
 from .caba_osim import caba_osim, caba_osimf
 from .constrained_aba import constrained_aba
+from .constrained_derivatives import (constrained_derivatives, constrained_derivatives_outputs,
+                                      pinocchio_constraint_derivatives)
 from .crba import crba
 from .delassus import delassus, delassus_inputs, matrix_output
 from .impulse import impulse, impulse_inputs, impulse_outputs
+from .impulse_derivatives import (impulse_derivatives, impulse_derivatives_outputs,
+                                  pinocchio_impulse_derivatives)
 from .kkt_osim import kkt_delassus, kkt_osim
 from .ltdl import crba_solve, ltdl, ltl
 from .ltl_osim import ltl_osim
@@ -25,9 +30,10 @@ from .prox_ltl import prox_ltl
 from .prox_ltls import prox_ltls
 from .prox_pv import prox_pv
 from .proximal import constrained_inputs, constrained_outputs
-from .registry import (ALM_FLOOR, MU, PROXIMAL, RESTITUTION, Algorithm, Floor, GenericC, Option,  # noqa: F401
+from .registry import (ALM_FLOOR, ITERATIONS, MU, PROXIMAL, RESTITUTION, Algorithm, Floor, GenericC, Option,  # noqa: F401
                        PinocchioRef)
 from .rnea import nle, rnea
+from .rnea_derivatives import pinocchio_rnea_derivatives, rnea_derivatives
 
 
 def _q(m, c):
@@ -57,6 +63,20 @@ DELASSUS_DOC = {"Delassus": "Delassus matrix J M^-1 J^T (m x m, symmetric)"}
 OSIM_DOC = {"Lambda": "damped inverse Delassus matrix (J M^-1 J^T + diag(rho))^-1 (m x m, symmetric)"}
 DELASSUS_REF = PinocchioRef(pin_ref.delassus, "computeDelassusMatrix (mu = 0)", joint1_only=True)
 SOLVER_PIN = PinocchioRef(pin_ref.constraint_dynamics, "constraintDynamics (K iterations, same mu)", **SOLVER_REF)
+TANGENT = " in the tangent space (q + d = integrate(q, d)), Pinocchio's convention"
+DERIV_DOCS = {"dtau_dq": "dtau/dq" + TANGENT, "dtau_dv": "dtau/dv",
+              "ddq_dq": "dddq/dq" + TANGENT, "ddq_dv": "dddq/dv", "ddq_dtau": "dddq/dtau",
+              "dlam_dq": "dlam/dq" + TANGENT, "dlam_dv": "dlam/dv", "dlam_dtau": "dlam/dtau",
+              "dvplus_dq": "dv_plus/dq" + TANGENT, "dvplus_dv": "dv_plus/dv_minus",
+              "dimpulse_dq": "dimpulse/dq" + TANGENT, "dimpulse_dv": "dimpulse/dv_minus",
+              "Minv": "inverse joint-space inertia (full, symmetric) = dddq/dtau"}
+NO_GENERIC_DERIV = "not in the generic C library yet (issue 13 §4)"
+
+
+def _square(*names):
+    return lambda m, c: [(n, m.nv, m.nv) for n in names]
+
+
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
@@ -102,6 +122,16 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pinocchio=PinocchioRef(pinocchio_minv, "computeMinverse (upper triangle symmetrised)",
                                      depth_first=False),
               generic_note="not in the generic C library yet", reports=frozenset({"opcount", "suite"})),
+    Algorithm("rnea_derivatives", rnea_derivatives, _qvx("a"), _square("dtau_dq", "dtau_dv", "M"), "dynamics",
+              "partial derivatives of inverse dynamics (dtau/dq, dtau/dv, M), world-frame recursion",
+              "Carpentier & Mansard, RSS 2018, Alg. 1", docs=DERIV_DOCS,
+              pinocchio=PinocchioRef(pinocchio_rnea_derivatives, "computeRNEADerivatives (M symmetrised)"),
+              generic_note=NO_GENERIC_DERIV),
+    Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv"), "dynamics",
+              "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) at a = ddq",
+              "Carpentier & Mansard, RSS 2018, §IV", docs=DERIV_DOCS,
+              pinocchio=PinocchioRef(pinocchio_aba_derivatives, "computeABADerivatives (Minv symmetrised)"),
+              generic_note=NO_GENERIC_DERIV),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
@@ -141,6 +171,24 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
                                      unit_weights=True, converged={"tol": 1e-13, "max_iter": 200}),
               generic=GenericC(16, "rbg_impulse", lambda nb, nv, m: 103 * nb + 2 * nv + 10 * m),
               floor=ALM_FLOOR, pin_peer="impulse_dynamics", reports=frozenset({"suite-constrained"})),
+    Algorithm("constrained_derivatives", constrained_derivatives, constrained_inputs,
+              constrained_derivatives_outputs, "solver",
+              "partial derivatives of constrained forward dynamics (ddq and lam w.r.t. q, v, tau) by implicit "
+              "differentiation of the KKT conditions at the K-th proximal iterate, Pinocchio's semantics",
+              "Carpentier & Mansard RSS 2018; Carpentier 2021 eq. 18", docs=DERIV_DOCS, options=(ITERATIONS, MU),
+              pinocchio=PinocchioRef(pinocchio_constraint_derivatives,
+                                     "constraintDynamics (K iterations, same mu) + computeConstraintDynamicsDerivatives",
+                                     joint1_only=True, **SOLVER_REF),
+              generic_note=NO_GENERIC_DERIV),
+    Algorithm("impulse_derivatives", impulse_derivatives, impulse_inputs, impulse_derivatives_outputs, "event",
+              "partial derivatives of the impact map (v_plus and impulse w.r.t. q, v_minus) by implicit "
+              "differentiation of M (v+ - v-) = J^T impulse, J v+ = -e J v-",
+              "Carpentier & Mansard RSS 2018; Tedrake 2012 §3.2", docs=DERIV_DOCS,
+              options=(ITERATIONS, MU, RESTITUTION),
+              pinocchio=PinocchioRef(pinocchio_impulse_derivatives,
+                                     "impulseDynamics (exact) + computeImpulseDynamicsDerivatives (ddq_dv + I)",
+                                     joint1_only=True, unit_weights=True, converged={"iterations": 30}),
+              generic_note=NO_GENERIC_DERIV),
     Algorithm("delassus", delassus, delassus_inputs("delassus"), matrix_output("Delassus"), "delassus",
               "Delassus matrix J M^-1 J^T by CRBA, sparse LTDL and sparse back-substitution",
               "Featherstone 2005 §5", docs=DELASSUS_DOC, pinocchio=DELASSUS_REF,

@@ -1,0 +1,155 @@
+"""Partial derivatives of constrained forward dynamics: ``(dddq/dq, dddq/dv, dddq/dtau,
+dlam/dq, dlam/dv, dlam/dtau)`` at ``(q, v, tau)``, the semantics of Pinocchio's
+``computeConstraintDynamicsDerivatives`` (Carpentier & Mansard, RSS 2018, extended to
+contacts in Pinocchio's ``constrained-dynamics-derivatives.hxx``; here re-derived).
+
+**Forward solve reused.**  The derivatives are those of the solution ``(ddq, lam)``
+returned by the proximal method of Carpentier 2021 eq. 18 after ``iterations`` steps at
+damping ``mu`` (Pinocchio's ``constraintDynamics`` with ``ProximalSettings(0, mu, K)``,
+iterate for iterate the registered ``prox_ltl``), written here on the dense dual::
+
+    ddq_f = aba(q, v, tau),  M^-1 = minv(q),  D_mu = J M^-1 J^T + diag(rho),  rho = mu / w
+    lam_k = D_mu^-1 (rho lam_{k-1} - (J ddq_f - a_c*)),   lam_0 = 0
+    ddq   = ddq_f + (J M^-1)^T lam_K
+
+**Implicit differentiation of the KKT conditions** ``M ddq + b = tau + J^T lam``,
+``J ddq + gamma + Kd J v = 0`` at the returned ``(ddq, lam)``, for x in (q, v, tau)::
+
+    M dddq/dx - J^T dlam/dx = -dtau/dx,      J dddq/dx = -dac/dx
+
+where ``dtau/dx`` are the partials of ``rnea(q, v, ddq) - J^T lam`` (``rnea_derivatives``
+with the constraint forces as body-fixed external forces, ``dtau/dtau = -I``) and
+``dac/dx`` those of the constraint acceleration at fixed ``ddq`` (frame formulas of
+:mod:`gen.algorithms.world`; 3D rows the classical acceleration
+``lin(a_f) + ang(v_f) x lin(v_f)``, 6D rows the spatial one; ``+ Kd dv_c/dx``).
+Eliminating ``dddq/dx``: ``(J M^-1 J^T) dlam/dx = -R_x`` with
+``R_x = dac/dx - J M^-1 dtau/dx``.  **How the damping enters**: as in Pinocchio, this
+system is solved by the same proximal iteration, ``X_1 = -D_mu^-1 R``,
+``X_k = D_mu^-1 (rho X_{k-1} - R)``, K steps, so redundant sets get the minimum-norm
+limit and a converged solve gives the exact derivatives; then
+``dddq/dx = M^-1 (J^T dlam/dx - dtau/dx)``.
+
+Constraints: relative to the world with frame A moving (``TYPE:FRAME``), bilateral,
+position rows without Baumgarte position gain (``Kp = 0``; ``Kd`` is supported).
+Shapes: q (nq,1), v (nv,1), tau (nv,1) -> five nv x nv / m x nv matrices as named.
+Options: ``iterations`` (K, default 3), ``mu`` (default 1e-6).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints import ConstraintSet, as_constraint_set
+from ..errors import RbdgenError
+from ..model import Model
+from ..spatial import ang, cross3, lin
+from .aba import aba
+from .dense import ldlt_factor, ldlt_solve
+from .minv import minv
+from .pinocchio import fixed_iterations, rigid_constraints
+from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
+from .world import frame_partials, tau_partials, world_forces, world_pass
+
+
+def check_set(cset: ConstraintSet, algorithm: str) -> None:
+    """The constraint sets the derivative algorithms handle (module docstring)."""
+    for con in cset.constraints:
+        if con.body1 < 0 or con.body2 >= 0:
+            raise RbdgenError(f"{algorithm} handles constraints of a moving frame relative to the world "
+                              f"('TYPE:FRAME'); '{con}' is not one")
+        if con.unilateral or con.velocity:
+            raise RbdgenError(f"{algorithm} handles bilateral position constraints only; '{con}' is not one")
+    if cset.Kp != 0.0:
+        raise RbdgenError(f"{algorithm}: Baumgarte position gain Kp={cset.Kp} is not supported (use Kp = 0)")
+
+
+def damped_delassus(cset: ConstraintSet, J, Minv, mu: float, be):
+    """``(J M^-1, LDL^T factor of D_mu = J M^-1 J^T + diag(rho), diag(rho))``."""
+    JMinv = J @ Minv
+    D = JMinv @ J.T
+    rho = cset.damping(mu)
+    for r in range(cset.m):
+        D[r, r] = D[r, r] + float(rho[r])
+    return JMinv, ldlt_factor(D, be), be.asarray(np.diag(rho))
+
+
+def proximal_solve(fac, Rho, R, iterations: int, be):
+    """K steps of ``X_k = D_mu^-1 (rho X_{k-1} - R)`` from ``X_0 = 0`` (Carpentier 2021
+    eq. 18 on the linear system ``D X = -R``; Pinocchio's refinement of its derivatives)."""
+    X = ldlt_solve(fac, -R, be)
+    for _ in range(1, iterations):
+        X = ldlt_solve(fac, Rho @ X - R, be)
+    return X
+
+
+def constraint_partials(model: Model, cset: ConstraintSet, w, be, velocity: bool = False):
+    """``(dc/dq, dc/dv)`` (m x nv) of the constraint rows at fixed ``ddq``: the
+    acceleration rows ``a_c + Kd v_c`` (``velocity`` False) or the velocity rows ``v_c``
+    (``velocity`` True; dc/dv is then J), from the world pass ``w``."""
+    dq, dv = be.zeros(cset.m, model.nv), be.zeros(cset.m, model.nv)
+    for ci, con in enumerate(cset.constraints):
+        r0, kd = cset.offsets[ci], cset.gains(ci)[1]
+        vf, _, dvq, dvv, daq, dav = frame_partials(model, w, con.body1, con.placement1, con.size, be,
+                                                   velocity_only=velocity)
+        for d in dvq:
+            if velocity:
+                cq, cv = dvq[d], dvv[d]
+            else:
+                cq, cv = daq[d], dav[d]
+                if kd != 0.0:
+                    cq, cv = cq + kd * dvq[d], cv + kd * dvv[d]
+            if con.kind == "3D":
+                if not velocity:       # classical acceleration: + d(ang(v_f) x lin(v_f))
+                    cq = lin(cq) + cross3(ang(dvq[d]), lin(vf), be) + cross3(ang(vf), lin(dvq[d]), be)
+                    cv = lin(cv) + cross3(ang(dvv[d]), lin(vf), be) + cross3(ang(vf), lin(dvv[d]), be)
+                else:
+                    cq, cv = lin(cq), lin(cv)
+            dq[r0:r0 + con.size, d:d + 1] = cq
+            dv[r0:r0 + con.size, d:d + 1] = cv
+    return dq, dv
+
+
+def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iterations=DEFAULT_ITERATIONS,
+                            mu=DEFAULT_MU):
+    cset = as_constraint_set(model, cset)
+    check_set(cset, "constrained_derivatives")
+    K = int(iterations)
+    sub = Unmarked(be)
+    (ddq_f,) = aba(model, q, v, tau, be=sub)
+    (Minv,) = minv(model, q, be=sub)
+    ev = cset.evaluate(model, q, v, be=be)
+    JMinv, fac, Rho = damped_delassus(cset, ev.J, Minv, mu, be)
+    lam = proximal_solve(fac, Rho, ev.J @ ddq_f - ev.a_star, K, be)        # eq. 18, K steps
+    ddq = ddq_f + JMinv.T @ lam
+    be.mark("forward", ddq, lam)
+
+    w = world_pass(model, q, v, ddq, be)
+    F = world_forces(model, w, cset.body_forces(model, ev, lam, be), be)
+    dtau_dq, dtau_dv, _ = tau_partials(model, w, F, be)
+    dac_dq, dac_dv = constraint_partials(model, cset, w, be)
+    be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
+
+    dlam = [proximal_solve(fac, Rho, R, K, be)
+            for R in (dac_dq - JMinv @ dtau_dq, dac_dv - JMinv @ dtau_dv, JMinv)]
+    ddq_dq = JMinv.T @ dlam[0] - Minv @ dtau_dq
+    ddq_dv = JMinv.T @ dlam[1] - Minv @ dtau_dv
+    ddq_dtau = Minv + JMinv.T @ dlam[2]
+    be.mark("kkt", ddq_dq, ddq_dv, ddq_dtau, *dlam)
+    return ddq_dq, ddq_dv, ddq_dtau, dlam[0], dlam[1], dlam[2]
+
+
+# --- registry helpers ------------------------------------------------------------------
+
+def constrained_derivatives_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
+    m, nv = as_constraint_set(model, cset).m, model.nv
+    return [("ddq_dq", nv, nv), ("ddq_dv", nv, nv), ("ddq_dtau", nv, nv),
+            ("dlam_dq", m, nv), ("dlam_dv", m, nv), ("dlam_dtau", m, nv)]
+
+
+def pinocchio_constraint_derivatives(pin, pm, pd, q, v, tau, *, cset, options):
+    """``constraintDynamics`` (K proximal steps at mu), then
+    ``computeConstraintDynamicsDerivatives`` with the same settings."""
+    cms, cds = rigid_constraints(pin, pm, cset)
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    settings = pin.ProximalSettings(0.0, float(options.get("mu", DEFAULT_MU)), fixed_iterations(options))
+    pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, settings)
+    return tuple(np.array(x) for x in pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, settings))

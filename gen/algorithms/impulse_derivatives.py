@@ -1,0 +1,91 @@
+"""Partial derivatives of the impact map: ``(dv+/dq, dv+/dv-, dimpulse/dq,
+dimpulse/dv-)`` at ``(q, v-)``, the semantics of Pinocchio's
+``computeImpulseDynamicsDerivatives`` (whose ``ddq_dv`` output is ``dv+/dv- - I``; rbdgen
+returns ``dv+/dv-`` itself).
+
+**Forward solve.**  The impact (Tedrake 2012 §3.2, :mod:`gen.algorithms.impulse`)
+``M (v+ - v-) = J^T P``, ``J v+ = -e J v-`` is solved on the dense damped dual, as in
+:mod:`gen.algorithms.constrained_derivatives`: ``P_k = D_mu^-1 (rho P_{k-1} - (1 + e) J
+v-)``, ``v+ = v- + (J M^-1)^T P_K`` (``iterations`` steps from ``P_0 = 0``; converged, the
+minimum-norm impulse).
+
+**Implicit differentiation** at the returned ``(v+, P)``, with ``dv = v+ - v-``::
+
+    M ddv/dx - J^T dP/dx = -dtau/dx,     J dv+/dx = -dc/dx
+
+* x = q: ``dtau/dq`` are the q-partials of ``M(q) dv - J(q)^T P``: ``rnea_derivatives``
+  at ``v = 0``, ``a = dv``, no gravity, ``P`` as body-fixed external forces;
+  ``dc/dq`` the q-partials of ``J(q) (v+ + e v-)`` (frame velocity partials of
+  :mod:`gen.algorithms.world` at the velocity ``v+ + e v-``);
+* x = v-: ``dtau = 0`` and ``J dv+/dv- = -e J``, ``dv+/dv- = I + M^-1 J^T dP/dv-``.
+
+Eliminating: ``dP/dq`` from ``R_q = dc/dq - J M^-1 dtau/dq``, ``dP/dv- `` from
+``R_v = (1 + e) J``, each by the proximal iteration at ``mu`` (K steps; at
+convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.
+Constraints as in :mod:`gen.algorithms.constrained_derivatives`.
+Shapes: q (nq,1), v_minus (nv,1) -> dvplus_dq, dvplus_dv (nv,nv), dimpulse_dq,
+dimpulse_dv (m,nv).  Options: ``iterations``, ``mu``, ``restitution`` (e in [0, 1]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints import as_constraint_set
+from ..errors import RbdgenError
+from ..model import Model
+from .constrained_derivatives import check_set, constraint_partials, damped_delassus, proximal_solve
+from .minv import minv
+from .pinocchio import EXACT_MU, rigid_constraints
+from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
+from .world import tau_partials, world_forces, world_pass
+
+
+def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=DEFAULT_ITERATIONS,
+                        mu=DEFAULT_MU, restitution=0.0):
+    if not 0.0 <= restitution <= 1.0:
+        raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] (0: plastic, 1: elastic)")
+    cset = as_constraint_set(model, cset)
+    check_set(cset, "impulse_derivatives")
+    K, e = int(iterations), float(restitution)
+    (Minv,) = minv(model, q, be=Unmarked(be))
+    J = cset.jacobian(model, q, be=be)
+    JMinv, fac, Rho = damped_delassus(cset, J, Minv, mu, be)
+    P = proximal_solve(fac, Rho, (1.0 + e) * (J @ v_minus), K, be)       # J dv = -(1 + e) J v-
+    dv = JMinv.T @ P
+    be.mark("forward", dv, P)
+
+    nv = model.nv
+    w = world_pass(model, q, be.zeros(nv, 1), dv, be, gravity=False, coriolis=False)
+    ev = cset.evaluate(model, q, be.zeros(nv, 1), be=be, jacobian=False, drift=False)
+    F = world_forces(model, w, cset.body_forces(model, ev, P, be), be)
+    dtau_dq, _, _ = tau_partials(model, w, F, be, want_v=False)
+    wv = world_pass(model, q, v_minus + dv + e * v_minus, be.zeros(nv, 1), be, gravity=False, coriolis=False)
+    dc_dq, _ = constraint_partials(model, cset, wv, be, velocity=True)
+    be.mark("partials", dtau_dq, dc_dq)
+
+    dP_dq = proximal_solve(fac, Rho, dc_dq - JMinv @ dtau_dq, K, be)
+    dP_dv = proximal_solve(fac, Rho, (1.0 + e) * J, K, be)
+    dvplus_dq = JMinv.T @ dP_dq - Minv @ dtau_dq
+    dvplus_dv = be.eye(nv) + JMinv.T @ dP_dv
+    be.mark("kkt", dvplus_dq, dvplus_dv, dP_dq, dP_dv)
+    return dvplus_dq, dvplus_dv, dP_dq, dP_dv
+
+
+# --- registry helpers ------------------------------------------------------------------
+
+def impulse_derivatives_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
+    m, nv = as_constraint_set(model, cset).m, model.nv
+    return [("dvplus_dq", nv, nv), ("dvplus_dv", nv, nv), ("dimpulse_dq", m, nv), ("dimpulse_dv", m, nv)]
+
+
+def pinocchio_impulse_derivatives(pin, pm, pd, q, v_minus, *, cset, options):
+    """``impulseDynamics`` (one exact solve at damping EXACT_MU), then
+    ``computeImpulseDynamicsDerivatives``; its ``ddq_dv`` is ``dv+/dv- - I``."""
+    cms, cds = rigid_constraints(pin, pm, cset)
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    e = float(options.get("restitution", 0.0))
+    settings = pin.ProximalSettings(0.0, EXACT_MU, 1)
+    pin.impulseDynamics(pm, pd, q, v_minus, cms, cds, e, settings)
+    pin.computeImpulseDynamicsDerivatives(pm, pd, cms, cds, e, settings)
+    return (np.array(pd.ddq_dq), np.array(pd.ddq_dv) + np.eye(pm.nv), np.array(pd.dlambda_dq),
+            np.array(pd.dlambda_dv))

@@ -1,0 +1,34 @@
+"""Partial derivatives of inverse dynamics, ``(dtau/dq, dtau/dv, M)`` at ``(q, v, a)``.
+
+Carpentier & Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS
+2018, Algorithm 1 (Pinocchio's ``computeRNEADerivatives``): one forward pass in world
+frame (placements, subspaces ``J_i = oMi S_i``, velocities, accelerations with
+``a_0 = -g``, inertias, forces, body Coriolis matrices ``B_i`` and the per-joint partials
+``dVdq``, ``dAdq``, ``dAdv``), a backward pass of subtree sums (``Ycrb``, ``Bc``,
+``F``), and the projections of :mod:`gen.algorithms.world` for every pair (ancestor,
+descendant).  ``dtau/dq`` is in the tangent space (``q + delta = integrate(q, delta)``),
+so it is Pinocchio's matrix; ``dtau/dv`` is also the Coriolis-related matrix; ``M`` is
+``dtau/da`` (full, symmetric, the world-frame CRBA ``M_ij = J_i^T Ycrb_i J_j``).
+Shapes: q (nq,1), v (nv,1), a (nv,1) -> dtau_dq, dtau_dv, M (nv,nv).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import Model
+from .world import tau_partials, world_pass
+
+
+def rnea_derivatives(model: Model, q, v, a, *, be):
+    w = world_pass(model, q, v, a, be)
+    be.mark("forward", *w.of, *w.B)
+    dq, dv, M = tau_partials(model, w, w.of, be, want_M=True)
+    be.mark("backward", dq, dv, M)
+    return dq, dv, M
+
+
+def pinocchio_rnea_derivatives(pin, pm, pd, q, v, a, **_):
+    """Pinocchio's ``computeRNEADerivatives``; its M has the upper triangle only."""
+    dq, dv, M = pin.computeRNEADerivatives(pm, pd, q, v, a)
+    M = np.array(M)
+    return np.array(dq), np.array(dv), np.triu(M) + np.triu(M, 1).T

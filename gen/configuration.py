@@ -1,0 +1,85 @@
+"""The configuration manifold: Pinocchio's ``integrate`` and its tangent map.
+
+Derivatives with respect to q are taken in the tangent space, Pinocchio's convention
+``q + delta = integrate(q, delta)`` (``delta`` in R^nv), so derivative matrices move
+between rbdgen and Pinocchio unchanged.  Per joint kind (:mod:`gen.model`):
+
+* revolute, prismatic: ``q + delta``;
+* revolute_unb, ``q = (cos t, sin t)``: rotated by ``delta``,
+  ``(c cos d - s sin d, s cos d + c sin d)``;
+* free, ``q = (p, quat)`` with body-frame velocity ``(v, w)``: ``M exp6(delta)``
+  (Pinocchio's ``SE3`` integration), ``p' = p + R V(w) v`` with
+  ``V(w) = 1 + (1 - cos t)/t^2 [w]x + (t - sin t)/t^3 [w]x^2``, ``t = |w|``, and
+  ``quat' = quat * exp(w / 2)`` (Hamilton product, (x, y, z, w) storage).
+
+:func:`tangent_map` is ``d integrate(q, delta) / d delta`` at ``delta = 0`` (nq x nv),
+over the backend: ``1`` for revolute/prismatic, ``(-s, c)`` for revolute_unb, and for a
+free-flyer ``dp/dv = R(quat)``, ``dquat/dw = 1/2 [[qw 1 + [qv]x], [-qv^T]]``.  A
+function ``f(q)`` has tangent-space Jacobian ``df/dq . tangent_map(q)`` (the AD route).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import NUMPY
+from .model import Model
+from .spatial import quat_rotation
+
+
+def _quat_mul(a, b):
+    """Hamilton product of quaternions stored (x, y, z, w)."""
+    av, aw, bv, bw = a[:3], a[3], b[:3], b[3]
+    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), [aw * bw - av @ bv]])
+
+
+def _skew(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def integrate(model: Model, q, delta) -> np.ndarray:
+    """``integrate(q, delta)`` (NumPy), Pinocchio's convention (module docstring)."""
+    q = np.asarray(q, dtype=float).reshape(-1)
+    d = np.asarray(delta, dtype=float).reshape(-1)
+    out = q.copy()
+    for b in model.bodies:
+        iq, iv = b.idx_q, b.idx_v
+        if b.kind in ("revolute", "prismatic"):
+            out[iq] = q[iq] + d[iv]
+        elif b.kind == "revolute_unb":
+            c, s, cd, sd = q[iq], q[iq + 1], np.cos(d[iv]), np.sin(d[iv])
+            out[iq:iq + 2] = c * cd - s * sd, s * cd + c * sd
+        else:
+            v, w = d[iv:iv + 3], d[iv + 3:iv + 6]
+            quat = q[iq + 3:iq + 7]
+            R = quat_rotation(*quat, be=NUMPY)
+            t = np.linalg.norm(w)
+            W = _skew(w)
+            if t < 1e-6:      # Taylor branches of V(w) and exp(w/2)
+                V = np.eye(3) + 0.5 * W + W @ W / 6.0
+                h = np.concatenate([0.5 * w, [1.0 - t * t / 8.0]])
+            else:
+                V = np.eye(3) + (1 - np.cos(t)) / t ** 2 * W + (t - np.sin(t)) / t ** 3 * (W @ W)
+                h = np.concatenate([np.sin(t / 2) * w / t, [np.cos(t / 2)]])
+            out[iq:iq + 3] = q[iq:iq + 3] + np.asarray(R) @ (V @ v)
+            out[iq + 3:iq + 7] = _quat_mul(quat, h)
+    return out
+
+
+def tangent_map(model: Model, q, be):
+    """``d integrate(q, delta) / d delta`` at 0 (nq x nv), over the backend."""
+    T = be.zeros(model.nq, model.nv)
+    for b in model.bodies:
+        iq, iv = b.idx_q, b.idx_v
+        if b.kind in ("revolute", "prismatic"):
+            T[iq, iv] = 1.0
+        elif b.kind == "revolute_unb":
+            T[iq, iv] = -q[iq + 1, 0]
+            T[iq + 1, iv] = q[iq, 0]
+        else:
+            x, y, z, w = (q[iq + k, 0] for k in range(3, 7))
+            T[iq:iq + 3, iv:iv + 3] = quat_rotation(x, y, z, w, be)
+            Q = [[w, -z, y], [z, w, -x], [-y, x, w], [-x, -y, -z]]    # qw 1 + [qv]x ; -qv^T
+            for r in range(4):
+                for c in range(3):
+                    T[iq + 3 + r, iv + 3 + c] = 0.5 * Q[r][c]
+    return T

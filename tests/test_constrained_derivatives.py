@@ -1,0 +1,143 @@
+"""constrained_derivatives and impulse_derivatives: against Pinocchio's
+computeConstraintDynamicsDerivatives / computeImpulseDynamicsDerivatives on every named
+constraint set (free-flyers at non-zero velocity), central differences of the converged
+solution on the manifold (dense KKT solves), identities of dddq/dtau and dlam/dtau, the
+traced SX graph and the compiled C."""
+import numpy as np
+import pytest
+
+import gen
+from gen.backend import NUMPY
+from gen.configuration import integrate
+from gen.constraints import parse_constraints
+from gen.trace import trace
+from opcount.constrained import CONSTRAINED_SETS
+from tests.named import load_or_skip
+
+PIN_TOL = 1e-8          # relative to max(1, max|ref|)
+REDUNDANT_TOL = 1e-7    # sets with repeated rows: J M^-1 J^T singular, rounding ~ eps / mu
+FD_TOL = 1e-5           # central differences, h = 1e-6
+SX_TOL = 1e-11
+C_TOL = 1e-11
+REDUNDANT = ("talos_6d_soles_x2", "talos_6d_soles_hand_x2")
+CONVERGED = {"iterations": 40}
+
+
+def rel_err(x, ref):
+    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
+
+
+def _state(model, rng):
+    return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+@pytest.mark.parametrize("setname", list(CONSTRAINED_SETS))
+def test_constrained_derivatives_match_pinocchio(setname):
+    pytest.importorskip("pinocchio")
+    from gen import pinref
+
+    robot, spec = CONSTRAINED_SETS[setname]
+    model = load_or_skip(robot)
+    pm = pinref.pin_model(model)
+    rng = np.random.default_rng(21)
+    outs = [n for n, _, _ in gen.api.get_algorithm("constrained_derivatives").outputs(model, spec)]
+    tol = REDUNDANT_TOL if setname in REDUNDANT else PIN_TOL
+    for _ in range(2):
+        q, v, tau = _state(model, rng)
+        ours = gen.run(model, "constrained_derivatives", q, v, tau, constraints=spec)
+        ref = pinref.reference(model, "constrained_derivatives", q, v, tau, pmodel=pm, cset=spec, options={})
+        for name, o, r in zip(outs, ours, ref):
+            err = rel_err(o, r)
+            assert err <= tol, f"{setname} {name}: {err:.1e} against Pinocchio"
+
+
+@pytest.mark.parametrize("setname", [s for s in CONSTRAINED_SETS if s not in REDUNDANT])
+@pytest.mark.parametrize("e", (0.0, 0.4))
+def test_impulse_derivatives_match_pinocchio(setname, e):
+    """Pinocchio's impact map is one solve at damping 1e-12: compared with our converged
+    iteration (redundant sets excluded: there its single solve is not the minimum-norm map)."""
+    pytest.importorskip("pinocchio")
+    from gen import pinref
+
+    robot, spec = CONSTRAINED_SETS[setname]
+    model = load_or_skip(robot)
+    pm = pinref.pin_model(model)
+    rng = np.random.default_rng(22)
+    outs = [n for n, _, _ in gen.api.get_algorithm("impulse_derivatives").outputs(model, spec)]
+    for _ in range(2):
+        q, v, _ = _state(model, rng)
+        ours = gen.run(model, "impulse_derivatives", q, v, constraints=spec, restitution=e, **CONVERGED)
+        ref = pinref.reference(model, "impulse_derivatives", q, v, pmodel=pm, cset=spec,
+                               options={"restitution": e})
+        for name, o, r in zip(outs, ours, ref):
+            err = rel_err(o, r)
+            assert err <= PIN_TOL, f"{setname} e={e} {name}: {err:.1e} against Pinocchio"
+
+
+@pytest.mark.parametrize("setname", ("ur5_3d_tool0", "ur5_6d_tool0", "solo12_3d_4feet"))
+def test_constrained_derivatives_match_finite_differences(setname):
+    robot, spec = CONSTRAINED_SETS[setname]
+    model = load_or_skip(robot)
+    q, v, tau = _state(model, np.random.default_rng(23))
+    h = 1e-6
+
+    def fwd(q, v, tau):
+        ddq, lam, _, _ = gen.run(model, "prox_ltl", q, v, tau, constraints=spec, **CONVERGED)
+        return np.concatenate([ddq, lam])
+
+    ours = gen.run(model, "constrained_derivatives", q, v, tau, constraints=spec, **CONVERGED)
+    E = np.eye(model.nv)
+    fq = np.column_stack([(fwd(integrate(model, q, h * e), v, tau) - fwd(integrate(model, q, -h * e), v, tau))
+                          / (2 * h) for e in E])
+    fv = np.column_stack([(fwd(q, v + h * e, tau) - fwd(q, v - h * e, tau)) / (2 * h) for e in E])
+    ft = np.column_stack([(fwd(q, v, tau + h * e) - fwd(q, v, tau - h * e)) / (2 * h) for e in E])
+    nv = model.nv
+    for k, (f, name) in enumerate(((fq, "q"), (fv, "v"), (ft, "tau"))):
+        assert rel_err(ours[k], f[:nv]) <= FD_TOL, f"{setname}: dddq/d{name} vs central differences"
+        assert rel_err(ours[3 + k], f[nv:]) <= FD_TOL * 100, f"{setname}: dlam/d{name} vs central differences"
+
+    cset = parse_constraints(model, spec)
+
+    def imp(q, v):              # Tedrake 2012 eq. 3.2, dense: P = -(J M^-1 J^T)^-1 J v-
+        J, Minv = cset.jacobian(model, q.reshape(-1, 1), be=NUMPY), gen.run(model, "minv", q)
+        P = -np.linalg.solve(J @ Minv @ J.T, J @ v)
+        return np.concatenate([v + Minv @ J.T @ P, P])
+
+    ours = gen.run(model, "impulse_derivatives", q, v, constraints=spec, **CONVERGED)
+    fq = np.column_stack([(imp(integrate(model, q, h * e), v) - imp(integrate(model, q, -h * e), v)) / (2 * h)
+                          for e in E])
+    fv = np.column_stack([(imp(q, v + h * e) - imp(q, v - h * e)) / (2 * h) for e in E])
+    assert rel_err(ours[0], fq[:nv]) <= FD_TOL * 10, f"{setname}: dv+/dq vs central differences"
+    assert rel_err(ours[1], fv[:nv]) <= FD_TOL * 10, f"{setname}: dv+/dv- vs central differences"
+    assert rel_err(ours[2], fq[nv:]) <= FD_TOL * 100, f"{setname}: dimpulse/dq vs central differences"
+
+
+@pytest.mark.parametrize("setname", ("ur5_6d_tool0", "solo12_3d_4feet"))
+def test_constrained_derivative_identities(setname):
+    """dddq/dtau = M^-1 (1 - J^T D^-1 J M^-1) (the projected inverse inertia), symmetric
+    at convergence; J dddq/dtau = 0 (the constraint holds for every torque)."""
+    robot, spec = CONSTRAINED_SETS[setname]
+    model = load_or_skip(robot)
+    q, v, tau = _state(model, np.random.default_rng(24))
+    out = gen.run(model, "constrained_derivatives", q, v, tau, constraints=spec, **CONVERGED)
+    Jc = parse_constraints(model, spec).jacobian(model, q.reshape(-1, 1), be=NUMPY)
+    Minv = gen.run(model, "minv", q)
+    assert np.abs(Jc @ out[2]).max() <= 1e-8 * max(1.0, np.abs(out[2]).max()), f"{setname}: J dddq/dtau != 0"
+    assert rel_err(out[2], out[2].T) <= 1e-9, f"{setname}: dddq/dtau not symmetric"
+    assert rel_err(out[5], -(np.linalg.pinv(Jc @ Minv @ Jc.T) @ Jc @ Minv)) <= 1e-7, f"{setname}: dlam/dtau"
+
+
+@pytest.mark.parametrize("setname", ("ur5_3d_tool0",))
+def test_traced_and_compiled_constrained_derivatives_equal_numpy(setname):
+    robot, spec = CONSTRAINED_SETS[setname]
+    model = load_or_skip(robot)
+    rng = np.random.default_rng(25)
+    q, v, tau = _state(model, rng)
+    for algo, ins in (("constrained_derivatives", (q, v, tau)), ("impulse_derivatives", (q, v))):
+        f = trace(model, algo, spec).function()
+        kernel = gen.build(model, algo, spec)
+        ref = gen.run(model, algo, *ins, constraints=spec)
+        for o, r in zip(f(*ins), ref):
+            assert rel_err(np.array(o), r) <= SX_TOL, f"{setname} {algo}: SX vs NumPy"
+        for o, r in zip(kernel(*ins), ref):
+            assert rel_err(o, r) <= C_TOL, f"{setname} {algo}: C vs NumPy"

@@ -1,0 +1,108 @@
+"""rnea_derivatives and aba_derivatives (Carpentier & Mansard, RSS 2018): against
+Pinocchio's computeRNEADerivatives / computeABADerivatives on every named robot (free-flyers
+at non-zero velocity), central finite differences on the manifold (gen.configuration),
+identities with crba, minv and aba, the traced SX graph, the compiled C, and the CLI
+through the registry rows alone."""
+import numpy as np
+import pytest
+
+import gen
+from gen.cli import main
+from gen.configuration import integrate
+from gen.trace import trace
+from tests.named import load_or_skip
+
+PIN_TOL = 1e-8          # relative to max(1, max|ref|)
+FD_TOL = 1e-6           # central differences, h = 1e-6, relative to max(1, max|J|)
+IDENTITY_TOL = 1e-9
+SX_TOL = 1e-12
+C_TOL = 1e-12
+NAMED = ("ur5", "panda", "solo12", "anymal_c", "go1", "talos", "icub", "g1")
+SYNTHETIC = ("chain:5", "humanoid30", "fourbar")
+
+
+def rel_err(x, ref):
+    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
+
+
+def _state(model, rng):
+    return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+@pytest.mark.parametrize("name", NAMED + SYNTHETIC)
+def test_derivatives_match_pinocchio(name):
+    pytest.importorskip("pinocchio")
+    from gen import pinref
+
+    model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
+    pm = pinref.pin_model(model)
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        q, v, x = _state(model, rng)
+        for algo in ("rnea_derivatives", "aba_derivatives"):
+            ours = gen.run(model, algo, q, v, x)
+            ref = pinref.reference(model, algo, q, v, x, pmodel=pm)
+            for o, r, out in zip(ours, ref, gen.api.get_algorithm(algo).outputs(model, None)):
+                err = rel_err(o, r)
+                assert err <= PIN_TOL, f"{name} {algo} {out[0]}: {err:.1e} against Pinocchio"
+
+
+def _fd(f, model, q, v, x, h=1e-6):
+    """Central differences of f(q, v, x) in the tangent space of q and along v."""
+    dq = np.column_stack([(f(integrate(model, q, h * e), v, x) - f(integrate(model, q, -h * e), v, x)) / (2 * h)
+                          for e in np.eye(model.nv)])
+    dv = np.column_stack([(f(q, v + h * e, x) - f(q, v - h * e, x)) / (2 * h) for e in np.eye(model.nv)])
+    return dq, dv
+
+
+@pytest.mark.parametrize("name", ("ur5", "solo12", "humanoid30", "fourbar"))
+def test_derivatives_match_finite_differences(name):
+    model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
+    q, v, x = _state(model, np.random.default_rng(12))
+    dq, dv, M = gen.run(model, "rnea_derivatives", q, v, x)
+    fq, fv = _fd(lambda *s: gen.run(model, "rnea", *s), model, q, v, x)
+    assert rel_err(dq, fq) <= FD_TOL and rel_err(dv, fv) <= FD_TOL, f"{name}: dtau vs central differences"
+    dq, dv, Minv = gen.run(model, "aba_derivatives", q, v, x)
+    fq, fv = _fd(lambda *s: gen.run(model, "aba", *s), model, q, v, x)
+    assert rel_err(dq, fq) <= FD_TOL and rel_err(dv, fv) <= FD_TOL, f"{name}: dddq vs central differences"
+
+
+@pytest.mark.parametrize("name", ("ur5", "solo12", "talos", "humanoid30", "bintree:12"))
+def test_derivative_identities(name):
+    model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
+    q, v, tau = _state(model, np.random.default_rng(13))
+    ddq = gen.run(model, "aba", q, v, tau)
+    dq, dv, M = gen.run(model, "rnea_derivatives", q, v, ddq)
+    ddq_dq, ddq_dv, Minv = gen.run(model, "aba_derivatives", q, v, tau)
+    Mc = gen.run(model, "crba", q)
+    assert np.array_equal(M, M.T) and np.array_equal(Minv, Minv.T), f"{name}: M, Minv not symmetric"
+    assert rel_err(M, Mc) <= IDENTITY_TOL, f"{name}: rnea_derivatives' M vs crba"
+    assert np.abs(Minv @ Mc - np.eye(model.nv)).max() <= IDENTITY_TOL, f"{name}: Minv crba != I"
+    assert rel_err(ddq_dq, -Minv @ dq) <= IDENTITY_TOL, f"{name}: dddq/dq != -Minv dtau/dq at a = ddq"
+    assert rel_err(ddq_dv, -Minv @ dv) <= IDENTITY_TOL, f"{name}: dddq/dv != -Minv dtau/dv at a = ddq"
+    assert rel_err(Minv, gen.run(model, "minv", q)) <= IDENTITY_TOL, f"{name}: Minv vs minv"
+
+
+@pytest.mark.parametrize("name", ("ur5", "solo12"))
+def test_traced_and_compiled_derivatives_equal_numpy(name):
+    model = load_or_skip(name)
+    rng = np.random.default_rng(14)
+    for algo in ("rnea_derivatives", "aba_derivatives"):
+        f = trace(model, algo).function()
+        kernel = gen.build(model, algo)
+        q, v, x = _state(model, rng)
+        ref = gen.run(model, algo, q, v, x)
+        for o, r in zip(f(q, v, x), ref):
+            assert rel_err(np.array(o), r) <= SX_TOL, f"{name} {algo}: SX vs NumPy"
+        for o, r in zip(kernel(q, v, x), ref):
+            assert rel_err(o, r) <= C_TOL, f"{name} {algo}: C vs NumPy"
+
+
+def test_derivatives_through_the_cli(tmp_path, capsys):
+    load_or_skip("solo12")
+    assert main(["opcount", "solo12", "-a", "rnea_derivatives", "--format", "json", "-q"]) == 0
+    assert '"rnea_derivatives"' in capsys.readouterr().out
+    assert main(["build", "ur5", "-a", "aba_derivatives", "--out", str(tmp_path / "b"), "-q"]) == 0
+    assert (tmp_path / "b" / "rbd_ur5_aba_derivatives.h").is_file()
+    assert main(["verify", "ur5", "-a", "rnea_derivatives", "-n", "3", "-q"]) == 0
+    assert "ok" in capsys.readouterr().out
