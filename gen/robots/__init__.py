@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import RbdgenError
+from ..mjcf import load_mjcf
 from ..model import Model
 from .synthetic import SYNTHETIC, load_synthetic
 
@@ -24,8 +25,6 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
     if spec.split(":")[0] in ("chain", "bintree") or spec in ("humanoid30", "fourbar"):
         return load_synthetic(spec)
     if spec.lower().endswith(".xml"):
-        from ..mjcf import load_mjcf
-
         if floating_base or lock_joints:
             raise RbdgenError(f"{spec}: --floating-base and --lock apply to URDF files; in MJCF a free "
                               f"joint makes the base float, and joints are removed in the file")
