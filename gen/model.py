@@ -133,8 +133,8 @@ class Body:
 @dataclass(frozen=True)
 class Frame:
     """A named frame rigidly attached to ``body`` (-1 = world) at ``placement``
-    (frame in body coordinates).  ``kind`` is ``body`` (a link), ``fixed_joint``
-    or ``joint``."""
+    (frame in body coordinates).  ``kind`` is ``body`` (a link), ``fixed_joint``,
+    ``joint`` or ``site`` (an MJCF site)."""
 
     name: str
     body: int
