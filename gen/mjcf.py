@@ -133,7 +133,7 @@ def _name(m, kind: str, i: int) -> str:
 
 
 def _model_name(m, path: str) -> str:
-    raw = bytes(m.names[:64]).split(b"\0")[0].decode(errors="replace")
+    raw = bytes(m.names).split(b"\0")[0].decode(errors="replace")   # names[0] = <mujoco model>
     return raw or os.path.splitext(os.path.basename(path))[0]
 
 
