@@ -19,6 +19,7 @@ places a rotated joint-less root body differently (rbdgen follows MuJoCo in both
 above against MuJoCo).  Its ``armature`` is zeroed and its gravity set to ``opt.gravity``.
 """
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,13 @@ LOCAL = {
     # what Pinocchio's parser reads as MuJoCo does: no ref
     "ballarm_noref": dict(base_rot='euler="10 20 30"', root='<freejoint name="root"/>', ref_hinge="", ref_slide=""),
 }
+
+
+@pytest.fixture(autouse=True)
+def _mujoco_log_elsewhere(tmp_path, monkeypatch):
+    """MuJoCo appends its warnings (e.g. half_cheetah's deprecated settotalmass) to
+    MUJOCO_LOG.TXT in the working directory: keep it out of the repository."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -250,8 +258,10 @@ def test_cli_bad_mjcf_one_line(tmp_path):
     """A file MuJoCo's compiler rejects: exit 2, one line naming the file, no traceback."""
     bad = tmp_path / "bad.xml"
     bad.write_text('<mujoco><worldbody><body><joint type="hinge" axis="0 0"/></body></worldbody></mujoco>')
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run([sys.executable, "-m", "gen.cli", "opcount", str(bad), "-a", "rnea"],
-                       capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
