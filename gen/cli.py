@@ -366,7 +366,8 @@ def _constraint_args(p):
 
 
 def _robot_args(p):
-    p.add_argument("robot", help="named robot, synthetic spec (chain:N, bintree:N, humanoid30, fourbar) or URDF path")
+    p.add_argument("robot", help="named robot, synthetic spec (chain:N, bintree:N, humanoid30, fourbar), "
+                                     "URDF path or MJCF (.xml) path")
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
 
 

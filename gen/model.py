@@ -18,6 +18,8 @@ unchanged:
   revolute         1    1  angle about ``axis`` (bounded, URDF ``revolute``)
   revolute_unb     2    1  ``[cos, sin]`` of the angle (URDF ``continuous``)
   prismatic        1    1  displacement along ``axis``
+  spherical        4    3  unit quaternion ``[qx qy qz qw]`` / angular velocity in the
+                           LOCAL frame (Pinocchio's ``JointModelSpherical``, MJCF ``ball``)
   free             7    6  ``[x y z qx qy qz qw]`` / ``[v_lin v_ang]`` in the LOCAL frame
   ============== ==== ==== =====================================================
 
@@ -37,7 +39,8 @@ import numpy as np
 from .errors import RbdgenError
 from .portable import matmul
 
-JOINT_KINDS = {"revolute": (1, 1), "revolute_unb": (2, 1), "prismatic": (1, 1), "free": (7, 6)}
+JOINT_KINDS = {"revolute": (1, 1), "revolute_unb": (2, 1), "prismatic": (1, 1), "spherical": (4, 3),
+               "free": (7, 6)}
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
@@ -112,7 +115,7 @@ class Body:
     link: str            # the URDF link carried by the joint (its body frame)
     parent: int          # parent body index, -1 for the world
     kind: str            # one of JOINT_KINDS
-    axis: np.ndarray     # unit axis in the joint frame (unused for "free")
+    axis: np.ndarray     # unit axis in the joint frame (unused for "free" and "spherical")
     placement: SE3       # joint frame in the parent body frame at q neutral
     inertia: Inertia     # lumped inertia in the body frame
     idx_q: int = 0
@@ -130,8 +133,8 @@ class Body:
 @dataclass(frozen=True)
 class Frame:
     """A named frame rigidly attached to ``body`` (-1 = world) at ``placement``
-    (frame in body coordinates).  ``kind`` is ``body`` (a link), ``fixed_joint``
-    or ``joint``."""
+    (frame in body coordinates).  ``kind`` is ``body`` (a link), ``fixed_joint``,
+    ``joint`` or ``site`` (an MJCF site)."""
 
     name: str
     body: int
@@ -211,14 +214,16 @@ class Model:
         for b in self.bodies:
             if b.kind == "free":
                 q[b.idx_q + 6] = 1.0
+            elif b.kind == "spherical":
+                q[b.idx_q + 3] = 1.0
             elif b.kind == "revolute_unb":
                 q[b.idx_q] = 1.0
         return q
 
     def random_q(self, rng: np.random.Generator) -> np.ndarray:
         """A random configuration: angles and displacements uniform in [-pi, pi] (or
-        [-0.5, 0.5] for prismatic), a uniformly random unit quaternion, a random base
-        position in [-1, 1]^3."""
+        [-0.5, 0.5] for prismatic), uniformly random unit quaternions (free and spherical
+        joints), a random base position in [-1, 1]^3."""
         q = np.zeros(self.nq)
         for b in self.bodies:
             s = b.idx_q
@@ -226,6 +231,9 @@ class Model:
                 quat = rng.normal(size=4)
                 q[s:s + 3] = rng.uniform(-1, 1, 3)
                 q[s + 3:s + 7] = quat / np.linalg.norm(quat)
+            elif b.kind == "spherical":
+                quat = rng.normal(size=4)
+                q[s:s + 4] = quat / np.linalg.norm(quat)
             elif b.kind == "revolute_unb":
                 a = rng.uniform(-np.pi, np.pi)
                 q[s:s + 2] = np.cos(a), np.sin(a)

@@ -122,6 +122,8 @@ def _from_urdf(pin, path: str, floating_base: bool, lock_joints=()):
 def _joint_model(pin, body):
     if body.kind == "free":
         return pin.JointModelFreeFlyer()
+    if body.kind == "spherical":
+        return pin.JointModelSpherical()
     axis = np.asarray(body.axis, dtype=float)
     if body.kind == "revolute":
         return pin.JointModelRevoluteUnaligned(axis)

@@ -128,6 +128,25 @@ def _exp_free(qi, dv, be):
     W = skew3(om, be)
     Wu = W @ u
     p = qi[0:3, 0:1] + quat_rotation(x, y, z, w, be) @ (u + a * Wu + b * (W @ Wu))
+    return be.vcat([p, _quat_times_exp(x, y, z, w, om, k, ch, be)])
+
+
+def _exp_spherical(qi, dv, be):
+    """Spherical joint ``q (+) w``: the quaternion composed on the right with ``exp3(w)``,
+    ``w`` the LOCAL angular step (Pinocchio's ``JointModelSpherical::integrate``), as the
+    rotation part of :func:`_exp_free`."""
+    om = dv[0:3, 0:1]
+    th2 = om[0, 0] * om[0, 0] + om[1, 0] * om[1, 0] + om[2, 0] * om[2, 0]
+    th = be.sqrt(th2)
+    sh, ch = be.sin(0.5 * th), be.cos(0.5 * th)
+    thg = be.fmax(th, SMALL_ANGLE)
+    k = be.if_else(th < SMALL_ANGLE, 0.5 - th2 / 48.0 + th2 * th2 / 3840.0, sh / thg)
+    return _quat_times_exp(qi[0, 0], qi[1, 0], qi[2, 0], qi[3, 0], om, k, ch, be)
+
+
+def _quat_times_exp(x, y, z, w, om, k, ch, be):
+    """``q (x) (k w, ch)`` with ``k = sin(th/2)/th``, ``ch = cos(th/2)``, renormalised to
+    first order with the sign that keeps ``q . q+ >= 0`` (see :func:`_exp_free`)."""
     ex, ey, ez = k * om[0, 0], k * om[1, 0], k * om[2, 0]              # q (x) exp3(w)
     nx = w * ex + ch * x + (y * ez - z * ey)
     ny = w * ey + ch * y + (z * ex - x * ez)
@@ -135,7 +154,7 @@ def _exp_free(qi, dv, be):
     nw = w * ch - (x * ex + y * ey + z * ez)
     s = 0.5 * (3.0 - (nx * nx + ny * ny + nz * nz + nw * nw))
     s = be.if_else(ch < 0.0, -s, s)                      # the sign with q . q+ >= 0
-    return be.vcat([p, be.vcat([s * nx, s * ny, s * nz, s * nw])])
+    return be.vcat([s * nx, s * ny, s * nz, s * nw])
 
 
 def _rotate_circle(qi, dv, be):
@@ -156,6 +175,8 @@ def integrate(model: Model, q, dv, *, be):
         qi, di = q[b.idx_q:b.idx_q + b.nq, 0:1], dv[b.idx_v:b.idx_v + b.nv, 0:1]
         if b.kind == "free":
             parts.append(_exp_free(qi, di, be))
+        elif b.kind == "spherical":
+            parts.append(_exp_spherical(qi, di, be))
         elif b.kind == "revolute_unb":
             parts.append(_rotate_circle(qi, di, be))
         else:
@@ -172,12 +193,12 @@ def advance(model: Model, q, v, ddq, dt, *, be):
 def hold_torque(model: Model, q, v, q_ref, tau_ff, kp, kd, *, be):
     """PD hold ``tau_j = tau_ff_j + kp_j (q_ref - q)_j - kd_j v_j`` on the 1-DoF joints
     (for a continuous joint the angle difference is ``atan2`` of the two unit complex
-    numbers), zero on free-flyers."""
+    numbers), zero on free-flyers and spherical joints."""
     tau = []
     for b in model.bodies:
         j, iq = b.idx_v, b.idx_q
-        if b.kind == "free":
-            tau.append(be.zeros(6, 1))
+        if b.kind in ("free", "spherical"):
+            tau.append(be.zeros(b.nv, 1))
             continue
         if b.kind == "revolute_unb":
             c, s, cr, sr = q[iq, 0], q[iq + 1, 0], q_ref[iq, 0], q_ref[iq + 1, 0]

@@ -146,17 +146,23 @@ def joint_motion(body: Body, qi, be):
         return axis_rotation(body.axis, qi[0, 0], qi[1, 0], be), be.zeros(3, 1)
     if body.kind == "prismatic":
         return be.eye(3), be.asarray(body.axis) * qi[0, 0]
+    if body.kind == "spherical":
+        return quat_rotation(qi[0, 0], qi[1, 0], qi[2, 0], qi[3, 0], be), be.zeros(3, 1)
     if body.kind == "free":
         return quat_rotation(qi[3, 0], qi[4, 0], qi[5, 0], qi[6, 0], be), qi[0:3, 0:1]
     raise ValueError(body.kind)
 
 
 def motion_subspace(body: Body) -> np.ndarray:
-    """Constant 6 x nv motion subspace S of the joint in its own (LOCAL) frame."""
+    """Constant 6 x nv motion subspace S of the joint in its own (LOCAL) frame: ``[0; u]``
+    (revolute), ``[u; 0]`` (prismatic), ``[0; 1_3]`` (spherical: the local angular
+    velocity), ``1_6`` (free)."""
     if body.kind in ("revolute", "revolute_unb"):
         return np.concatenate([np.zeros(3), body.axis]).reshape(6, 1)
     if body.kind == "prismatic":
         return np.concatenate([body.axis, np.zeros(3)]).reshape(6, 1)
+    if body.kind == "spherical":
+        return np.eye(6)[:, 3:6]
     return np.eye(6)
 
 

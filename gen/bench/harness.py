@@ -217,7 +217,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     orientation) to the result, for tests."""
     import gen
     from ..api import get_algorithm
-    from ..generic.serialize import constraints_to_c, model_to_c
+    from ..generic.serialize import JOINT_CODES, constraints_to_c, model_to_c
     from ..model import Model
     from ..robots import load_robot
 
@@ -262,6 +262,10 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         from ..algorithms.proximal import DEFAULT_MU
 
         generic = algo.generic
+        missing = sorted({b.kind for b in model.bodies if b.kind not in JOINT_CODES})
+        if missing and generic is not None:
+            skipped["generic"] = f"the generic C has no {', '.join(missing)} joint"
+            generic = None
         # rbg_<name>(&model, [&constraints,] [&options,] [scalar,] inputs..., outputs..., work);
         # scalar: a damped Delassus inverse's mu, the impact map's restitution
         generic_ctx = None if generic is None else {
@@ -269,7 +273,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             "constrained": False, "prox": False, "scalar_arg": None}
         work = None if generic is None else generic.work(model.nbodies, model.nv, cset.m if cset else 0)
         if generic is None:
-            skipped["generic"] = f"the generic C has no {algorithm} ({algo.generic_note})"
+            skipped.setdefault("generic", f"the generic C has no {algorithm} ({algo.generic_note})")
         elif algo.iterative:
             # the specialised kernel's proximal options (its manifest): mu, the iteration
             # count or, with a tolerance, the early exit's cap; tol -1 = none

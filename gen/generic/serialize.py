@@ -147,8 +147,13 @@ def inertia_params(inertia) -> np.ndarray:
 
 
 def serialize(model: Model) -> ModelArrays:
-    """The struct arrays of ``model``."""
+    """The struct arrays of ``model``.  The generic C implements the joint kinds of
+    :data:`JOINT_CODES` only; a model with another kind (a spherical joint) is refused."""
     bodies = model.bodies
+    other = [b for b in bodies if b.kind not in JOINT_CODES]
+    if other:
+        raise RbdgenError(f"{model.name}: the generic C library has no '{other[0].kind}' joint "
+                          f"(joint '{other[0].name}'); the specialized C (gen.build) supports it")
     ints = lambda xs: np.ascontiguousarray(xs, dtype=np.intc)
     flat = lambda xs, n: np.ascontiguousarray(np.reshape(xs, (len(bodies) * n,)) if bodies else np.zeros(0),
                                               dtype=np.float64)

@@ -1,17 +1,20 @@
-"""Robot lookup: named robots (example-robot-data), synthetic trees, or a URDF path."""
+"""Robot lookup: named robots (example-robot-data), synthetic trees, a URDF path or an
+MJCF path (``.xml``, through MuJoCo's compiler, :mod:`gen.mjcf`)."""
 from __future__ import annotations
 
 import os
 
 from ..errors import RbdgenError
+from ..mjcf import load_mjcf
 from ..model import Model
 from .synthetic import SYNTHETIC, load_synthetic
 
 
 def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()) -> Model:
     """A :class:`~gen.model.Model` for a named robot (``talos``), a synthetic spec
-    (``chain:10``, ``bintree:15``, ``humanoid30``, ``fourbar``) or a URDF path.
-    ``floating_base`` and ``lock_joints`` apply to URDF paths."""
+    (``chain:10``, ``bintree:15``, ``humanoid30``, ``fourbar``), a URDF path or an MJCF
+    path (``.xml``).  ``floating_base`` and ``lock_joints`` apply to URDF paths; an MJCF
+    file says itself whether the base floats (a free joint)."""
     from .named import NAMED_ROBOTS, load_named
 
     if isinstance(name_or_path, Model):
@@ -21,9 +24,14 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
         return load_named(spec)
     if spec.split(":")[0] in ("chain", "bintree") or spec in ("humanoid30", "fourbar"):
         return load_synthetic(spec)
+    if spec.lower().endswith(".xml"):
+        if floating_base or lock_joints:
+            raise RbdgenError(f"{spec}: --floating-base and --lock apply to URDF files; in MJCF a free "
+                              f"joint makes the base float, and joints are removed in the file")
+        return load_mjcf(spec)
     if spec.endswith(".urdf") or os.path.sep in spec:
         from ..urdf import load_urdf
 
         return load_urdf(spec, floating_base=floating_base, lock_joints=lock_joints)
     choices = ", ".join(list(NAMED_ROBOTS) + list(SYNTHETIC))
-    raise RbdgenError(f"unknown robot '{spec}' (choose from {choices}, or give a .urdf path)")
+    raise RbdgenError(f"unknown robot '{spec}' (choose from {choices}, or give a .urdf or MJCF .xml path)")

@@ -1,0 +1,106 @@
+"""The spherical joint kind (gen/model.py: unit quaternion ``[qx qy qz qw]``, LOCAL angular
+velocity, Pinocchio's ``JointModelSpherical``): against Pinocchio on random trees with
+spherical, free, revolute and prismatic joints (unconstrained and constrained rows), the
+configuration integrator against ``pinocchio.integrate``, traced SX = NumPy, and the
+generic C's one-line refusal.  MJCF ball joints: tests/test_mjcf.py."""
+import numpy as np
+import pytest
+
+import gen
+from gen.algorithms import ALGORITHMS
+from gen.backend import NUMPY
+from gen.errors import RbdgenError
+from gen.pinref import depth_first
+from gen.simulate import integrate
+from gen.trace import trace
+from random_trees import random_state, random_tree
+
+pin = pytest.importorskip("pinocchio")
+from gen.pinref import pin_model, reference  # noqa: E402
+
+KINDS = ("revolute", "spherical", "prismatic", "free")
+RTOL = 1e-9              # relative: max|rbdgen - pinocchio| / max(1, max|pinocchio|)
+SX_TOL = 1e-12
+SEEDS = [0, 4, 26]
+
+
+def relerr(got, ref):
+    return float(np.max(np.abs(np.asarray(got) - np.asarray(ref)))) / max(1.0, float(np.max(np.abs(ref))))
+
+
+def spherical_tree(seed):
+    model = random_tree(8, seed, kinds=KINDS)
+    assert any(b.kind == "spherical" for b in model.bodies)
+    return model
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_against_pinocchio(seed):
+    model = spherical_tree(seed)
+    pm = pin_model(model)
+    pd = pm.createData()
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, v, a = random_state(model, rng)
+        tau = gen.run(model, "rnea", q, v, a).ravel()
+        assert relerr(tau, pin.rnea(pm, pd, q, v, a)) < RTOL, "rnea"
+        assert relerr(gen.run(model, "aba", q, v, tau).ravel(), pin.aba(pm, pd, q, v, tau)) < RTOL, "aba"
+        M = gen.run(model, "crba", q)
+        assert relerr(gen.run(model, "minv", q) @ M, np.eye(model.nv)) < RTOL, "minv M = 1"
+        if depth_first(model):                  # Pinocchio's CRBA wants depth-first ids
+            Mp = pin.crba(pm, pd, q)
+            assert relerr(M, np.triu(Mp) + np.triu(Mp, 1).T) < RTOL, "crba"
+        L, D = gen.run(model, "ltdl", q)
+        assert relerr(L.T @ np.diag(D.ravel()) @ L, M) < RTOL, "L^T D L = M over the dof parents"
+
+
+@pytest.mark.parametrize("algorithm", ["prox_ltl", "constrained_aba", "prox_pv"])
+def test_constrained_against_pinocchio(algorithm):
+    """A 6D and a 3D contact on bodies below spherical joints: the constrained solvers
+    against Pinocchio's constraintDynamics (through the rows' references)."""
+    model = spherical_tree(26)                  # depth-first: Pinocchio's reference applies
+    spec = "6D:tip6,3D:tip2"
+    rng = np.random.default_rng(5)
+    q, v, tau = random_state(model, rng)
+    got = gen.run(model, algorithm, q, v, tau, constraints=spec)
+    ref = reference(model, algorithm, q, v, tau, cset=spec)
+    assert ref is not None
+    tol = ALGORITHMS[algorithm].floor.pinocchio
+    for g, r, what in zip(got, ref, ("ddq", "lam")):
+        assert relerr(np.ravel(g), np.ravel(r)) < max(tol, RTOL), f"{algorithm} {what}"
+
+
+def test_integrate_matches_pinocchio():
+    model = spherical_tree(0)
+    pm = pin_model(model)
+    rng = np.random.default_rng(2)
+    for scale in (1.0, 1e-3):                   # the exact and the Taylor branch
+        q, dv = model.random_q(rng), scale * rng.normal(size=model.nv)
+        got = integrate(model, q.reshape(-1, 1), dv.reshape(-1, 1), be=NUMPY).ravel()
+        assert relerr(got, pin.integrate(pm, q, dv)) < 1e-12
+
+
+def test_traced_sx_equals_numpy():
+    model = spherical_tree(9)
+    rng = np.random.default_rng(3)
+    for algorithm in ("rnea", "crba", "aba"):
+        tr = trace(model, algorithm)
+        f = tr.function()
+        q, v, x = random_state(model, rng)
+        args = [{"q": q, "v": v}.get(name, x) for name, _ in tr.inputs]
+        got = np.array(f.call([np.reshape(a, (-1, 1)) for a in args])[0])
+        ref = gen.run(model, algorithm, *args)
+        assert relerr(got.reshape(np.shape(ref)), ref) < SX_TOL, algorithm
+
+
+def test_unit_quaternion_checked_and_generic_refuses():
+    model = spherical_tree(0)
+    b = next(b for b in model.bodies if b.kind == "spherical")
+    q = model.neutral()
+    assert np.array_equal(q[b.idx_q:b.idx_q + 4], [0, 0, 0, 1])
+    q[b.idx_q + 3] = 2.0
+    with pytest.raises(RbdgenError, match=f"quaternion of joint '{b.name}'"):
+        gen.run(model, "crba", q)
+    from gen.generic import GenericModel
+    with pytest.raises(RbdgenError, match="generic C library has no 'spherical' joint"):
+        GenericModel(model)
