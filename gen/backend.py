@@ -14,6 +14,7 @@ so a traced kernel runs a fixed, recorded number of iterations.
 """
 from __future__ import annotations
 
+import casadi as ca  # the only place the algorithms' backend touches casadi
 import numpy as np
 
 
@@ -70,7 +71,6 @@ class SXBackend:
     symbolic = True
 
     def __init__(self) -> None:
-        import casadi as ca  # the only place the algorithms' backend touches casadi
 
         self.ca = ca
         self.phases: list[tuple[str, list]] = []

@@ -30,9 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
+import cffi
 import numpy as np
 
 from .api import check_inputs, get_algorithm
+from .emit import emit_trace, timed, trace_for
 from .errors import RbdgenError
 
 # gen.emit (casadi, jinja2) is imported where it is used, so that importing gen stays
@@ -68,7 +70,6 @@ def _folder_files(folder: Path, manifest: dict) -> dict[str, bytes]:
 
 
 def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
-    import cffi
 
     h = hashlib.sha256()
     for name in sorted(files):
@@ -82,9 +83,7 @@ def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
 def compile_folder(folder, *, flags=None, cache=None, progress=None):
     """Compile the build folder ``folder`` (cached); returns the imported module
     (``.ffi``, ``.lib``)."""
-    import cffi
 
-    from .emit import timed
 
     folder = Path(folder).resolve()
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -194,7 +193,6 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
     build the early-exit driver)."""
-    from .emit import emit_trace, trace_for
 
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,

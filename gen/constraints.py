@@ -72,11 +72,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .backend import NUMPY
 from .errors import RbdgenError
+from .kinematics import forward_velocities, frame_placement, subspaces
 from .model import SE3, Model
 from .portable import matmul
-from .spatial import (act_motion, ang, compose, cross3, cross_motion, inv_motion, lin, skew3,
-                      snap)
+from .robots import load_robot
+from .spatial import (
+    act_motion,
+    ang,
+    compose,
+    cross3,
+    cross_motion,
+    inv_motion,
+    lin,
+    skew3,
+    snap,
+)
 
 TYPES = {"3D": 3, "6D": 6}
 SPEC_HELP = ("comma-separated TYPE:FRAME or TYPE:FRAME_A~FRAME_B with TYPE 3D or 6D "
@@ -199,11 +211,9 @@ class ConstraintSet:
     def evaluate(self, model: Model, q, v, *, be, kin=None, jacobian: bool = True,
                  drift: bool = True) -> "ConstraintEval":
         """Constraint quantities at (q, v).  ``kin = (Xup, vel, c)`` from
-        ``algorithms.common.forward_velocities`` may be passed to share the forward pass.
+        ``gen.kinematics.forward_velocities`` may be passed to share the forward pass.
         ``jacobian``/``drift`` skip J (m x nv) and the drift pass when not needed (the
         maximal-coordinate solvers need neither)."""
-        from .algorithms.common import forward_velocities, subspaces
-
         S = subspaces(model, be)
         if kin is None:
             kin = forward_velocities(model, q, v, S, be)
@@ -487,8 +497,6 @@ def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, Kv: floa
     placement in that configuration (default: the world origin, Pinocchio's default),
     which only matters for the position feedback ``Kp``.  Errors name the offending
     token and the valid choices."""
-    from .robots import load_robot
-
     model = robot if isinstance(robot, Model) else load_robot(robot)
     if isinstance(spec, ConstraintSet):
         return spec
@@ -503,8 +511,6 @@ def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, Kv: floa
         raise RbdgenError(f"{len(weights)} constraint weights given for {len(tokens)} constraints '{spec}'")
     ref = None
     if reference_q is not None:
-        from .algorithms.kinematics import frame_placement
-        from .backend import NUMPY
         ref = (lambda name: _se3(frame_placement(model, name, NUMPY.asarray(reference_q), be=NUMPY)))
     cons = [_parse_token(model, tok, i, w, ref) for i, (tok, w) in enumerate(zip(tokens, weights))]
     return ConstraintSet(model, cons, float(Kp), float(Kd), float(Kv))

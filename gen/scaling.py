@@ -20,13 +20,19 @@ The growth exponent is the least-squares slope of log(cost) against log(n).
 """
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import sys
 import time
 from pathlib import Path
 
-from .algorithms import ALGORITHMS as REGISTRY, in_report
+from opcount import opcount
+
+from .algorithms import ALGORITHMS as REGISTRY
+from .algorithms import in_report
+from .bench.harness import benchmark
+from .constraints import parse_constraints
 from .errors import RbdgenError
 from .robots import load_robot
 
@@ -79,7 +85,6 @@ def _iterative(name: str) -> bool:
 def study(chains=CHAINS, trees=TREES, algorithms=ALGORITHMS, iterations=ITERATIONS, bench: bool = True,
           rounds: int = 50, batch: int = 20, max_timed_ops: int = MAX_TIMED_OPS, progress=None) -> dict:
     """Run the study; returns ``{"cases": [...], "fits": {...}, "settings": {...}}``."""
-    import gen
 
     say = progress or (lambda s: None)
     algos = _available(algorithms)
@@ -87,21 +92,20 @@ def study(chains=CHAINS, trees=TREES, algorithms=ALGORITHMS, iterations=ITERATIO
     for family, sizes in (("chain", chains), ("tree", trees)):
         for n in sizes:
             model, spec = case(family, n)
-            m = gen.parse_constraints(model, spec).m
+            m = parse_constraints(model, spec).m
             for name, _ in algos:
                 ks = iterations if _iterative(name) else (None,)
                 for k in ks:
                     opts = {} if k is None else {"iterations": k}
                     label = f"{model.name} {name}" + ("" if k is None else f" K={k}")
                     t0 = time.perf_counter()
-                    total = gen.opcount(model, name, constraints=spec, **opts)["total"]
+                    total = opcount(model, name, constraints=spec, **opts)["total"]
                     t_count = time.perf_counter() - t0
                     row = {"family": family, "n": n, "nv": model.nv, "m": m, "algorithm": name,
                            "iterations": k, "ops": total, "seconds_trace_count": round(t_count, 2)}
                     if bench and total > max_timed_ops:
                         row["not_timed"] = f"{total} ops > {max_timed_ops}"
                     elif bench:
-                        from .bench.harness import benchmark
 
                         t0 = time.perf_counter()
                         r = benchmark(model, name, spec, against=(), rounds=rounds, batch=batch,
@@ -270,7 +274,6 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    import datetime
 
     progress = None if args.quiet else (lambda s: print(f"rbdgen: {s}", file=sys.stderr, flush=True))
     chains = _ints(args.chains, "chains", 2) if args.chains else ()

@@ -73,11 +73,21 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import casadi as ca
+import cffi
 import numpy as np
 
-from .backend import NUMPY
+from .api import run
+from .backend import NUMPY, SXBackend
+from .bench.harness import machine_info
+from .build import _import, build, cache_dir, compile_flags, content_key
+from .constraints import log3, log6, parse_constraints
+from .emit import STAMP, _casadi_code, _environment, sanitize, timed, write
 from .errors import RbdgenError
+from .kinematics import body_placements, frame_placement
 from .model import Model
+from .robots import load_robot
+from .robots.named import robots_dir
 from .spatial import quat_rotation, skew3
 from .table import render_table
 
@@ -229,7 +239,6 @@ class Scenario:
 
     def constraints(self, Kp: float = 0.0, Kd: float = 0.0):
         """The constraint set with Baumgarte gains, anchored at the initial posture."""
-        from .constraints import parse_constraints
 
         return parse_constraints(self.model, self.spec, Kp=Kp, Kd=Kd, reference_q=self.q0)
 
@@ -256,7 +265,6 @@ def srdf_posture(model: Model, srdf: Path, state: str) -> np.ndarray:
 
 def _initial_posture(model: Model, notes: list) -> np.ndarray:
     if model.name in POSTURES:
-        from .robots.named import robots_dir
 
         rel, state = POSTURES[model.name]
         notes.append(f"initial posture: SRDF group state '{state}' ({rel})")
@@ -272,8 +280,6 @@ def constraint_errors(model: Model, cset, q) -> tuple[np.ndarray, np.ndarray, np
     """Per constraint: the Baumgarte error ``e`` (:mod:`gen.constraints`; stacked, m),
     the distance between frame A and its target and, for 6D, the angle of ``c1Mc2``
     (0 for 3D)."""
-    from .algorithms.kinematics import frame_placement
-    from .constraints import log3, log6
 
     q = np.asarray(q, dtype=float).reshape(-1, 1)
     e, dist, angle = [], [], []
@@ -312,9 +318,6 @@ def scenario(robot, constraints=None, *, gravity=None, hold: float | None = None
     3 numbers (default: in-plane for the four-bar, the model's otherwise); ``hold``: the
     PD frequency in rad/s (default ``HOLD_OMEGA`` for floating-base robots, 0 = passive
     otherwise); ``v0``: the initial velocity scale."""
-    from .api import run
-    from .constraints import parse_constraints
-    from .robots import load_robot
 
     model = load_robot(robot, floating_base=floating_base)
     spec = constraints or DEFAULT_CONSTRAINTS.get(model.name)
@@ -371,8 +374,6 @@ def scenario(robot, constraints=None, *, gravity=None, hold: float | None = None
 
 def energy(model: Model, q, v) -> tuple[float, float]:
     """(kinetic ``0.5 v^T M v``, potential ``-sum_i m_i g . c_i``) at (q, v)."""
-    from .algorithms.kinematics import body_placements
-    from .api import run
 
     M = run(model, "crba", q)
     kinetic = 0.5 * float(v @ M @ v)
@@ -477,10 +478,7 @@ class CLoop:
 
 def _loop_context(kernel, prefix: str) -> dict:
     """Trace :func:`advance` and :func:`hold_torque` and lay out the loop's context."""
-    import casadi as ca
 
-    from .backend import SXBackend
-    from .emit import STAMP, _casadi_code
 
     model = kernel.model
     be = SXBackend()
@@ -513,10 +511,7 @@ def build_loop(kernel, *, flags=None, cache=None, progress=None) -> CLoop:
     """Emit the C simulation loop of ``kernel`` (a constrained :class:`gen.build.Kernel`)
     into ``<kernel folder>/sim`` and compile it with the kernel's sources (cffi, cached by
     content like :func:`gen.build.compile_folder`)."""
-    import cffi
 
-    from .build import _import, cache_dir, compile_flags, content_key
-    from .emit import _environment, timed, write
 
     prefix = f"{kernel.symbol}_sim"
     with timed(progress, f"codegen {prefix}"):
@@ -572,8 +567,6 @@ def kernel_for(sc: Scenario, Kp: float, Kd: float, algorithm: str = "constrained
                flags=None, cache=None, progress=None, **options):
     """The compiled constrained kernel of the scenario with Baumgarte gains (Kp, Kd); its
     build folder is keyed by everything that changes the C (gravity, anchors, gains)."""
-    from .build import build, cache_dir
-    from .emit import sanitize
 
     cset = sc.constraints(Kp, Kd)
     key = hashlib.sha256(json.dumps([sc.model.name, list(sc.model.gravity), cset.spec, Kp, Kd, list(sc.q0),
@@ -598,8 +591,6 @@ def simulate(robot, constraints=None, *, algorithm: str = "constrained_aba", dt:
     for n in sc.notes:
         say(n)
     if c_loop:
-        from .bench.harness import machine_info
-        from .build import compile_flags
 
         mi = machine_info()
         sc.notes.append(f"machine: {mi['cpu']}, {mi['cores']} cores, load {mi.get('loadavg')}; {mi['cc']} "

@@ -7,6 +7,13 @@ class (add, mul, div, sqrt, trig, neg, other) and by algorithm phase (DESIGN §3
 opcount.report`` regenerates ``opcount/reports/``.
 """
 from .api import opcount
-from .counter import CLASSES, count_expr, count_function, count_trace, function_of, op_class
+from .counter import (
+    CLASSES,
+    count_expr,
+    count_function,
+    count_trace,
+    function_of,
+    op_class,
+)
 
 __all__ = ["CLASSES", "count_expr", "count_function", "count_trace", "function_of", "op_class", "opcount"]

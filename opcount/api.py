@@ -1,12 +1,15 @@
 """``gen.opcount(robot, algorithm, constraints=None, **options)`` (DESIGN §4)."""
 from __future__ import annotations
 
+from gen.api import get_algorithm
+from gen.model import Model
+from gen.robots import load_robot
+from gen.trace import trace
+
 from .counter import CLASSES, count_trace
 
 
 def _model(robot):
-    from gen.model import Model
-    from gen.robots import load_robot
 
     return robot if isinstance(robot, Model) else load_robot(robot)
 
@@ -28,8 +31,6 @@ def opcount(robot, algorithm: str, constraints=None, **options) -> dict:
     C after common-subexpression elimination; inputs, outputs and constants are free.
     The phases partition ``total`` (see :func:`opcount.counter.count_trace`).
     """
-    from gen.api import get_algorithm
-    from gen.trace import trace
 
     model = _model(robot)
     algo = get_algorithm(algorithm)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import casadi as ca
 
+from gen.algorithms.ltdl import ltdl_factor, ltdl_solve
 from gen.backend import SXBackend
 
 from .counter import count_expr
@@ -112,7 +113,6 @@ def _cls(c: dict) -> dict[str, int]:
 def ltdl_costs(lam: list[int]) -> dict:
     """Measured op counts of the LTDL factor and solve on :func:`structural_H`, the
     Table 1 predictions, and the dense-LDLᵀ contrasts, for parent array ``lam``."""
-    from gen.algorithms.ltdl import ltdl_factor, ltdl_solve
 
     be = SXBackend()
     n = len(lam)

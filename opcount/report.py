@@ -27,10 +27,24 @@ import sys
 import time
 from pathlib import Path
 
+from gen.algorithms import ALGORITHMS
+from gen.api import get_algorithm
+from gen.errors import RbdgenError
+from gen.robots.named import NAMED_ROBOTS
+
 from .api import _model, opcount
 from .constrained import write_constrained_reports
 from .counter import CLASSES
-from .tables import COLUMNS, REPORTS_DIR, STAMP, _md_table, _phase_names, plot_phases, to_json
+from .reference import ltdl_costs
+from .tables import (
+    COLUMNS,
+    REPORTS_DIR,
+    STAMP,
+    _md_table,
+    _phase_names,
+    plot_phases,
+    to_json,
+)
 
 FORMATS = ("md", "csv", "json")
 FEATHERSTONE_ROBOTS = ("humanoid30", "chain:30", "bintree:31", "talos")
@@ -42,8 +56,6 @@ def resolve_algorithms(algorithms, constraints=None) -> list[str]:
     """Expand ``"all"`` (alone or in a list): every registered algorithm that can run
     with the given constraints (the unconstrained ones, plus the constrained ones when
     ``constraints`` is given).  Unknown names raise :class:`gen.RbdgenError`."""
-    from gen.algorithms import ALGORITHMS
-    from gen.api import get_algorithm
 
     names = [algorithms] if isinstance(algorithms, str) else list(algorithms)
     out: list[str] = []
@@ -58,7 +70,6 @@ def resolve_algorithms(algorithms, constraints=None) -> list[str]:
 
 def robot_counts(robot, algorithms, constraints=None, **options) -> dict:
     """Op counts of several algorithms on one robot, as one JSON-ready dict."""
-    from gen.api import get_algorithm
 
     model = _model(robot)
     rows = {}
@@ -106,7 +117,6 @@ def to_md(data: dict, stamp: bool = False) -> str:
 def render(robot, algorithms, fmt: str = "md", constraints=None, **options) -> str:
     """The op-count table of ``algorithms`` (names, or ``["all"]``) on ``robot`` in
     format ``fmt`` (``md``, ``csv`` or ``json``); used by ``rbdgen opcount``."""
-    from gen.errors import RbdgenError
 
     if fmt not in FORMATS:
         raise RbdgenError(f"unknown format '{fmt}' (choose from {', '.join(FORMATS)})")
@@ -120,7 +130,6 @@ def featherstone_table(robots=FEATHERSTONE_ROBOTS) -> dict:
     """LTDL costs on each robot's structural JSIM (:func:`opcount.reference.ltdl_costs`)
     plus the factorisation phase of the traced registry ``ltdl`` (on M(q) itself, whose
     exact zeros SX skips)."""
-    from .reference import ltdl_costs
 
     out = {}
     for robot in robots:
@@ -176,7 +185,6 @@ def featherstone_md(table: dict) -> str:
 
 def report_robots() -> list[str]:
     """Every named robot (``gen.robots.named.NAMED_ROBOTS``)."""
-    from gen.robots.named import NAMED_ROBOTS
 
     return list(NAMED_ROBOTS)
 

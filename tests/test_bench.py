@@ -20,6 +20,7 @@ import gen
 from gen.algorithms import ALGORITHMS
 from gen.bench import harness, report
 from pin_models import shim_part_ready
+from named import SOLVERS
 
 SMALL = {"n_states": 8, "rounds": 5, "batch": 10, "warmup": 10, "seed": 0}
 SHIM_TOL = 1e-12          # relative to max(1, max |reference|)
@@ -166,7 +167,7 @@ def test_constrained_shim_equals_pin_python():
             assert err <= SHIM_TOL, f"constraintDynamics {name} state {s}: shim vs pin Python {err:.2e}"
 
 
-@pytest.mark.parametrize("algorithm", ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv"])
+@pytest.mark.parametrize("algorithm", SOLVERS)
 def test_harness_constrained_generic_ur5(algorithm):
     """A proximal solver on ur5 6D:tool0, specialised vs generic C: the program embeds the
     constraint set, the generic C agrees with the specialised C and with NumPy on every

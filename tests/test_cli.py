@@ -12,6 +12,7 @@ import pytest
 
 from gen.cli import main, render_table
 from gen.pinref import available as pinref_available
+from named import SOLVERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,7 +138,6 @@ def test_demo(capsys, tmp_path):
 # --- constrained verification against Pinocchio -----------------------------------------------
 
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
-SOLVERS = ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv")
 DUAL_PIN_TOL = 1e-9      # prox_ltl, prox_pv: the same iterate as Pinocchio (--tol default)
 ALM_PIN_TOL = 1e-6       # prox_ltls, constrained_aba, impulse: the 1/mu rounding floor (gen/cli.py PIN_TOL_FLOOR)
 HAVE_PIN = pinref_available()

@@ -21,10 +21,10 @@ from gen.constraints import ConstraintSet, parse_constraints
 from gen.robots.synthetic import bintree, fourbar, humanoid30
 from gen.trace import trace
 from random_trees import random_tree
+from named import SOLVERS
 from test_constraints import (HUMANOID_CONTACTS, HUMANOID_LOOPS, loop_tree, named, needs_pin,
                               pin_constraint_dynamics, random_state, rel_err, to_pinocchio)
 
-SOLVERS = ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv"]
 DUAL = {"prox_ltl", "prox_pv"}
 WORLD_ONLY = {"constrained_aba", "prox_pv"}          # Sathya 2024 §II-E
 MU = {a: (1e-6 if a in DUAL else 1e-4) for a in SOLVERS}

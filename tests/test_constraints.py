@@ -242,7 +242,7 @@ def test_jacobian_and_drift_match_pinocchio_on_named_robots(robot, spec, gains):
 
 
 def test_anchored_6d_jacobian_is_the_local_frame_jacobian():
-    from gen.algorithms.kinematics import frame_jacobian
+    from gen.kinematics import frame_jacobian
 
     model = random_tree(9, 4)
     rng = np.random.default_rng(5)

@@ -22,8 +22,8 @@ from gen.emit import emit
 from gen.trace import trace, trace_driver
 from test_constrained import states
 from test_emit import needs_cc, standalone_program
+from named import SOLVERS
 
-SOLVERS = ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv"]
 DUAL = {"prox_ltl", "prox_pv"}
 MU = {a: (1e-6 if a in DUAL else 1e-4) for a in SOLVERS}
 SOLO = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"

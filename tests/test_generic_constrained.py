@@ -35,9 +35,9 @@ from gen.robots.synthetic import chain, fourbar, humanoid30
 from named import load_or_skip
 from test_constrained import states
 from test_constraints import HUMANOID_CONTACTS, loop_tree
+from named import SOLVERS
 
 REL_TOL = 1e-10          # max|x - ref| / max(1, max|ref|), generic C vs NumPy
-SOLVERS = ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv")
 WORLD_ONLY = ("constrained_aba", "prox_pv")          # Sathya 2024 §II-E
 MU = {"prox_ltl": 1e-6, "prox_ltls": 1e-3, "constrained_aba": 1e-4, "prox_pv": 1e-6}
 ITERATIONS = 4

@@ -35,6 +35,7 @@ from test_constraints import HUMANOID_CONTACTS, loop_tree
 from named import load_or_skip
 from test_generic_constrained import CANARY, check_init_stays_within_iwork, rel_err, states
 from test_unilateral import CASES
+from named import SOLVERS
 
 REL_TOL = 1e-10               # max|x - ref| / max(1, max|ref|), generic C vs NumPy
 RESIDUAL_TOL = 1e-9           # |residual - ref| / max(1, max|lam|)
@@ -204,7 +205,7 @@ def test_loops_and_one_sided_rows_return_their_codes():
     with pytest.raises(RbdgenError, match="'3D:left_hand~right_hand' closes a loop between two moving bodies"):
         g.impulse(q, v)
     g = GenericModel(model, parse_constraints(model, HUMANOID_UNILATERAL))
-    for alg in ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv", "impulse"):
+    for alg in (*SOLVERS, "impulse"):
         rc = _raw(g, alg, _inputs(alg, q, v, tau), np.zeros(g.work_size(alg)))[0]
         assert rc == RBG_EUNILATERAL, f"{alg} on one-sided rows returned {rc}"
         with pytest.raises(RbdgenError, match=f"{alg} solves bilateral constraints only; 6D\\+:left_foot.*prox_lcp"):

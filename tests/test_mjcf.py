@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import gen
-from gen.algorithms.kinematics import frame_placement
+from gen.kinematics import frame_placement
 from gen.backend import NUMPY
 from gen.errors import RbdgenError
 

@@ -7,7 +7,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 import gen  # noqa: E402
-from gen.algorithms.kinematics import (classical_drift, frame_jacobian, frame_placement,  # noqa: E402
+from gen.kinematics import (classical_drift, frame_jacobian, frame_placement,  # noqa: E402
                                        frame_velocity_and_drift)
 from gen.backend import NUMPY  # noqa: E402
 from gen.robots.named import NAMED_ROBOTS, load_named  # noqa: E402
@@ -140,6 +140,7 @@ from gen.algorithms import ALGORITHMS  # noqa: E402
 from gen.constraints import parse_constraints  # noqa: E402
 from random_trees import random_tree  # noqa: E402
 from test_constrained import states  # noqa: E402
+from named import SOLVERS  # noqa: E402
 
 ITERATE_TOL = 1e-11      # K-th proximal iterate vs Pinocchio's K-th (mu = 1e-2: no 1/mu rounding)
 ITERATE_GAP = 1e-8       # ... the (K-1)-th differs by more than this at mu = 1e-2
@@ -147,7 +148,6 @@ IMPULSE_TOL = 1e-8       # converged impact map (mu = 1e-4) vs impulseDynamics (
 DELASSUS_TOL = 1e-11     # J M^-1 J^T vs computeDelassusMatrix (tests/test_delassus.py)
 ITERATE = dict(mu=1e-2, iterations=3)
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
-SOLVERS = ("prox_ltl", "prox_ltls", "constrained_aba", "prox_pv")
 
 # (robot, spec, gains): anchored 3D and 6D sets with and without Baumgarte feedback (6D:
 # log6 of the anchor error), velocity constraints, loop closures both ways round on a

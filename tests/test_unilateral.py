@@ -24,6 +24,7 @@ from random_trees import random_inertia, random_tree
 from test_constrained import states
 from test_constraints import loop_tree, rel_err
 from test_driver import loop_in_python
+from named import SOLVERS
 
 CONVERGED = dict(tol=1e-12, max_iter=500)
 LCP_TOL = 1e-8            # ddq, lam vs the brute-force MLCP solution (relative), converged
@@ -210,7 +211,7 @@ def test_compiled_early_exit_driver_equals_numpy(tmp_path):
             assert rel_err(got[k], ref[k]) < C_TOL, f"solo12: compiled driver vs NumPy {name}"
 
 
-@pytest.mark.parametrize("alg", ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv", "impulse"])
+@pytest.mark.parametrize("alg", [*SOLVERS, "impulse"])
 def test_bilateral_solvers_refuse_one_sided_rows(alg):
     model = humanoid30()
     n = model.nv

@@ -12,10 +12,10 @@ from gen.constraints import parse_constraints
 from gen.robots.synthetic import humanoid30
 
 from test_constraints import needs_pin, pin_constraint_dynamics, random_state, rel_err, to_pinocchio
+from named import SOLVERS
 
 KIN_TOL = 1e-11          # a_c* vs Pinocchio / vs the formula (relative)
 SOLVE_TOL = 1e-9         # converged solvers vs a dense KKT solve (relative)
-SOLVERS = ["prox_ltl", "prox_ltls", "constrained_aba", "prox_pv"]
 MU = {"prox_ltl": 1e-6, "prox_pv": 1e-6, "prox_ltls": 1e-4, "constrained_aba": 1e-4}
 MIXED = "6D:left_foot,3Dv:right_foot,6Dv:left_hand,3D:right_hand"
 

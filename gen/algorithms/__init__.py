@@ -14,13 +14,19 @@ from .aba import aba
 from .aba_derivatives import aba_derivatives, pinocchio_aba_derivatives
 from .caba_osim import caba_osim, caba_osimf
 from .constrained_aba import constrained_aba
-from .constrained_derivatives import (constrained_derivatives, constrained_derivatives_outputs,
-                                      pinocchio_constraint_derivatives)
+from .constrained_derivatives import (
+    constrained_derivatives,
+    constrained_derivatives_outputs,
+    pinocchio_constraint_derivatives,
+)
 from .crba import crba
 from .delassus import delassus, delassus_inputs, matrix_output
 from .impulse import impulse, impulse_inputs, impulse_outputs
-from .impulse_derivatives import (impulse_derivatives, impulse_derivatives_outputs,
-                                  pinocchio_impulse_derivatives)
+from .impulse_derivatives import (
+    impulse_derivatives,
+    impulse_derivatives_outputs,
+    pinocchio_impulse_derivatives,
+)
 from .kkt_osim import kkt_delassus, kkt_osim
 from .ltdl import crba_solve, ltdl, ltl
 from .ltl_osim import ltl_osim
@@ -30,8 +36,18 @@ from .prox_ltl import prox_ltl
 from .prox_ltls import prox_ltls
 from .prox_pv import prox_pv
 from .proximal import constrained_inputs, constrained_outputs
-from .registry import (ALM_FLOOR, ITERATIONS, MU, PROXIMAL, RESTITUTION, Algorithm, Floor, GenericC, Option,  # noqa: F401
-                       PinocchioRef)
+from .registry import (  # noqa: F401
+    ALM_FLOOR,
+    ITERATIONS,
+    MU,
+    PROXIMAL,
+    RESTITUTION,
+    Algorithm,
+    Floor,
+    GenericC,
+    Option,
+    PinocchioRef,
+)
 from .rnea import nle, rnea
 from .rnea_derivatives import pinocchio_rnea_derivatives, rnea_derivatives
 
@@ -84,7 +100,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "inverse dynamics tau = M(q) a + b(q, v)", "Featherstone 2008 Table 5.1",
               pinocchio=PinocchioRef(pin_ref.rnea, "rnea", depth_first=False),
               generic=GenericC(0, "rbg_rnea", _work(30)), pin_peer="rnea",
-              reports=frozenset({"opcount", "suite", "callgrind"})),
+              reports=frozenset({"opcount", "suite", "callgrind", "golden"})),
     Algorithm("nle", nle, _qv, _vec("b"), "dynamics",
               "nonlinear effects b(q, v) (Coriolis, centrifugal, gravity)", "RNEA with a = 0",
               docs={"b": "nonlinear effects b(q, v)"},
@@ -95,7 +111,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "joint-space inertia matrix M(q), full symmetric", "Featherstone 2008 Table 6.2",
               pinocchio=PinocchioRef(pin_ref.crba, "crba (upper triangle symmetrised)"),
               generic=GenericC(2, "rbg_crba", _work(22, 6)), pin_peer="crba",
-              reports=frozenset({"opcount", "suite"})),
+              reports=frozenset({"opcount", "suite", "golden"})),
     Algorithm("ltdl", ltdl, _q, lambda m, c: [("L", m.nv, m.nv), ("D", m.nv, 1)], "factorisation",
               "sparse factorisation M = L^T D L (unit lower L)", "Featherstone 2005 Table 2",
               docs={"L": "unit lower factor", "D": "diagonal factor"},
@@ -115,7 +131,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "forward dynamics ddq = M^-1 (tau - b)", "Featherstone 2008 Table 7.1",
               pinocchio=PinocchioRef(pin_ref.aba, "aba", depth_first=False),
               generic=GenericC(6, "rbg_aba", _work(79, 1)), pin_peer="aba",
-              reports=frozenset({"opcount", "suite", "callgrind"})),
+              reports=frozenset({"opcount", "suite", "callgrind", "golden"})),
     Algorithm("minv", minv, _q, lambda m, c: [("Minv", m.nv, m.nv)], "dynamics",
               "inverse joint-space inertia M(q)^-1 without forming M: ABA's sweeps on nv unit torques",
               "Carpentier & Mansard, RSS 2018, §IV", docs={"Minv": "inverse joint-space inertia (full, symmetric)"},
@@ -164,8 +180,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("impulse", impulse, impulse_inputs, impulse_outputs, "event",
               "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
               "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL + (RESTITUTION,),
-              docs={"v_minus": "joint velocity before the impact", "v_plus": "joint velocity after the impact",
-                    "impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
+              docs={"impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
                     "residual": "|J v_plus + e J v_minus|_inf of the result"},
               pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,
                                      unit_weights=True, converged={"tol": 1e-13, "max_iter": 200}),

@@ -23,9 +23,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kinematics import (
+    forward_velocities,
+    gravity_acceleration,
+    qslice,
+    subspaces,
+    vslice,
+)
 from ..model import Model
-from ..spatial import act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion, motion_subspace
-from .common import forward_velocities, gravity_acceleration, qslice, subspaces, vslice
+from ..spatial import (
+    act_force,
+    cross_force,
+    inertia_matrix,
+    inertia_to_parent,
+    inv_motion,
+    motion_subspace,
+)
 from .dense import ldlt_factor, ldlt_solve
 
 

@@ -68,13 +68,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import RbdgenError
+from ..kinematics import forward_velocities, qslice, subspaces
 from ..model import Model
 from ..spatial import act_force, inertia_matrix, inertia_to_parent
 from .aba import articulated_inertia, null_axis
-from .common import forward_velocities, qslice, subspaces
 from .delassus import delassus_set
 from .dense import ldlt_factor
-from .proximal import DEFAULT_MU, constant_constraint_inertia, dsolve, project_force, supporting_bodies
+from .proximal import (
+    DEFAULT_MU,
+    constant_constraint_inertia,
+    dsolve,
+    project_force,
+    supporting_bodies,
+)
 
 
 def caba_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):

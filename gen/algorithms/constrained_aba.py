@@ -35,8 +35,16 @@ from typing import NamedTuple
 
 from ..model import Model
 from ..spatial import act_force
-from .proximal import (Iterate, ProximalSolver, backward_pass, column, dsolve, forward_pass, rollout,
-                       supporting_bodies)
+from .proximal import (
+    Iterate,
+    ProximalSolver,
+    backward_pass,
+    column,
+    dsolve,
+    forward_pass,
+    rollout,
+    supporting_bodies,
+)
 
 
 class Plan(NamedTuple):

@@ -9,9 +9,16 @@ are non-zero (branch-induced sparsity, Featherstone 2005 §3).
 """
 from __future__ import annotations
 
+from ..kinematics import qslice, subspaces
 from ..model import Model
-from ..spatial import act_force, parent_transform, rigid_add, rigid_apply, rigid_inertia, rigid_to_parent
-from .common import qslice, subspaces
+from ..spatial import (
+    act_force,
+    parent_transform,
+    rigid_add,
+    rigid_apply,
+    rigid_inertia,
+    rigid_to_parent,
+)
 
 
 def crba(model: Model, q, *, be):

@@ -56,12 +56,20 @@ import numpy as np
 
 from ..constraints import as_constraint_set
 from ..errors import RbdgenError
+from ..kinematics import forward_velocities, subspaces
 from ..model import Model
 from ..spatial import inertia_matrix
-from .constrained_aba import Const as CabaConst, Plan, State, step as caba_step
-from .common import forward_velocities, subspaces
-from .proximal import (Articulated, Iterate, ProximalSolver, backward_pass, constant_constraint_inertia,
-                       supporting_bodies)
+from .constrained_aba import Const as CabaConst
+from .constrained_aba import Plan, State
+from .constrained_aba import step as caba_step
+from .proximal import (
+    Articulated,
+    Iterate,
+    ProximalSolver,
+    backward_pass,
+    constant_constraint_inertia,
+    supporting_bodies,
+)
 
 
 class Const(NamedTuple):

@@ -33,7 +33,12 @@ import numpy as np
 from ..constraints import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
-from .constrained_derivatives import check_set, constraint_partials, damped_delassus, proximal_solve
+from .constrained_derivatives import (
+    check_set,
+    constraint_partials,
+    damped_delassus,
+    proximal_solve,
+)
 from .minv import minv
 from .pinocchio import EXACT_MU, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked

@@ -22,7 +22,13 @@ from __future__ import annotations
 
 from ..model import Model
 from .crba import crba
-from .delassus import back_substitute, delassus_set, gram, inverse_from_lower, row_supports
+from .delassus import (
+    back_substitute,
+    delassus_set,
+    gram,
+    inverse_from_lower,
+    row_supports,
+)
 from .ltdl import ltl_factor
 from .proximal import DEFAULT_MU
 

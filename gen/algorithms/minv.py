@@ -22,10 +22,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kinematics import qslice, subspaces
 from ..model import Model
-from ..spatial import act_force, inertia_matrix, inertia_to_parent, inv_motion, parent_transform
+from ..spatial import (
+    act_force,
+    inertia_matrix,
+    inertia_to_parent,
+    inv_motion,
+    parent_transform,
+)
 from .aba import articulated_inertia, null_axis
-from .common import qslice, subspaces
 from .dense import ldlt_factor, ldlt_solve
 
 

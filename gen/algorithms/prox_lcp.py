@@ -62,7 +62,14 @@ from typing import NamedTuple
 from ..model import Model
 from .crba import crba
 from .prox_ltl import kkt_factor
-from .proximal import Iterate, ProximalSolver, Unmarked, column, ldl_backward, ldl_forward
+from .proximal import (
+    Iterate,
+    ProximalSolver,
+    Unmarked,
+    column,
+    ldl_backward,
+    ldl_forward,
+)
 from .rnea import nle
 
 

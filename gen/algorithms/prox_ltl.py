@@ -32,8 +32,16 @@ from typing import NamedTuple
 
 from ..model import Model
 from .crba import crba
-from .proximal import (Iterate, ProximalSolver, Unmarked, column, fill_pattern, ldl_factor,
-                       ldl_solve, tree_lower)
+from .proximal import (
+    Iterate,
+    ProximalSolver,
+    Unmarked,
+    column,
+    fill_pattern,
+    ldl_factor,
+    ldl_solve,
+    tree_lower,
+)
 from .rnea import nle
 
 

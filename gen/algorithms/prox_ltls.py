@@ -35,8 +35,17 @@ import numpy as np
 
 from ..model import Inertia, Model
 from .crba import crba
-from .proximal import (Iterate, ProximalSolver, Unmarked, column, constant_constraint_inertia,
-                       fill_pattern, ldl_factor, ldl_solve, tree_lower)
+from .proximal import (
+    Iterate,
+    ProximalSolver,
+    Unmarked,
+    column,
+    constant_constraint_inertia,
+    fill_pattern,
+    ldl_factor,
+    ldl_solve,
+    tree_lower,
+)
 from .rnea import nle
 
 

@@ -36,11 +36,22 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..kinematics import gravity_acceleration
 from ..model import Model
 from ..spatial import act_force
-from .common import gravity_acceleration
-from .proximal import (Iterate, ProximalSolver, backward_pass, column, dsolve, fill_pattern,
-                       forward_pass, ldl_factor, ldl_solve, rollout, supporting_bodies)
+from .proximal import (
+    Iterate,
+    ProximalSolver,
+    backward_pass,
+    column,
+    dsolve,
+    fill_pattern,
+    forward_pass,
+    ldl_factor,
+    ldl_solve,
+    rollout,
+    supporting_bodies,
+)
 
 
 class Plan(NamedTuple):

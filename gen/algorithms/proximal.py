@@ -64,11 +64,23 @@ import numpy as np
 
 from ..constraints import ConstraintSet, as_constraint_set
 from ..errors import RbdgenError
+from ..kinematics import (
+    forward_velocities,
+    gravity_acceleration,
+    qslice,
+    subspaces,
+    vslice,
+)
 from ..model import Model, skew
 from ..portable import matmul
-from ..spatial import act_force, cross_force, inertia_matrix, inertia_to_parent, inv_motion
+from ..spatial import (
+    act_force,
+    cross_force,
+    inertia_matrix,
+    inertia_to_parent,
+    inv_motion,
+)
 from .aba import articulated_inertia, null_axis
-from .common import forward_velocities, gravity_acceleration, qslice, subspaces, vslice
 from .dense import ldlt_factor, ldlt_solve
 
 DEFAULT_ITERATIONS = 3

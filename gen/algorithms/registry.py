@@ -27,12 +27,14 @@ REPORTS = {"opcount": "opcount/reports/<robot>: op counts per named robot (uncon
            "suite": "bench/reports/*-suite: every named robot, specialised vs generic vs Pinocchio",
            "suite-constrained": "bench/reports/*-constrained: the named constraint sets",
            "scaling": "bench/reports/scaling: chains and binary trees (Sathya 2024 Fig. 3)",
-           "callgrind": "bench/reports/*-callgrind: instructions per call"}
+           "callgrind": "bench/reports/*-callgrind: instructions per call",
+           "golden": "generated/: the committed C of ur5, solo12 and talos (tests/test_golden.py)"}
 
 #: one-line docs of the input and output names shared by several rows (a row's
 #: ``docs`` override them)
 COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint acceleration",
-               "tau": "joint torque", "b": "right-hand side", "ddq": "joint acceleration",
+               "tau": "joint torque",
+               "v_minus": "joint velocity before the impact", "v_plus": "joint velocity after the impact", "b": "right-hand side", "ddq": "joint acceleration",
                "M": "joint-space inertia matrix (full, symmetric)",
                "lam": "constraint forces (local frames, M ddq + b = tau + J^T lam)",
                "iterations": "proximal iterations performed",

@@ -6,9 +6,9 @@ Shapes: q (nq,1), v (nv,1), a (nv,1) -> tau (nv,1).
 """
 from __future__ import annotations
 
+from ..kinematics import forward_velocities, gravity_acceleration, subspaces, vslice
 from ..model import Model
 from ..spatial import act_force, cross_force, inertia_matrix, inv_motion
-from .common import forward_velocities, gravity_acceleration, subspaces, vslice
 
 
 def rnea(model: Model, q, v, a, *, be):

@@ -43,10 +43,23 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..kinematics import gravity_acceleration, qslice, subspaces, vslice
 from ..model import Model
-from ..spatial import (act_force, act_motion, ang, compose, const_transform, cross_force, cross_motion,
-                       inertia_matrix, inv_motion, lin, parent_transform, skew3, transform_inertia6)
-from .common import gravity_acceleration, qslice, subspaces, vslice
+from ..spatial import (
+    act_force,
+    act_motion,
+    ang,
+    compose,
+    const_transform,
+    cross_force,
+    cross_motion,
+    inertia_matrix,
+    inv_motion,
+    lin,
+    parent_transform,
+    skew3,
+    transform_inertia6,
+)
 
 
 class World(NamedTuple):

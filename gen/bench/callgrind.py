@@ -24,7 +24,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 from opcount import opcount
 
 from ..algorithms import in_report

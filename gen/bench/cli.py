@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import sys
 
+from ..api import get_algorithm
 from ..errors import RbdgenError
+from ..robots import load_robot
+from . import harness, report, suite
+from .harness import IMPLEMENTATIONS
 
 FORMATS = ("md", "csv", "json")
 
 
 def add_parser(subparsers):
     """Add the ``bench`` sub-command to an argparse ``subparsers`` object."""
-    from . import harness
 
     d = harness.DEFAULTS
     p = subparsers.add_parser(
@@ -85,7 +88,6 @@ def _progress(quiet: bool):
 
 
 def _against(text: str) -> tuple[str, ...]:
-    from .harness import IMPLEMENTATIONS
 
     if text.strip().lower() in ("", "none"):
         return ()
@@ -107,7 +109,6 @@ def _common_kwargs(args) -> dict:
 
 
 def run(args) -> int:
-    from . import harness, report
 
     say = _progress(args.quiet)
     against = _against(args.against)
@@ -117,7 +118,6 @@ def run(args) -> int:
     if "max_iter" in options and "tol" not in options:
         raise RbdgenError("--max-iter caps the early exit: give it with --tol (or use --iterations K)")
     if args.constrained_suite:
-        from . import suite
 
         if args.robot or args.algorithm or args.suite:
             raise RbdgenError("--constrained-suite runs the named constraint sets: give no ROBOT/--algorithm/--suite "
@@ -134,14 +134,12 @@ def run(args) -> int:
         print(report.constrained_markdown(s) if args.format != "json" else __import__("json").dumps(s, indent=1))
         return 1 if any("error" in r for r in s["results"]) else 0
     if args.suite:
-        from . import suite
 
         if args.robot or args.algorithm:
             raise RbdgenError("--suite runs every named robot x algorithm: give no ROBOT/--algorithm "
                               "(use --robots / --algorithms to narrow it)")
         robots = [r.strip() for r in args.robots.split(",")] if args.robots else None
         algos = tuple(a.strip() for a in args.algorithms.split(",")) if args.algorithms else suite.SUITE_ALGORITHMS
-        from ..api import get_algorithm
 
         for a in algos:
             if get_algorithm(a).constrained:
@@ -159,8 +157,6 @@ def run(args) -> int:
         return 1 if any("error" in r for r in s["results"]) else 0
     if not args.robot or not args.algorithm:
         raise RbdgenError("bench needs ROBOT and --algorithm (or --suite)")
-    from ..api import get_algorithm
-    from ..robots import load_robot
 
     if options and not get_algorithm(args.algorithm).constrained:
         raise RbdgenError(f"--iterations / --mu / --tol / --max-iter apply to constrained algorithms, "

@@ -52,7 +52,17 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
+from .. import pinref
+from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
+from ..api import get_algorithm, run
+from ..build import build
 from ..errors import RbdgenError
+from ..generic import INCLUDE_DIR as GENERIC_DIR
+from ..generic import SOURCES as GENERIC_SOURCES
+from ..generic.serialize import JOINT_CODES, constraints_to_c, model_to_c
+from ..model import Model
+from ..robots import load_robot
+from ..version import __version__
 from . import pinshim
 
 HERE = Path(__file__).resolve().parent
@@ -125,7 +135,6 @@ def impulse_peer_settings(manifest: dict, options: dict) -> tuple[float | None, 
     kernel of ``manifest`` computes, or ``(None, reason)`` (see the notes above :data:`CONSTRAINED_PEERS`): one
     iteration = its single damped solve at the same mu; a tolerance = the converged map,
     an exact solve at :data:`IMPULSE_EXACT_MU`."""
-    from ..algorithms.proximal import DEFAULT_MU
 
     if manifest.get("tolerance") is not None:
         return IMPULSE_EXACT_MU, None
@@ -215,11 +224,6 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     ``keep_outputs``: add ``states`` (n_states x inputs) and ``outputs`` (implementation ->
     output name -> array, one row per state, matrices as rows x cols in their natural
     orientation) to the result, for tests."""
-    import gen
-    from ..api import get_algorithm
-    from ..generic.serialize import JOINT_CODES, constraints_to_c, model_to_c
-    from ..model import Model
-    from ..robots import load_robot
 
     say = progress or (lambda s: None)
     against = tuple(a for a in against if a != "specialized")
@@ -235,7 +239,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
 
     # --- the specialised kernel ------------------------------------------------------------
     t0 = time.perf_counter()
-    kernel = gen.build(model, algorithm, cset, progress=progress, **options)
+    kernel = build(model, algorithm, cset, progress=progress, **options)
     t_build = time.perf_counter() - t0
     man = kernel.manifest
     fn = man["functions"][0]
@@ -255,11 +259,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     skipped = {}
 
     # --- generic C ---------------------------------------------------------------------------
-    from ..generic import INCLUDE_DIR as GENERIC_DIR, SOURCES as GENERIC_SOURCES
 
     generic_ctx = None
     if "generic" in against:
-        from ..algorithms.proximal import DEFAULT_MU
 
         generic = algo.generic
         missing = sorted({b.kind for b in model.bodies if b.kind not in JOINT_CODES})
@@ -300,7 +302,6 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         reason = None
         peer = pin_peer or algo.pin_peer
         try:
-            from .. import pinref
             if not pinref.available():
                 reason = "pinocchio is not installed"
         except Exception as e:  # pragma: no cover
@@ -331,7 +332,6 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
                        "iterative": peer in ITERATIVE_PEERS, "constraints": [], "mu": "1e-6", "max_iter": 0,
                        "accuracy": "0.0", "family": 0, "restitution": None}
             if algo.constrained:
-                from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
 
                 iters = man.get("iterations") or options.get("max_iter") or options.get("iterations") \
                     or DEFAULT_ITERATIONS
@@ -414,7 +414,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     np_diff = 0.0
     for s in range(min(numpy_states, n_states)):
         xs = np.split(states[s], np.cumsum([n for _, n in inputs])[:-1])
-        ref = gen.run(model, algorithm, *xs, constraints=cset, **options)
+        ref = run(model, algorithm, *xs, constraints=cset, **options)
         ref = ref if isinstance(ref, tuple) else (ref,)
         got = np.split(dump[s, :sum(spec_sizes)], np.cumsum(spec_sizes)[:-1])
         for y, r, g in zip(outputs, ref, got):
@@ -509,14 +509,13 @@ def machine_info() -> dict:
         except Exception:
             return None
 
-    import gen
 
     cc = os.environ.get("CC", "gcc")
     info = {"cpu": cpu, "cores": cores, "isa": flags, "machine": platform.machine(),
             "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
             "cc": pinshim.compiler_version(cc), "cxx": pinshim.compiler_version(pinshim.cxx()),
             "flags": " ".join(pinshim.BENCH_FLAGS),
-            "versions": {"rbdgen": gen.__version__, "pinocchio": version("pinocchio"),
+            "versions": {"rbdgen": __version__, "pinocchio": version("pinocchio"),
                          "casadi": version("casadi"), "numpy": version("numpy")}}
     try:
         load = os.getloadavg()

@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RbdgenError
+from ..pinref import pin_model as _pm
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "pin_shim.cpp"
@@ -265,7 +266,6 @@ def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=Non
 
 def pin_model(robot):
     """The ``pinocchio.Model`` of an rbdgen robot (:func:`gen.pinref.pin_model`)."""
-    from ..pinref import pin_model as _pm
 
     return _pm(robot)
 

@@ -7,6 +7,8 @@ medians with p10-p90 follow for reference.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -100,8 +102,6 @@ def render(results: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(results, indent=1)
     if fmt == "csv":
-        import csv
-        import io
 
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")

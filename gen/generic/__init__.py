@@ -14,8 +14,17 @@ the baseline the specialised C is benchmarked against (DESIGN §5).
 * :mod:`.binding`: :class:`GenericModel`, the library compiled with cffi and cached.
 """
 from .binding import HEADER, INCLUDE_DIR, SOURCES, GenericModel, load_library, sources
-from .serialize import (STRUCT_FIELDS, constrained_work_sizes, constraints_to_c, delassus_work_sizes,
-                        event_work_sizes, model_to_c, serialize, serialize_constraints, work_sizes)
+from .serialize import (
+                        STRUCT_FIELDS,
+                        constrained_work_sizes,
+                        constraints_to_c,
+                        delassus_work_sizes,
+                        event_work_sizes,
+                        model_to_c,
+                        serialize,
+                        serialize_constraints,
+                        work_sizes,
+)
 
 __all__ = ["GenericModel", "HEADER", "INCLUDE_DIR", "SOURCES", "STRUCT_FIELDS", "constrained_work_sizes",
            "constraints_to_c", "delassus_work_sizes", "event_work_sizes", "load_library", "model_to_c", "serialize",

@@ -41,13 +41,25 @@ import sys
 import tempfile
 from pathlib import Path
 
+import cffi
 import numpy as np
 
+from ..algorithms import ALGORITHMS
+from ..algorithms.delassus import delassus_set
+from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
+from ..constraints import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
-from ..algorithms import ALGORITHMS
-from .serialize import (ALGO_IDS, ARRAY_FIELDS, CONSTRAINED_ALGO_IDS, CONSTRAINT_ARRAY_FIELDS, DELASSUS_ALGO_IDS,
-                        EVENT_ALGO_IDS, serialize, serialize_constraints)
+from .serialize import (
+    ALGO_IDS,
+    ARRAY_FIELDS,
+    CONSTRAINED_ALGO_IDS,
+    CONSTRAINT_ARRAY_FIELDS,
+    DELASSUS_ALGO_IDS,
+    EVENT_ALGO_IDS,
+    serialize,
+    serialize_constraints,
+)
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE
@@ -91,7 +103,6 @@ def cache_dir() -> Path:
 
 
 def _key(cflags: tuple[str, ...]) -> str:
-    import cffi
 
     h = hashlib.sha256()
     for part in (*(s.read_bytes() for s in (*HEADERS, *SOURCES)),
@@ -122,7 +133,6 @@ def load_library(cflags=None):
 
 
 def _compile(modname: str, cflags: tuple[str, ...], out_dir: Path, target: Path) -> None:
-    import cffi
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ffib = cffi.FFI()
@@ -152,7 +162,6 @@ class GenericModel:
     ALGORITHMS = tuple(n for n, a in ALGORITHMS.items() if a.generic is not None)
 
     def __init__(self, model: Model, constraints=None, *, cflags=None):
-        from ..constraints import as_constraint_set
 
         self.model = model
         self.arrays = serialize(model)
@@ -294,7 +303,6 @@ class GenericModel:
     def prox_options(self, iterations=None, mu=None, tol=None, max_iter=None):
         """``rbg_prox_options`` for gen.run's options: ``max_iter`` (if given) replaces
         ``iterations`` as the cap; ``tol`` None means no early exit."""
-        from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
 
         cap = (DEFAULT_ITERATIONS if iterations is None else iterations) if max_iter is None else max_iter
         if int(cap) != cap or cap < 1:
@@ -382,8 +390,6 @@ class GenericModel:
         return self._delassus("kkt_osim", q, mu)
 
     def _delassus(self, algo: str, q, mu=None) -> np.ndarray:
-        from ..algorithms.delassus import delassus_set
-        from ..algorithms.proximal import DEFAULT_MU
 
         delassus_set(self.model, self.cset, algo)
         if algo in ("caba_osim", "caba_osimf"):

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms import ALGORITHMS
+from ..constraints import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
 
@@ -206,7 +207,6 @@ def _se3_row(M) -> list[float]:
 def serialize_constraints(model: Model, cset) -> ConstraintArrays:
     """The struct arrays of a constraint set (a :class:`~gen.constraints.ConstraintSet`,
     a spec string or None for the empty set) on ``model``."""
-    from ..constraints import as_constraint_set
 
     cs = as_constraint_set(model, cset)
     cons = cs.constraints

@@ -7,6 +7,8 @@ import os
 from ..errors import RbdgenError
 from ..mjcf import load_mjcf
 from ..model import Model
+from ..urdf import load_urdf
+from .named import NAMED_ROBOTS, load_named
 from .synthetic import SYNTHETIC, load_synthetic
 
 
@@ -15,7 +17,6 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
     (``chain:10``, ``bintree:15``, ``humanoid30``, ``fourbar``), a URDF path or an MJCF
     path (``.xml``).  ``floating_base`` and ``lock_joints`` apply to URDF paths; an MJCF
     file says itself whether the base floats (a free joint)."""
-    from .named import NAMED_ROBOTS, load_named
 
     if isinstance(name_or_path, Model):
         return name_or_path
@@ -30,7 +31,6 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
                               f"joint makes the base float, and joints are removed in the file")
         return load_mjcf(spec)
     if spec.endswith(".urdf") or os.path.sep in spec:
-        from ..urdf import load_urdf
 
         return load_urdf(spec, floating_base=floating_base, lock_joints=lock_joints)
     choices = ", ".join(list(NAMED_ROBOTS) + list(SYNTHETIC))

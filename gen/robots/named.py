@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import RbdgenError
 from ..model import Model
+from ..urdf import load_urdf
 
 NAMED_ROBOTS: dict[str, tuple[str, bool, tuple[str, ...], str]] = {
     "ur5": ("ur_description/urdf/ur5_robot.urdf", False, (),
@@ -60,7 +61,6 @@ def robots_dir() -> Path:
 
 def load_named(name: str) -> Model:
     """The :class:`~gen.model.Model` of a named robot; ``model.name`` is ``name``."""
-    from ..urdf import load_urdf
 
     if name not in NAMED_ROBOTS:
         raise RbdgenError(f"unknown named robot '{name}' (choose from {', '.join(NAMED_ROBOTS)})")
