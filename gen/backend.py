@@ -71,7 +71,6 @@ class SXBackend:
     symbolic = True
 
     def __init__(self) -> None:
-
         self.ca = ca
         self.phases: list[tuple[str, list]] = []
 

@@ -70,7 +70,6 @@ def _folder_files(folder: Path, manifest: dict) -> dict[str, bytes]:
 
 
 def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
-
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
@@ -80,42 +79,50 @@ def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def compile_folder(folder, *, flags=None, cache=None, progress=None):
-    """Compile the build folder ``folder`` (cached); returns the imported module
-    (``.ffi``, ``.lib``)."""
-
-
-    folder = Path(folder).resolve()
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    prefix = manifest["functions"][0]["symbol"]
-    flags = compile_flags(flags)
-    files = _folder_files(folder, manifest)
-    key = content_key(files, flags)
-    modname = f"_rbdgen_{prefix}_{key[:16]}"
+def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, sources: Sequence[str],
+                   flags: Sequence[str], *, cache=None, what: str, progress=None):
+    """The one cffi compile-and-cache routine (kernels, the simulation loop, the generic
+    library): ``sources`` (names in ``files``) compiled with the declarations ``cdef``
+    and ``#include "header"`` into the extension ``<name>_<hash>``, where the hash is
+    :func:`content_key` of ``files``, ``cdef`` and ``flags``.  The files are compiled
+    from a private snapshot (never the live folder) and the result moved into the cache
+    atomically, so concurrent builders agree; a cached module is imported, not rebuilt.
+    A compiler failure is an :class:`RbdgenError` saying ``what`` failed."""
+    flags = list(flags)
+    modname = f"{name}_{content_key({**files, '<cdef>': cdef.encode()}, flags)[:16]}"
     root = cache_dir(cache)
     target = root / f"{modname}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     if target.exists():
-        with timed(progress, f"compile {prefix}") as info:
+        with timed(progress, f"compile {name}") as info:
             info["detail"] = "cached"
             return _import(modname, target)
-    with timed(progress, f"compile {prefix} ({' '.join(flags)})", announce=True):
+    with timed(progress, f"compile {name} ({' '.join(flags)})", announce=True):
         work = Path(tempfile.mkdtemp(prefix=f".{modname}.", dir=root))
         try:
-            for name, data in files.items():      # compile a snapshot, not the live folder
-                (work / name).write_bytes(data)
+            for fname, data in files.items():
+                (work / fname).write_bytes(data)
             ffi = cffi.FFI()
-            ffi.cdef(files[manifest["cdef"]].decode("utf-8"))
-            ffi.set_source(modname, f'#include "{manifest["header"]}"',
-                           sources=[str(work / s) for s in manifest["sources"]],
-                           include_dirs=[str(work)], extra_compile_args=flags + ["-g0"],
-                           libraries=["m"])
+            ffi.cdef(cdef)
+            ffi.set_source(modname, f'#include "{header}"', sources=[str(work / s) for s in sources],
+                           include_dirs=[str(work)], extra_compile_args=[*flags, "-g0"], libraries=["m"])
             built = Path(ffi.compile(tmpdir=str(work), verbose=False))
-            os.replace(built, target)            # atomic: concurrent builders agree
+            os.replace(built, target)
         except Exception as e:                     # distutils' CompileError and friends
-            raise RbdgenError(f"compiling {folder} failed: {e}") from e
+            raise RbdgenError(f"{what} failed: {e}") from e
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return _import(modname, target)
+
+
+def compile_folder(folder, *, flags=None, cache=None, progress=None):
+    """Compile the build folder ``folder`` (cached); returns the imported module
+    (``.ffi``, ``.lib``)."""
+    folder = Path(folder).resolve()
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    files = _folder_files(folder, manifest)
+    return compile_cached(f"_rbdgen_{manifest['functions'][0]['symbol']}", files,
+                          files[manifest["cdef"]].decode("utf-8"), manifest["header"], manifest["sources"],
+                          compile_flags(flags), cache=cache, what=f"compiling {folder}", progress=progress)
 
 
 def _import(modname: str, path: Path):

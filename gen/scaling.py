@@ -274,7 +274,6 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-
     progress = None if args.quiet else (lambda s: print(f"rbdgen: {s}", file=sys.stderr, flush=True))
     chains = _ints(args.chains, "chains", 2) if args.chains else ()
     trees = _ints(args.trees, "trees", 2) if args.trees else ()

@@ -65,22 +65,18 @@ import dataclasses
 import hashlib
 import json
 import math
-import shutil
 import sys
-import sysconfig
-import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import casadi as ca
-import cffi
 import numpy as np
 
 from .api import run
 from .backend import NUMPY, SXBackend
 from .bench.harness import machine_info
-from .build import _import, build, cache_dir, compile_flags, content_key
+from .build import build, cache_dir, compile_cached, compile_flags
 from .constraints import log3, log6, parse_constraints
 from .emit import STAMP, _casadi_code, _environment, sanitize, timed, write
 from .errors import RbdgenError
@@ -479,7 +475,6 @@ class CLoop:
 def _loop_context(kernel, prefix: str) -> dict:
     """Trace :func:`advance` and :func:`hold_torque` and lay out the loop's context."""
 
-
     model = kernel.model
     be = SXBackend()
     q, v, ddq = be.sym("q", model.nq), be.sym("v", model.nv), be.sym("ddq", model.nv)
@@ -512,7 +507,6 @@ def build_loop(kernel, *, flags=None, cache=None, progress=None) -> CLoop:
     into ``<kernel folder>/sim`` and compile it with the kernel's sources (cffi, cached by
     content like :func:`gen.build.compile_folder`)."""
 
-
     prefix = f"{kernel.symbol}_sim"
     with timed(progress, f"codegen {prefix}"):
         ctx = _loop_context(kernel, prefix)
@@ -522,32 +516,11 @@ def build_loop(kernel, *, flags=None, cache=None, progress=None) -> CLoop:
                               ("cdef", "simulate.cdef.j2"))}
         folder = write(files, kernel.path / "sim")
     data = {n: (folder / n).read_bytes() for n in files}
-    kfiles = [kernel.manifest["header"], *kernel.manifest["sources"]]
-    data.update({n: (kernel.path / n).read_bytes() for n in kfiles})
-    flags = compile_flags(flags)
-    key = content_key(data, flags)
-    modname = f"_rbdgen_{prefix}_{key[:16]}"
-    root = cache_dir(cache)
-    target = root / f"{modname}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-    if not target.exists():
-        with timed(progress, f"compile {prefix} ({' '.join(flags)})", announce=True):
-            work = Path(tempfile.mkdtemp(prefix=f".{modname}.", dir=root))
-            try:
-                for name, blob in data.items():
-                    (work / name).write_bytes(blob)
-                ffi = cffi.FFI()
-                ffi.cdef(files[ctx["files"]["cdef"]])
-                sources = [ctx["files"]["source"], *kernel.manifest["sources"]]
-                ffi.set_source(modname, f'#include "{ctx["files"]["header"]}"',
-                               sources=[str(work / s) for s in sources], include_dirs=[str(work)],
-                               extra_compile_args=flags + ["-g0"], libraries=["m"])
-                built = Path(ffi.compile(tmpdir=str(work), verbose=False))
-                shutil.move(str(built), str(target))
-            except Exception as e:                     # distutils' CompileError and friends
-                raise RbdgenError(f"compiling the simulation loop {prefix} failed: {e}") from e
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-    return CLoop(kernel, _import(modname, target), prefix, folder)
+    data.update({n: (kernel.path / n).read_bytes() for n in (kernel.manifest["header"], *kernel.manifest["sources"])})
+    module = compile_cached(f"_rbdgen_{prefix}", data, files[ctx["files"]["cdef"]], ctx["files"]["header"],
+                            [ctx["files"]["source"], *kernel.manifest["sources"]], compile_flags(flags),
+                            cache=cache, what=f"compiling the simulation loop {prefix}", progress=progress)
+    return CLoop(kernel, module, prefix, folder)
 
 
 # --- the study ---------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from .counter import CLASSES, count_trace
 
 
 def _model(robot):
-
     return robot if isinstance(robot, Model) else load_robot(robot)
 
 

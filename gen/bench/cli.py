@@ -88,7 +88,6 @@ def _progress(quiet: bool):
 
 
 def _against(text: str) -> tuple[str, ...]:
-
     if text.strip().lower() in ("", "none"):
         return ()
     names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
@@ -109,7 +108,6 @@ def _common_kwargs(args) -> dict:
 
 
 def run(args) -> int:
-
     say = _progress(args.quiet)
     against = _against(args.against)
     kwargs = _common_kwargs(args)

@@ -1,9 +1,10 @@
 """cffi binding of the generic C library (``rbg.h`` / ``rbg.c``) and
 :class:`GenericModel`, the generic baseline callable on NumPy arrays.
 
-The library is compiled once (cffi API mode) with ``-O3 -march=native`` by default and
-cached under ``$RBDGEN_CACHE/generic`` (default ``~/.cache/rbdgen/generic``), keyed by a
-hash of the C sources, the cdef, the flags and the Python/cffi versions::
+The library is compiled once (cffi API mode) with ``-O3 -march=native`` by default by
+the one compile-and-cache routine :func:`gen.build.compile_cached`, in ``$RBDGEN_CACHE``
+(default ``~/.cache/rbdgen``) as ``_rbg_<hash>`` of the C sources, the cdef, the flags
+and the Python/cffi ABI::
 
     from gen.generic import GenericModel
     g = GenericModel(gen.load_robot("humanoid30"))
@@ -29,24 +30,18 @@ header.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
 import os
-import platform
 import shlex
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-import cffi
 import numpy as np
 
 from ..algorithms import ALGORITHMS
 from ..algorithms.delassus import delassus_set
 from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
+from ..build import compile_cached
 from ..constraints import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
@@ -97,57 +92,15 @@ def cdef() -> str:
 _LOADED: dict[tuple, object] = {}
 
 
-def cache_dir() -> Path:
-    root = os.environ.get("RBDGEN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "rbdgen")
-    return Path(root) / "generic"
-
-
-def _key(cflags: tuple[str, ...]) -> str:
-
-    h = hashlib.sha256()
-    for part in (*(s.read_bytes() for s in (*HEADERS, *SOURCES)),
-                 " ".join(cflags).encode(), cffi.__version__.encode(), sys.version.encode(),
-                 platform.machine().encode()):
-        h.update(part)
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
 def load_library(cflags=None):
-    """The compiled cffi module (``.ffi``, ``.lib``) for these flags, built on first use
-    and cached on disk and in-process."""
+    """The compiled cffi module (``.ffi``, ``.lib``) for these flags: compiled once by
+    :func:`gen.build.compile_cached` (cached on disk by content), then kept in-process."""
     cflags = tuple(DEFAULT_CFLAGS if cflags is None else cflags)
-    if cflags in _LOADED:
-        return _LOADED[cflags]
-    modname = f"_rbg_{_key(cflags)}"
-    out_dir = cache_dir()
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    target = out_dir / (modname + suffix)
-    if not target.exists():
-        _compile(modname, cflags, out_dir, target)
-    spec = importlib.util.spec_from_file_location(modname, target)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    _LOADED[cflags] = mod
-    return mod
-
-
-def _compile(modname: str, cflags: tuple[str, ...], out_dir: Path, target: Path) -> None:
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ffib = cffi.FFI()
-    ffib.cdef(cdef())
-    ffib.set_source(modname, '#include "rbg.h"', sources=[str(s) for s in SOURCES],
-                    include_dirs=[str(INCLUDE_DIR)], extra_compile_args=list(cflags))
-    tmp = tempfile.mkdtemp(prefix=modname + ".", dir=out_dir)
-    try:
-        try:
-            built = ffib.compile(tmpdir=tmp, verbose=False)
-        except Exception as e:  # distutils/setuptools CompileError and friends
-            raise RbdgenError(f"building the generic C library failed (flags {' '.join(cflags)}): {e}") from e
-        os.replace(built, target)       # atomic: concurrent builders race harmlessly
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if cflags not in _LOADED:
+        files = {s.name: s.read_bytes() for s in (*HEADERS, *SOURCES)}
+        _LOADED[cflags] = compile_cached("_rbg", files, cdef(), HEADER.name, [s.name for s in SOURCES], cflags,
+                                         what=f"building the generic C library (flags {' '.join(cflags)})")
+    return _LOADED[cflags]
 
 
 class GenericModel:
@@ -162,7 +115,6 @@ class GenericModel:
     ALGORITHMS = tuple(n for n, a in ALGORITHMS.items() if a.generic is not None)
 
     def __init__(self, model: Model, constraints=None, *, cflags=None):
-
         self.model = model
         self.arrays = serialize(model)
         self.cset = as_constraint_set(model, constraints)
@@ -390,7 +342,6 @@ class GenericModel:
         return self._delassus("kkt_osim", q, mu)
 
     def _delassus(self, algo: str, q, mu=None) -> np.ndarray:
-
         delassus_set(self.model, self.cset, algo)
         if algo in ("caba_osim", "caba_osimf"):
             for con in self.cset.constraints:
