@@ -219,11 +219,13 @@ def _numbers(count: int | None, form: str):
 
 def cmd_robots(args) -> int:
     if args.frames:
-        model = load_robot(args.frames)
+        model = _load(args, args.frames)
         rows = [{"frame": f.name, "kind": f.kind,
                  "body": model.bodies[f.body].link if f.body >= 0 else "world"} for f in model.frames]
         print(render_table(rows, ["frame", "kind", "body"], args.format))
         return 0
+    if args.floating_base or args.lock:
+        raise RbdgenError("--floating-base and --lock describe the robot of --frames ROBOT")
     rows = []
     for name, (_, _, _, desc) in NAMED_ROBOTS.items():
         try:
@@ -267,8 +269,9 @@ def cmd_build(args) -> int:
     return 0
 
 
-def _load(args):
-    return load_robot(args.robot, floating_base=getattr(args, "floating_base", False))
+def _load(args, robot=None):
+    return load_robot(robot or args.robot, floating_base=getattr(args, "floating_base", False),
+                      lock_joints=getattr(args, "lock", ()))
 
 
 def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list[dict]:
@@ -365,10 +368,20 @@ def _constraint_args(p):
                    help="one positive weight per constraint: damping mu / w on its rows (default 1)")
 
 
-def _robot_args(p):
-    p.add_argument("robot", help="named robot, synthetic spec (chain:N, bintree:N, humanoid30, fourbar), "
+def _robot_args(p, positional: bool = True):
+    if positional:
+        p.add_argument("robot", help="named robot, synthetic spec (chain:N, bintree:N, humanoid30, fourbar), "
                                      "URDF path or MJCF (.xml) path")
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
+    p.add_argument("--lock", metavar="J1,J2", type=_names, default=(),
+                   help="comma-separated moving joints to fix at q = 0 (URDF paths; gen.load_robot's lock_joints)")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated joint names, got '{text}'")
+    return names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -380,6 +393,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("robots", help="list robots (--frames ROBOT: list a robot's frames)")
     s.add_argument("--frames", metavar="ROBOT", help="list the frames of ROBOT instead")
+    _robot_args(s, positional=False)
     _common(s)
     s.set_defaults(func=cmd_robots)
 

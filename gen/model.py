@@ -148,7 +148,8 @@ class Model:
     bodies: list[Body]
     frames: list[Frame] = field(default_factory=list)
     gravity: np.ndarray = field(default_factory=lambda: GRAVITY.copy())
-    source: str = ""     # URDF path or synthetic spec, for messages
+    source: str = ""     # URDF/MJCF path or synthetic spec: messages, and the file verify's reference reads
+    locked: tuple[str, ...] = ()   # joints of ``source`` locked at q = 0 when loading
 
     def __post_init__(self) -> None:
         iq = iv = 0
@@ -242,6 +243,34 @@ class Model:
             else:
                 q[s] = rng.uniform(-np.pi, np.pi)
         return q
+
+    def check_physical_inertias(self) -> None:
+        """Raise, naming the link, if a moving body's inertia (its link and the links
+        fixed to it, merged) is not physical: negative mass, mass 0 with rotational
+        inertia, a rotational inertia about the centre of mass that is not positive
+        semi-definite, or principal moments violating the triangle inequality
+        ``I1 + I2 >= I3`` (a rigid body's moments satisfy it; MuJoCo's compiler refuses
+        it too).  Rounding of the file's decimals is tolerated: ``1e-9`` of the largest
+        moment plus ``1e-14``.  A massless, inertia-free body is physical (two revolute
+        joints with a massless link between them); :meth:`check_singular_inertia` refuses
+        it only when its whole subtree is massless."""
+        for b in self.bodies:
+            m = float(b.inertia.mass)
+            I = np.asarray(b.inertia.I_c, dtype=float)
+            moments = np.linalg.eigvalsh(0.5 * (I + I.T))
+            tol = 1e-9 * max(float(moments[-1]), 0.0) + 1e-14
+            what = f"{self.source or self.name}: link '{b.link}' (moved by joint '{b.name}')"
+            if m < 0.0:
+                raise RbdgenError(f"{what} has negative mass {m:g}")
+            if m == 0.0 and moments[-1] > tol:
+                raise RbdgenError(f"{what} has mass 0 but rotational inertia (principal moments "
+                                  f"{', '.join(f'{x:.3g}' for x in moments)}): give it a mass")
+            if moments[0] < -tol:
+                raise RbdgenError(f"{what}: rotational inertia is not positive semi-definite (principal "
+                                  f"moments {', '.join(f'{x:.3g}' for x in moments)})")
+            if moments[0] + moments[1] < moments[2] - tol:
+                raise RbdgenError(f"{what}: principal moments {', '.join(f'{x:.3g}' for x in moments)} violate "
+                                  f"the triangle inequality I1 + I2 >= I3 of a rigid body")
 
     def check_singular_inertia(self) -> None:
         """Raise if some joint moves only massless, inertia-free bodies: the joint-space

@@ -1,12 +1,13 @@
 """Pinocchio as an independent reference for ``rbdgen verify`` (DESIGN §4, §6e).
 
-:func:`pin_model` builds the Pinocchio model of a robot the way rbdgen builds its own:
-for a named robot, ``pin.buildModelFromUrdf`` on the same URDF (with a
-``JointModelFreeFlyer`` root when floating) followed by ``pin.buildReducedModel`` at the
-neutral configuration for its locked joints (panda's fingers); for a URDF path, the
-same with a free-flyer when the rbdgen model has one; for a synthetic tree, the model
-assembled joint by joint from the :class:`~gen.model.Model` (same placements, axes and
-inertias).  :func:`reference` calls the Pinocchio counterpart that the algorithm's
+:func:`pin_model` builds the Pinocchio model of a robot from what the rbdgen model was
+built from, never by its name: for a model loaded from a URDF (named robots included),
+``pin.buildModelFromUrdf`` on the same file (with a ``JointModelFreeFlyer`` root when
+the rbdgen model floats) followed by ``pin.buildReducedModel`` at the neutral
+configuration for the joints it locked (``Model.locked``: panda's fingers); for a
+synthetic tree or an MJCF file, the model assembled joint by joint from the
+:class:`~gen.model.Model` (same placements, axes and inertias; the MJCF conversion itself
+is checked against MuJoCo in ``tests/test_mjcf.py``).  :func:`reference` calls the Pinocchio counterpart that the algorithm's
 registry row names (:mod:`gen.algorithms.pinocchio`: which Pinocchio call, and how its
 result becomes rbdgen's outputs) where :func:`supports` says it applies.
 
@@ -51,7 +52,6 @@ from .constraints import as_constraint_set
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
-from .robots.named import NAMED_ROBOTS, robots_dir
 
 
 def available() -> bool:
@@ -104,13 +104,8 @@ def supports(model: Model, algorithm: str, cset=None, options=None) -> bool:
 # --- models --------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def _named_model(name: str):
+def _from_urdf(path: str, floating_base: bool, lock_joints: tuple[str, ...] = ()):
     pin = _pin()
-    rel, floating_base, lock_joints, _ = NAMED_ROBOTS[name]
-    return _from_urdf(pin, str(robots_dir() / rel), floating_base, lock_joints)
-
-
-def _from_urdf(pin, path: str, floating_base: bool, lock_joints=()):
     model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base \
         else pin.buildModelFromUrdf(path)
     if lock_joints:
@@ -162,16 +157,18 @@ def _from_model(pin, model: Model):
 
 
 def pin_model(robot: Model | str):
-    """The Pinocchio model matching ``robot`` (an rbdgen Model or a robot spec)."""
-    pin = _pin()
-    name = robot.name if isinstance(robot, Model) else str(robot)
-    if name in NAMED_ROBOTS:
-        return _named_model(name)
+    """The Pinocchio model matching ``robot`` (an rbdgen Model or a robot spec): from the
+    same file with the same options (floating base, locked joints), see the module
+    docstring."""
     model = robot if isinstance(robot, Model) else load_robot(robot)
-    if str(model.source).endswith(".urdf"):
+    if str(model.source).lower().endswith(".urdf"):
         floating = bool(model.bodies) and model.bodies[0].kind == "free"
-        return _from_urdf(pin, str(model.source), floating)
-    return _from_model(pin, model)
+        pm = _from_urdf(str(model.source), floating, tuple(model.locked))
+        if (pm.nq, pm.nv) != (model.nq, model.nv):
+            raise RbdgenError(f"{model.source}: Pinocchio's model has nq={pm.nq}, nv={pm.nv}, rbdgen's "
+                              f"nq={model.nq}, nv={model.nv}; no reference")
+        return pm
+    return _from_model(_pin(), model)
 
 
 def reference(robot, algorithm: str, *inputs, pmodel=None, cset=None, options=None):

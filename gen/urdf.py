@@ -237,6 +237,7 @@ def load_urdf(path, *, floating_base: bool = False, lock_joints=(), name: str | 
                           f"'{root}': the joints form a cycle")
     if not bodies:
         raise RbdgenError(f"{path}: no moving joint (all joints fixed or locked)")
-    model = Model(name or robot_name, bodies, frames, source=path)
+    model = Model(name or robot_name, bodies, frames, source=path, locked=tuple(sorted(lock_joints)))
+    model.check_physical_inertias()
     model.check_singular_inertia()
     return model

@@ -21,6 +21,10 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
     if isinstance(name_or_path, Model):
         return name_or_path
     spec = str(name_or_path)
+    is_file = spec.lower().endswith((".urdf", ".xml")) or os.path.sep in spec
+    if (floating_base or lock_joints) and not is_file:
+        raise RbdgenError(f"'{spec}': floating_base and lock_joints (--floating-base, --lock) apply to URDF "
+                          f"paths; a named or synthetic robot comes with its own base and joints")
     if spec in NAMED_ROBOTS:
         return load_named(spec)
     if spec.split(":")[0] in ("chain", "bintree") or spec in ("humanoid30", "fourbar"):
@@ -31,7 +35,6 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
                               f"joint makes the base float, and joints are removed in the file")
         return load_mjcf(spec)
     if spec.endswith(".urdf") or os.path.sep in spec:
-
         return load_urdf(spec, floating_base=floating_base, lock_joints=lock_joints)
     choices = ", ".join(list(NAMED_ROBOTS) + list(SYNTHETIC))
     raise RbdgenError(f"unknown robot '{spec}' (choose from {choices}, or give a .urdf or MJCF .xml path)")
