@@ -259,7 +259,7 @@ def cmd_build(args) -> int:
     cset = constraint_set(model, args)
     opts = _algorithm_options(args.algorithm, args)
     t0 = time.perf_counter()
-    k = build(model, args.algorithm, cset, out_dir=args.out, flags=args.flags,
+    k = build(model, args.algorithm, cset, out_dir=args.out, flags=args.flags, prefix=args.prefix,
               progress=progress, avoid_stack=args.avoid_stack, **opts)
     f = k.function
     row = {"symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"),
@@ -420,6 +420,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",
                    help="keep intermediates in the caller's work buffer instead of locals")
+    s.add_argument("--prefix", help="C symbol of the kernel, its header, library and CMake package (default: "
+                                    "rbd_<robot>_<algorithm>[_<constraints>][_v<hash of non-default options>])")
     _common(s)
     s.set_defaults(func=cmd_build)
 

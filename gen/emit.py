@@ -161,16 +161,47 @@ def sanitize(name: str) -> str:
     return s or "x"
 
 
-def symbol_prefix(robot_name: str, algorithm: str, constraints: str | None = None) -> str:
-    """``rbd_<robot>_<algorithm>[_<constraints>]``, e.g. ``rbd_talos_aba`` or
+def inert_text(text):
+    """Text from an input file (a robot name, frame names in a constraint spec) as it may
+    appear in C comments, CMake, Makefile and pkg-config: characters outside
+    ``A-Z a-z 0-9 space _ . : , ~ + - ( ) = [ ]`` become ``?``, so no comment can be closed
+    (``*/``), no line broken, no variable expanded.  The manifest (JSON) keeps the
+    original.  ``None`` stays ``None``."""
+    return None if text is None else re.sub(r"[^A-Za-z0-9 _.:,~+\-()=\[\]]", "?", str(text))
+
+
+def symbol_prefix(robot_name: str, algorithm: str, constraints: str | None = None,
+                  variant: dict | None = None) -> str:
+    """``rbd_<robot>_<algorithm>[_<constraints>][_v<hash>]``, e.g. ``rbd_talos_aba`` or
     ``rbd_talos_prox_ltl_6d_left_sole_link_6d_right_sole_link``; a constraint tag
-    longer than ``MAX_TAG`` characters becomes ``c<10 hex digits of its hash>``."""
+    longer than ``MAX_TAG`` characters becomes ``c<10 hex digits of its hash>``.
+    ``variant`` (:func:`variant`: the options and constraint gains that differ from the
+    defaults) adds ``_v`` and 6 hex digits of its hash, so a fixed-K kernel and a driver,
+    or two Baumgarte gains, of one robot, algorithm and set link together; default builds
+    keep the short name."""
     out = f"rbd_{sanitize(robot_name)}_{sanitize(algorithm)}"
     if constraints:
         tag = sanitize(str(constraints).replace(":", "_"))
         if len(tag) > MAX_TAG:
             tag = "c" + hashlib.sha256(str(constraints).encode()).hexdigest()[:10]
         out += f"_{tag}"
+    if variant:
+        out += "_v" + hashlib.sha256(json.dumps(variant, sort_keys=True).encode()).hexdigest()[:6]
+    return out
+
+
+def variant(tr: Trace) -> dict:
+    """What makes this kernel differ from the default build of its robot, algorithm and
+    constraint set: options other than the row's defaults, and the constraint gains,
+    weights and world anchors when any is not the default (Kp = Kd = 0, weight 1, the
+    world origin)."""
+    defaults = {o.name: o.default for o in tr.algorithm.options}
+    out = {k: v for k, v in _jsonable(tr.options).items() if v is not None and v != defaults.get(k)}
+    if tr.cset is not None:
+        gains = _gains(tr.cset)
+        identity = {"R": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], "p": [0.0, 0.0, 0.0]}
+        if any(g["Kp"] or g["Kd"] or g["weight"] != 1.0 or g.get("anchor", identity) != identity for g in gains):
+            out["gains"] = gains
     return out
 
 
@@ -307,7 +338,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     precomputed :func:`_opcount` of ``tr`` (computed here when not given)."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
-    prefix = prefix or symbol_prefix(model.name, algo.name, spec)
+    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr))
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
     options = _jsonable(tr.options)
@@ -347,10 +378,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     }
     return {
         "stamp": STAMP, "prefix": prefix, "PREFIX": prefix.upper(), "guard": f"{prefix.upper()}_H",
-        "robot": {"name": model.name, "nq": model.nq, "nv": model.nv, "nbodies": model.nbodies,
+        "robot": {"name": inert_text(model.name), "nq": model.nq, "nv": model.nv, "nbodies": model.nbodies,
                   "floating": any(b.kind == "free" for b in model.bodies)},
         "algorithm": {"name": algo.name, "summary": algo.summary, "source": algo.source},
-        "constraints": spec, "m": m, "iterations": manifest["iterations"],
+        "constraints": inert_text(spec), "m": m, "iterations": manifest["iterations"],
         "tolerance": manifest["tolerance"], "max_iter": loop.get("max_iter"),
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
         "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},

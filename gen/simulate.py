@@ -78,7 +78,7 @@ from .backend import NUMPY, SXBackend
 from .bench.harness import machine_info
 from .build import build, cache_dir, compile_cached, compile_flags
 from .constraints import log3, log6, parse_constraints
-from .emit import STAMP, _casadi_code, _environment, sanitize, timed, write
+from .emit import STAMP, _casadi_code, _environment, inert_text, sanitize, timed, write
 from .errors import RbdgenError
 from .kinematics import body_placements, frame_placement
 from .model import Model
@@ -489,8 +489,8 @@ def _loop_context(kernel, prefix: str) -> dict:
     m = outs["lam"]
     scratch = 2 * model.nv + m + 2                       # tau | ddq | lam | iterations | residual
     return {"stamp": STAMP, "prefix": prefix, "PREFIX": prefix.upper(), "kernel": kernel.symbol,
-            "kernel_header": kernel.manifest["header"], "robot": model.name, "nq": model.nq,
-            "nv": model.nv, "m": m, "constraints": kernel.manifest["constraints"],
+            "kernel_header": kernel.manifest["header"], "robot": inert_text(model.name), "nq": model.nq,
+            "nv": model.nv, "m": m, "constraints": inert_text(kernel.manifest["constraints"]),
             "solver": kernel.manifest["algorithm"], "tolerance": kernel.manifest.get("tolerance"),
             "max_iter": kernel.manifest.get("max_iter"), "iterations": kernel.manifest.get("iterations"),
             "advance": fa.name(), "control": fc.name(),

@@ -6,7 +6,7 @@
  *   solo12  whole-body hold of the standing posture with the four feet held in place
  *           (3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT): a PID on the 12 joints (the
  *           integral finds the torque that carries the weight), simulated with the
- *           constrained forward dynamics rbd_solo12_constrained_aba_<feet>.
+ *           constrained forward dynamics rbd_solo12_feet.
  *
  * Both integrate with semi-implicit Euler at dt = 1 ms (v += dt ddq, then q (+)= dt v; the
  * free-flyer of solo12 moves by the SE(3) exponential of its LOCAL twist, as Pinocchio's
@@ -30,10 +30,10 @@
 
 #include "rbd_panda_aba.h"
 #include "rbd_panda_rnea.h"
-#include "rbd_solo12_constrained_aba_3d_fl_foot_3d_fr_foot_3d_hl_foot_3d_hr_foot.h"
+#include "rbd_solo12_feet.h"
 
-#define SOLO12_FD rbd_solo12_constrained_aba_3d_fl_foot_3d_fr_foot_3d_hl_foot_3d_hr_foot
-#define SOLO12_(X) RBD_SOLO12_CONSTRAINED_ABA_3D_FL_FOOT_3D_FR_FOOT_3D_HL_FOOT_3D_HR_FOOT_##X
+#define SOLO12_FD rbd_solo12_feet
+#define SOLO12_(X) RBD_SOLO12_FEET_##X
 
 #define PI 3.14159265358979323846
 #define DT 1e-3              /* s: 1 kHz */

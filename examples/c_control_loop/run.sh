@@ -33,7 +33,8 @@ kernel panda_rnea panda -a rnea
 kernel panda_aba panda -a aba
 # The feet are held by velocity-level Baumgarte damping (Kd = 100, Kp = 0): the CLI
 # anchors world constraints at the origin, so a position gain would pull the feet there.
-kernel solo12_feet solo12 -a constrained_aba -c 3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT --baumgarte 0,100
+kernel solo12_feet solo12 -a constrained_aba -c 3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT --baumgarte 0,100 \
+    --prefix rbd_solo12_feet
 
 echo "control_loop: find_package in $prefix" >&2
 cmake -S "$here" -B "$work/cmake/control_loop" -DCMAKE_PREFIX_PATH="$prefix" >> "$log"
