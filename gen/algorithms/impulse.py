@@ -60,7 +60,7 @@ from ..model import Model
 from ..spatial import inertia_matrix
 from .constrained_aba import Const as CabaConst, Plan, State, step as caba_step
 from .common import forward_velocities, subspaces
-from .proximal import (Articulated, Iterate, ProximalSolver, backward_pass, constant_constraint_inertia,
+from .proximal import (ALM_CONVERGED_MU, Articulated, Iterate, ProximalSolver, backward_pass, constant_constraint_inertia,
                        supporting_bodies)
 
 
@@ -120,7 +120,7 @@ def without_gravity(model: Model) -> Model:
     return dataclasses.replace(model, gravity=np.zeros(3))
 
 
-impulse = ProximalSolver("impulse", setup, step)
+impulse = ProximalSolver("impulse", setup, step, converged_mu=ALM_CONVERGED_MU)
 
 
 # --- registry helpers ------------------------------------------------------------------

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..model import Inertia, Model
 from .crba import crba
-from .proximal import (Iterate, ProximalSolver, Unmarked, column, constant_constraint_inertia,
+from .proximal import (ALM_CONVERGED_MU, Iterate, ProximalSolver, Unmarked, column, constant_constraint_inertia,
                        fill_pattern, ldl_factor, ldl_solve, tree_lower)
 from .rnea import nle
 
@@ -93,7 +93,7 @@ def step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
     return Iterate(new, new, r, lambda: ddq)
 
 
-prox_ltls = ProximalSolver("prox_ltls", setup, step)
+prox_ltls = ProximalSolver("prox_ltls", setup, step, converged_mu=ALM_CONVERGED_MU)
 
 
 def augmented_model(model: Model, cset, rho):

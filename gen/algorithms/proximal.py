@@ -72,7 +72,13 @@ from .common import forward_velocities, gravity_acceleration, qslice, subspaces,
 from .dense import ldlt_factor, ldlt_solve
 
 DEFAULT_ITERATIONS = 3
-DEFAULT_MU = 1e-6
+DEFAULT_MU = 1e-6             # Pinocchio's damping: the K-th iterate of a fixed-K run is Pinocchio's
+DEFAULT_MAX_ITER = 200        # the cap of a run with tol and neither max_iter nor iterations
+#: the default mu of a run with tol (a converged solution does not depend on mu) for the
+#: augmented-Lagrangian formulations: their rounding ~c eps / mu (c <= ~100 on the named
+#: robots) is then <~2e-9 relative; 3-6 iterations for tol = 1e-10 on the named sets, 135 on
+#: a random tree whose Delassus matrix has condition 1e6 (rate mu / (mu + sigma_min))
+ALM_CONVERGED_MU = 1e-5
 PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter")
 
 
@@ -93,14 +99,21 @@ def constrained_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
 class Proximal:
     """Options, damping and the stopping test shared by the solvers."""
 
-    def __init__(self, model: Model, cset, be, iterations=DEFAULT_ITERATIONS, mu=DEFAULT_MU,
-                 tol=None, max_iter=None):
+    def __init__(self, model: Model, cset, be, iterations=None, mu=None, tol=None, max_iter=None,
+                 converged_mu=DEFAULT_MU):
         self.cset: ConstraintSet = as_constraint_set(model, cset)
-        cap = iterations if max_iter is None else max_iter
-        if int(cap) != cap or cap < 1:
-            raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
         if tol is not None and not tol >= 0:
             raise RbdgenError(f"tolerance tol={tol} must be non-negative")
+        if max_iter is not None:
+            cap = max_iter
+        elif iterations is not None:
+            cap = iterations
+        else:
+            cap = DEFAULT_ITERATIONS if tol is None else DEFAULT_MAX_ITER
+        if int(cap) != cap or cap < 1:
+            raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
+        if mu is None:                # "Accuracy" in the module docstring
+            mu = DEFAULT_MU if tol is None else converged_mu
         self.be, self.n, self.mu = be, int(cap), float(mu)
         self.tol = None if tol is None else float(tol)
         self.rho = self.cset.damping(mu) if self.cset.m else None
@@ -115,24 +128,32 @@ class Proximal:
             return True
         return self.tol is not None and be.converged(self.res, self.tol)
 
-    def outputs(self, ddq, lam):
+    def outputs(self, ddq, lam, residual=None):
+        """The solver's outputs; ``residual`` the true constraint residual of ``ddq`` when
+        the stopping test used another expression of it (the dual solvers' iterates)."""
         be = self.be
         if lam is None:
             lam = be.zeros(0, 1)
-        res = self.res if self.k else 0.0
+        res = (self.res if residual is None else norm_inf(residual, be)) if self.k else 0.0
         return ddq, lam, be.asarray([[float(self.k)]]), be.vcat([res])
 
 
 @dataclass
 class Iterate:
     """Iterate k of a solver's ``step``: ``state`` (the loop state step k+1 starts from),
-    ``lam`` (``lam_k``, m x 1), ``r`` (``r_k = J ddq_k - a_c*``, m x 1) and ``ddq`` (a
-    function of no argument giving ``ddq_k``: only the returned iterate needs it)."""
+    ``lam`` (``lam_k``, m x 1), ``r`` (the residual the stopping test reads, m x 1),
+    ``ddq`` (a function of no argument giving ``ddq_k``: only the returned iterate needs
+    it) and ``true_r``: None when ``r`` is ``J ddq_k - a_c*`` evaluated from the returned
+    ``ddq_k`` itself, else the function of the returned ``ddq_k`` giving that residual
+    (prox_pv tests the dual difference ``rho (lam_{k-1} - lam_k)``, equal in exact
+    arithmetic but exactly 0 at a fixed point of the iteration where the true residual is
+    ~1e-13; the reported residual is always the true one)."""
 
     state: object
     lam: object
     r: object
     ddq: Callable[[], object]
+    true_r: Callable[[object], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,12 +176,13 @@ class ProximalSolver:
     setup: Callable
     step: Callable
     unilateral: bool = False        # reads one-sided rows (3D+, 6D+); the others refuse them
+    converged_mu: float = DEFAULT_MU    # the default mu with tol (ALM_CONVERGED_MU for the ALM ones)
 
     def start(self, model: Model, cset, be, options: dict):
         """``(Proximal controller, own options)`` after checking the options and that the
         set has no one-sided row this solver would silently treat as two-sided."""
         loop, own = self.split_options(options)
-        prox = Proximal(model, cset, be, **loop)
+        prox = Proximal(model, cset, be, converged_mu=self.converged_mu, **loop)
         one_sided = [str(c) for c in prox.cset.constraints if c.unilateral]
         if one_sided and not self.unilateral:
             raise RbdgenError(f"{self.name} solves bilateral constraints only; {', '.join(one_sided)} "
@@ -192,8 +214,9 @@ class ProximalSolver:
                 break
             state = it.state
         ddq = it.ddq()
-        be.mark("acceleration", ddq)
-        return prox.outputs(ddq, it.lam if m else None)
+        true_r = it.true_r(ddq) if m and it.true_r is not None else None
+        be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
+        return prox.outputs(ddq, it.lam if m else None, true_r)
 
 
 class Unmarked:
