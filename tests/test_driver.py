@@ -124,7 +124,7 @@ def loop_in_python(dt, q, v, tau, steps=None):
         if (steps is None and float(res) <= dt.tol) or k >= (steps or dt.max_iter):
             break
         s = nxt
-    ddq, lam = finish(c, s)
+    ddq, lam, res = finish(c, s)          # res: the true residual of the returned ddq
     return np.array(ddq).ravel(), np.array(lam).ravel(), k, float(res)
 
 

@@ -19,24 +19,44 @@ fed back as external forces reproduces ``ddq`` exactly at every iterate.
 
 **Iterations.**  ``iterations`` (default 3) proximal steps are unrolled; the SX trace always
 runs that many (``be.converged`` is False for SX: the count is static and recorded).  With
-a tolerance ``tol`` the NumPy run exits early when ``|r_k|_inf <= tol`` with
-``r_k = J ddq_k - a_c*`` (the primal residual); ``max_iter`` (if given) replaces
-``iterations`` as the cap.  Without ``tol`` both backends run exactly the cap.  The
-emitted C applies the same test in a driver that loops a traced step
-(:func:`gen.trace.trace_driver`).  (Sathya 2024 Alg. 3 also stops when the iterates
-stagnate, which detects the least-squares solution of an infeasible set; near a singular
-configuration the convergence is slow enough (rate ``rho / (rho + sigma_min(J M^-1
-J^T))``) to look like stagnation, so only the residual is used: an infeasible set runs to
-the cap and returns the least-squares iterate.)
+a tolerance ``tol`` the NumPy run exits early when the residual test ``<= tol``;
+``max_iter`` (if given, else ``iterations`` if given, else ``DEFAULT_MAX_ITER`` = 200) is
+the cap.  Without ``tol`` both backends run exactly the cap.  The emitted C applies the
+same test in a driver that loops a traced step (:func:`gen.trace.trace_driver`).  (Sathya
+2024 Alg. 3 also stops when the iterates stagnate, which detects the least-squares
+solution of an infeasible set; near a singular configuration the convergence is slow
+enough (rate ``rho / (rho + sigma_min(J M^-1 J^T))``) to look like stagnation, so only the
+residual is used: an infeasible set runs to the cap and returns the least-squares iterate.)
 
-**Accuracy.**  The dual methods (``prox_ltl``, ``prox_pv``) never form ``1/mu``-sized
-numbers and reach the KKT solution to ~1e-13.  The augmented-Lagrangian ones
-(``prox_ltls``, ``constrained_aba``) add ``J^T J / mu`` to the inertia, so rounding enters
-at ~``eps / (mu lambda_min(M))``: at ``mu = 1e-6`` their ``ddq`` and ``lam`` agree with the
-dual methods to ~1e-9 relative (5e-9 on solo12's light legs), at ``mu = 1e-4`` to ~1e-10,
-at the cost of a few more iterations.  Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations``
-(1x1, the number of proximal steps taken; 0 with no constraints) and ``residual`` (1x1,
-``|r_k|_inf`` of the returned iterate).
+**Honest residual.**  The reported ``residual`` is ``|J ddq_k - a_c*|_inf`` of the returned
+``ddq_k`` (for the impact map ``|J v+ + e J v-|_inf``), never a quantity internal to the
+iteration: prox_ltl evaluates ``J ddq_k - a_c*`` from its solve; prox_ltls the same;
+constrained_aba, prox_pv and impulse ``K a_b - k`` per constraint from the body
+accelerations of the returned roll-out (the same linear map in maximal coordinates).
+prox_pv's stopping test reads the dual difference ``rho (lam_{k-1} - lam_k)`` (O(m), equal
+in exact arithmetic; it is exactly 0 at a fixed point of the iteration while the true
+residual is ~1e-13) and reports the true one (:class:`Iterate`).  A run with ``tol`` is
+converged iff the reported residual is ``<= tol``; otherwise ``gen.run`` and compiled
+kernels warn :class:`gen.errors.NotConvergedWarning` and the C driver returns
+``RBDGEN_ERR_NOT_CONVERGED``.
+
+**Accuracy and the default mu.**  The dual methods (``prox_ltl``, ``prox_pv``) never form
+``1/mu``-sized numbers and reach the KKT solution to ~1e-13 at the default ``mu = 1e-6``.
+The augmented-Lagrangian ones (``prox_ltls``, ``constrained_aba``, and the impact map)
+add ``J^T J / mu`` to the inertia, so rounding in the directions the constraints leave
+free enters at ~``c eps / mu`` with ``c ~ |J|^2 / lambda_min(M)`` (up to ~100 on the named
+robots: icub's light legs).  Two consequences: (1) ``mu`` below ``ALM_MU_FLOOR = 1e-6``
+(``registry.ALM_MU``) is refused for these rows (and caba_osim[f]), where the error would
+exceed ~1e-8 while the iteration reports a tiny residual; (2) a run with ``tol`` and no
+``mu`` uses ``ALM_CONVERGED_MU = 1e-5`` for them (the converged solution does not depend
+on mu; ``DEFAULT_MU`` for the dual ones), which puts every named set, humanoid30 and random
+trees within 2e-9 of the exact KKT solution (tests/test_convergence.py) at 3-6 iterations
+for ``tol = 1e-10`` (up to ~135 where the Delassus matrix has condition 1e6).  A fixed-K
+run keeps ``mu = 1e-6``: its K-th iterate is Pinocchio's.  Refining the ALM iterates
+against the full KKT residual (``M ddq + b - tau - J^T lam``, with ``M`` from the plain
+model) would remove the floor at the price of an O(n) pass per iteration; not done.
+Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (1x1, the number of proximal steps
+taken; 0 with no constraints) and ``residual`` (1x1, see above).
 
 **Setup and step.**  Each solver is a :class:`ProximalSolver`: ``setup`` computes what
 every iteration reads (``const``: factors, articulated inertias, constraint terms) and
