@@ -205,7 +205,9 @@ def test_manifest_header_and_abi(tmp_path):
     for part in ("setup", "step", "finish"):
         assert f"{f['symbol']}_{part} (" in h, f"header lacks the op counts of {part}"
     decl = [[ln for ln in x.cdef.splitlines() if ln.startswith("int ")] for x in (bf, fixed)]
-    assert decl[0] == decl[1], "driver and fixed-K kernel differ in their C declaration"
+    assert decl[0][0] == decl[1][0], "driver and fixed-K kernel differ in their C declaration"
+    assert len(decl[1]) == 1 and decl[0][1].startswith(f"int {f['symbol']}_opts(") \
+        and decl[0][1].endswith("double *work, double tol, int max_iter, int *n_iter);"), "the run-time-options entry"
     code = bf.files[f"{f['symbol']}_kernel.c"]
     assert all(f"int {f['symbol']}_{p}(" in code for p in ("setup", "step", "finish"))
 

@@ -169,7 +169,7 @@ def test_traced_early_exit_driver_equals_numpy():
             if float(res) <= dt.tol or k >= dt.max_iter:
                 break
             s = nxt
-        v_plus, imp = (np.array(x).ravel() for x in finish(c, s))
+        v_plus, imp, res = (np.array(x).ravel() for x in finish(c, s))     # res: true residual of v_plus
         ref = impact(model, cset, q, v, **opts)
         assert k == ref[2][0], f"{k} iterations traced, {ref[2][0]:.0f} in NumPy"
         assert rel_err(v_plus, ref[0]) < SX_TOL and rel_err(imp, ref[1]) < SX_TOL, "traced driver vs NumPy"

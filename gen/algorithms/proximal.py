@@ -30,12 +30,12 @@ residual is used: an infeasible set runs to the cap and returns the least-square
 
 **Honest residual.**  The reported ``residual`` is ``|J ddq_k - a_c*|_inf`` of the returned
 ``ddq_k`` (for the impact map ``|J v+ + e J v-|_inf``), never a quantity internal to the
-iteration: prox_ltl evaluates ``J ddq_k - a_c*`` from its solve; prox_ltls the same;
+iteration: prox_ltl and prox_ltls evaluate ``J ddq_k - a_c*`` from the returned ``ddq_k``;
 constrained_aba, prox_pv and impulse ``K a_b - k`` per constraint from the body
 accelerations of the returned roll-out (the same linear map in maximal coordinates).
-prox_pv's stopping test reads the dual difference ``rho (lam_{k-1} - lam_k)`` (O(m), equal
+prox_ltl and prox_pv test the dual difference ``rho (lam_{k-1} - lam_k)`` (O(m), equal
 in exact arithmetic; it is exactly 0 at a fixed point of the iteration while the true
-residual is ~1e-13) and reports the true one (:class:`Iterate`).  A run with ``tol`` is
+residual is ~1e-13) and report the true one (:class:`Iterate`).  A run with ``tol`` is
 converged iff the reported residual is ``<= tol``; otherwise ``gen.run`` and compiled
 kernels warn :class:`gen.errors.NotConvergedWarning` and the C driver returns
 ``RBDGEN_ERR_NOT_CONVERGED``.
