@@ -1,11 +1,13 @@
 """The Python API of DESIGN §4: ``run`` (the NumPy reference path) and its input checks."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .algorithms import ALGORITHMS, Algorithm
 from .backend import NUMPY
-from .errors import RbdgenError
+from .errors import NotConvergedWarning, RbdgenError
 from .model import Model
 from .robots import load_robot
 
@@ -85,4 +87,23 @@ def run(robot, algorithm: str, *inputs, constraints=None, **options):
             raise RbdgenError(f"{algo.name} on {model.name}: output '{name}' is NaN or inf "
                               f"(singular model or extreme state)")
     shaped = shape_outputs(algo, model, cset, outs)
+    if algo.iterative and options.get("tol") is not None:
+        warn_not_converged(algo.name, model.name, options, shaped)
     return shaped[0] if len(shaped) == 1 else tuple(shaped)
+
+
+def warn_not_converged(algorithm: str, robot: str, options: dict, outputs) -> bool:
+    """Warn (:class:`~gen.errors.NotConvergedWarning`) when an iterative run with ``tol``
+    returned a residual above it (it stopped at ``max_iter``); ``outputs``: the solver's
+    ``(x, lam, iterations, residual)``.  Returns True when it warned.  The compiled
+    kernel warns through this function too, on ``RBDGEN_ERR_NOT_CONVERGED``."""
+    it, res = float(np.ravel(outputs[2])[0]), float(np.ravel(outputs[3])[0])
+    tol = float(options["tol"])
+    if res <= tol:
+        return False
+    from .algorithms.proximal import DEFAULT_MAX_ITER
+    cap = next((options[k] for k in ("max_iter", "iterations") if options.get(k) is not None), DEFAULT_MAX_ITER)
+    warnings.warn(f"{algorithm} on {robot}: not converged: residual {res:.3e} > tol={tol:g} after "
+                  f"{it:.0f} iterations (max_iter={int(cap)}); the outputs are the last iterate",
+                  NotConvergedWarning, stacklevel=3)
+    return True

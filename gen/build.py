@@ -41,7 +41,9 @@ from .errors import RbdgenError
 # light and ``python -m gen.emit`` does not find gen.emit already imported.
 
 DEFAULT_FLAGS = ("-O3", "-march=native")
-RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)"}
+RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)",
+                -3: "a run-time option is out of range", -4: "not converged (max_iter reached with residual > tol)"}
+NOT_CONVERGED = -4      # RBDGEN_ERR_NOT_CONVERGED: warned (gen.errors.NotConvergedWarning), outputs returned
 
 
 def cache_dir(path=None) -> Path:
@@ -137,7 +139,11 @@ def _import(modname: str, path: Path):
 
 class Kernel:
     """A compiled kernel.  ``kernel(*inputs)`` validates the inputs like ``gen.run``
-    and returns the same outputs; ``call_raw`` exposes the C return code."""
+    and returns the same outputs; ``call_raw`` exposes the C return code.  An early-exit
+    driver that stops at ``max_iter`` above ``tol`` (``RBDGEN_ERR_NOT_CONVERGED``) returns
+    its outputs and warns :class:`gen.errors.NotConvergedWarning`, as ``gen.run`` does
+    (``warnings.simplefilter("error", NotConvergedWarning)`` makes it raise); other
+    non-zero codes raise :class:`RbdgenError`."""
 
     def __init__(self, folder, module, model, algorithm, cset=None):
         self.folder = folder
@@ -182,10 +188,14 @@ class Kernel:
         args = check_inputs(self.model, self.algorithm, inputs, self.cset)
         outs = [np.empty(o["size"]) for o in self.function["outputs"]]
         rc = self.call_raw([a.reshape(-1) for a in args], outs)
-        if rc != 0:
+        if rc not in (0, NOT_CONVERGED):
             raise RbdgenError(f"{self.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
         shaped = [o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
                   for o, spec in zip(outs, self.function["outputs"])]
+        if rc == NOT_CONVERGED:       # the outputs are the last iterate: warn like gen.run
+            from .api import warn_not_converged
+            warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
+                                                              "max_iter": self.manifest["max_iter"]}, shaped)
         return shaped[0] if len(shaped) == 1 else tuple(shaped)
 
 

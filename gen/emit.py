@@ -43,9 +43,19 @@ loop state), ``step`` (``const``, state -> next state, residual) and ``finish``
                         stop if residual <= T or k == K;  s <-> s'
     finish(const, s -> ddq, lam);  iterations = k
 
-so it returns the first iterate whose ``|J ddq_k - a_c*|_inf <= T`` (the test of
-``gen.run(..., tol=T, max_iter=K)``), else iterate K.  ``const`` and both loop states
-live in the caller's ``work`` (``P_WORK_SIZE`` doubles).  Op counts are per
+so it returns the first iterate whose test value is ``<= T`` (the test of
+``gen.run(..., tol=T, max_iter=K)``), else iterate K; ``finish`` also returns the true
+constraint residual ``|J ddq - a_c*|_inf`` of the returned ``ddq`` (the reported
+``residual``).  The call returns ``RBDGEN_OK`` when that residual is ``<= T``, else
+``RBDGEN_ERR_NOT_CONVERGED`` (-4) with every output written.  ``P_opts(..., work, tol,
+max_iter, int *n_iter)`` is the same loop with ``tol`` and ``max_iter`` given at run time
+(``P`` calls it with ``P_TOL``, ``P_MAX_ITER``; out of range: ``RBDGEN_ERR_INVALID_ARGUMENT``,
+-3) and the iteration count as an int; ``mu`` stays compile-time (it is folded into the
+traced factorisation).  The ``iterations`` output stays a double so that every output of
+every kernel is a double array (manifest, cffi cdef, ``Kernel``, the generic binding, the
+bench harness and the simulator read them uniformly); it is an exact integer.
+``const`` and both loop states live in the caller's ``work`` (``P_WORK_SIZE`` doubles,
+independent of ``max_iter``).  Op counts are per
 sub-function; a call with k iterations costs ``setup + k step + finish`` and the
 manifest's ``total`` is the worst case, k = K.  The manifest has ``"iterations": null``,
 ``"tolerance": T`` and ``"max_iter": K``.
@@ -367,7 +377,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "layout": "column-major", "header": files["header"], "sources": sources,
         "cdef": files["cdef"], "library": f"lib{prefix}.a",
         "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)",
-                         "-2": "non-finite output"},
+                         "-2": "non-finite output",
+                         **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)",
+                             "-4": "not converged: max_iter reached with residual > tol (outputs written)"}
+                            if driver else {})},
         "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],

@@ -9,3 +9,12 @@ and exits with status 2; it never shows a traceback for these.
 
 class RbdgenError(ValueError):
     """A user-facing error with a one-line, self-contained message."""
+
+
+class NotConvergedWarning(RuntimeWarning):
+    """An iterative solver stopped at ``max_iter`` before its residual reached ``tol``.
+
+    Raised as a warning (not an error) by ``gen.run`` and by compiled kernels (whose C
+    returns ``RBDGEN_ERR_NOT_CONVERGED``), because the outputs -- the last iterate and its
+    true residual -- are still meaningful; ``warnings.simplefilter("error",
+    NotConvergedWarning)`` turns it into an exception."""

@@ -76,7 +76,10 @@ class DriverTrace:
     * ``step``: (``const``, ``state``) -> ``next`` (the loop state of the next iteration), ``residual``
       (``|r_k|_inf``, the stopping test of :class:`gen.algorithms.proximal.Proximal`);
     * ``finish``: (``const``, ``state``) -> ``ddq``, ``lam`` of the iterate that
-      ``state`` starts (the driver keeps the state its last step started from).
+      ``state`` starts (the driver keeps the state its last step started from) and
+      ``residual``, the true constraint residual ``|J ddq - a_c*|_inf`` of that ``ddq``
+      (the reported one; step's may be another expression of it, see
+      :class:`gen.algorithms.proximal.Iterate`).
 
     A call that stops after k steps costs ``setup + k step + finish``.  ``const`` holds
     only the values that step or finish read, each once; values that are constants of
@@ -216,8 +219,9 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
     step_out = [ca.vertcat(*nxt), norm_inf(it.r, step_be)]
     fin = run_step(finish_be)
     ddq = fin.ddq()
-    finish_be.mark("acceleration", ddq)
-    finish_out = [ddq, fin.lam]
+    true_r = fin.r if fin.true_r is None else fin.true_r(ddq)     # of the returned ddq
+    finish_be.mark("acceleration", ddq, true_r)
+    finish_out = [ddq, fin.lam, norm_inf(true_r, finish_be)]
 
     # move what does not depend on the loop state to setup: outputs and marked values of
     # step and finish are rewritten together, so that both read one const
@@ -240,7 +244,7 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
     parts = []
     for names, (outs, phases), ins in ((("const", "state"), (setup_out, be.phases), syms),
                                        (("next", "residual"), loops[0], loop_inputs),
-                                       (("ddq", "lam"), loops[1], loop_inputs)):
+                                       (("ddq", "lam", "residual"), loops[1], loop_inputs)):
         exprs, marks = _cse(outs, phases)
         parts.append(Trace(model, algo, cset, opts, ins, list(zip(names, exprs)), marks))
     return DriverTrace(model, algo, cset, opts, syms, *parts, tol=prox.tol, max_iter=prox.n)

@@ -3,12 +3,12 @@ ABA = CRBA + LTDL solve, RNEA(ABA(tau)) = tau, L^T D L = M with no fill-in outsi
 branch-induced pattern, L^T L = M, the L products against dense algebra."""
 import numpy as np
 import pytest
+from random_trees import random_state, random_tree
 
 import gen
 from gen.algorithms.ltdl import mul_L, mul_Lt, solve_L, solve_Lt
 from gen.backend import NUMPY
 from gen.robots.synthetic import bintree, chain, humanoid30
-from random_trees import random_state, random_tree
 
 REL_TOL = 1e-10        # exact algorithms in float64 on well-conditioned random trees
 SEEDS = range(6)

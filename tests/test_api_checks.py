@@ -3,10 +3,10 @@ non-finite outputs, non-unit quaternions and (cos, sin) pairs, constraints given
 unconstrained algorithm, options it does not take or out of range (named)."""
 import numpy as np
 import pytest
+from random_trees import random_tree
 
 import gen
 from gen.api import UNIT_NORM_TOL
-from random_trees import random_tree
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,12 @@ import json
 
 import numpy as np
 import pytest
+from named import SOLVERS
+from pin_models import shim_part_ready
 
 import gen
 from gen.algorithms import ALGORITHMS
 from gen.bench import harness, report
-from pin_models import shim_part_ready
-from named import SOLVERS
 
 SMALL = {"n_states": 8, "rounds": 5, "batch": 10, "warmup": 10, "seed": 0}
 SHIM_TOL = 1e-12          # relative to max(1, max |reference|)

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from named import SOLVERS
 
 from gen.cli import main, render_table
 from gen.pinref import available as pinref_available
-from named import SOLVERS
 
 ROOT = Path(__file__).resolve().parent.parent
 

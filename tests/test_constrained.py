@@ -11,6 +11,19 @@ which bounds their accuracy to ~eps/(mu lambda_min(M)) (~5e-9 at 1e-6 on solo12)
 their tight comparisons run at mu = 1e-4 (see gen/algorithms/proximal.py, "Accuracy")."""
 import numpy as np
 import pytest
+from named import SOLVERS
+from random_trees import random_tree
+from test_constraints import (
+    HUMANOID_CONTACTS,
+    HUMANOID_LOOPS,
+    loop_tree,
+    named,
+    needs_pin,
+    pin_constraint_dynamics,
+    random_state,
+    rel_err,
+    to_pinocchio,
+)
 
 import gen
 from gen import RbdgenError
@@ -20,10 +33,6 @@ from gen.backend import NUMPY
 from gen.constraints import ConstraintSet, parse_constraints
 from gen.robots.synthetic import bintree, fourbar, humanoid30
 from gen.trace import trace
-from random_trees import random_tree
-from named import SOLVERS
-from test_constraints import (HUMANOID_CONTACTS, HUMANOID_LOOPS, loop_tree, named, needs_pin,
-                              pin_constraint_dynamics, random_state, rel_err, to_pinocchio)
 
 DUAL = {"prox_ltl", "prox_pv"}
 WORLD_ONLY = {"constrained_aba", "prox_pv"}          # Sathya 2024 §II-E
@@ -208,7 +217,10 @@ def test_constraint_residual_vanishes_and_is_reported(case, alg):
     if not applicable(alg, cset):
         pytest.skip("loop between moving bodies")
     for q, v, tau in states(model, 38, cset=cset):
-        ddq, lam, it, res = solve(model, alg, q, v, tau, cset, **CONVERGED)
+        # tol 1e-12: the reported residual is the true |J ddq - a_c*| (issue 12 §2), whose
+        # rounding floor on humanoid30 is ~2e-13 for prox_ltl (1e-13 is never reached; the
+        # dual difference it used to report is exactly 0 at a fixed point)
+        ddq, lam, it, res = solve(model, alg, q, v, tau, cset, tol=1e-12, max_iter=200)
         ev = evaluate(model, cset, q, v)
         r = np.max(np.abs(ev.J @ ddq - ev.a_star.ravel()))
         assert r < RESIDUAL_TOL, f"{alg} {cset}: |J ddq - a_c*| = {r:.1e}"

@@ -14,14 +14,27 @@ singular (rank-deficient by 18) and a plain solve of it fails.  (talos with both
 duplicated, m = 24, is in tests/test_constrained.py.)"""
 import numpy as np
 import pytest
+from test_constrained import (
+    ABA_TOL,
+    AGREE_DEFAULT_TOL,
+    AGREE_TOL,
+    CONVERGED,
+    FEEDBACK_TOL,
+    MU,
+    PIN_TOL,
+    RESIDUAL_TOL,
+    SOLVERS,
+    dense_kkt,
+    evaluate,
+    solve,
+    states,
+)
+from test_constraints import named, needs_pin, pin_constraint_dynamics, rel_err
 
 import gen
 from gen.algorithms.aba import aba
 from gen.backend import NUMPY
 from gen.constraints import ConstraintSet, parse_constraints
-from test_constrained import (ABA_TOL, AGREE_DEFAULT_TOL, AGREE_TOL, CONVERGED, FEEDBACK_TOL, MU, PIN_TOL,
-                              RESIDUAL_TOL, SOLVERS, dense_kkt, evaluate, solve, states)
-from test_constraints import named, needs_pin, pin_constraint_dynamics, rel_err
 
 SETS = [("panda", "3D:panda_hand_tcp"),
         ("panda", "6D:panda_hand_tcp"),

@@ -8,6 +8,7 @@ Also holds the helpers the solver tests share: a Pinocchio twin of a synthetic m
 the Pinocchio constraint models of a ConstraintSet."""
 import numpy as np
 import pytest
+from random_trees import random_rotation, random_tree
 
 import gen
 from gen import RbdgenError
@@ -15,7 +16,6 @@ from gen.backend import NUMPY, SXBackend
 from gen.constraints import ConstraintSet, log6, parse_constraints
 from gen.model import SE3, Frame, Model
 from gen.robots.synthetic import fourbar, humanoid30
-from random_trees import random_rotation, random_tree
 
 try:
     import pinocchio as pin

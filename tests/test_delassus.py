@@ -15,6 +15,15 @@ import subprocess
 
 import numpy as np
 import pytest
+from named import load_or_skip
+from pin_models import shim_part_ready
+from test_constraints import (
+    HUMANOID_CONTACTS,
+    HUMANOID_LOOPS,
+    loop_tree,
+    pin,
+    to_pinocchio,
+)
 
 import gen
 from gen import RbdgenError
@@ -24,9 +33,6 @@ from gen.constraints import parse_constraints
 from gen.model import SE3, Body, Frame, Inertia, Model
 from gen.robots.synthetic import humanoid30
 from gen.trace import trace
-from named import load_or_skip
-from pin_models import shim_part_ready
-from test_constraints import HUMANOID_CONTACTS, HUMANOID_LOOPS, loop_tree, pin, to_pinocchio
 
 DELASSUS = ["delassus", "kkt_delassus"]
 OSIM = ["ltl_osim", "kkt_osim", "caba_osim", "caba_osimf"]

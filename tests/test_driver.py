@@ -14,15 +14,15 @@ import os
 
 import numpy as np
 import pytest
+from named import SOLVERS
+from test_constrained import states
+from test_emit import needs_cc, standalone_program
 
 import gen
 from gen import RbdgenError
 from gen.constraints import ConstraintSet, parse_constraints
 from gen.emit import emit
 from gen.trace import trace, trace_driver
-from test_constrained import states
-from test_emit import needs_cc, standalone_program
-from named import SOLVERS
 
 DUAL = {"prox_ltl", "prox_pv"}
 MU = {a: (1e-6 if a in DUAL else 1e-4) for a in SOLVERS}
@@ -124,7 +124,7 @@ def loop_in_python(dt, q, v, tau, steps=None):
         if (steps is None and float(res) <= dt.tol) or k >= (steps or dt.max_iter):
             break
         s = nxt
-    ddq, lam = finish(c, s)
+    ddq, lam, res = finish(c, s)          # res: the true residual of the returned ddq
     return np.array(ddq).ravel(), np.array(lam).ravel(), k, float(res)
 
 
@@ -205,7 +205,9 @@ def test_manifest_header_and_abi(tmp_path):
     for part in ("setup", "step", "finish"):
         assert f"{f['symbol']}_{part} (" in h, f"header lacks the op counts of {part}"
     decl = [[ln for ln in x.cdef.splitlines() if ln.startswith("int ")] for x in (bf, fixed)]
-    assert decl[0] == decl[1], "driver and fixed-K kernel differ in their C declaration"
+    assert decl[0][0] == decl[1][0], "driver and fixed-K kernel differ in their C declaration"
+    assert len(decl[1]) == 1 and decl[0][1].startswith(f"int {f['symbol']}_opts(") \
+        and decl[0][1].endswith("double *work, double tol, int max_iter, int *n_iter);"), "the run-time-options entry"
     code = bf.files[f"{f['symbol']}_kernel.c"]
     assert all(f"int {f['symbol']}_{p}(" in code for p in ("setup", "step", "finish"))
 

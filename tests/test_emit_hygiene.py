@@ -7,12 +7,12 @@ import subprocess
 
 import numpy as np
 import pytest
+from test_urdf import joint, link, robot, write
 
 import gen
 from gen.cli import main
 from gen.constraints import parse_constraints
 from gen.emit import emit, inert_text
-from test_urdf import joint, link, robot, write
 
 EVIL = "evil */ #error injected /*"
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")

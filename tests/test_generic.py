@@ -11,15 +11,23 @@ import sys
 
 import numpy as np
 import pytest
+from random_trees import random_inertia, random_rotation, random_state, random_tree
 
 import gen
 from gen.errors import RbdgenError
-from gen.generic import HEADER, INCLUDE_DIR, SOURCES, GenericModel, model_to_c, serialize, work_sizes
+from gen.generic import (
+    HEADER,
+    INCLUDE_DIR,
+    SOURCES,
+    GenericModel,
+    model_to_c,
+    serialize,
+    work_sizes,
+)
 from gen.generic.binding import load_library
 from gen.generic.serialize import ALGO_IDS, inertia_params
 from gen.model import SE3, Body, Frame, Inertia, Model
 from gen.robots.synthetic import bintree, chain, fourbar, humanoid30
-from random_trees import random_inertia, random_rotation, random_state, random_tree
 
 REL_TOL = 1e-10          # max|x - ref| / max(1, max|ref|), C vs NumPy float64
 N_STATES = 4

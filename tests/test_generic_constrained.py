@@ -23,19 +23,25 @@ import subprocess
 
 import numpy as np
 import pytest
+from named import SOLVERS, load_or_skip
+from test_constrained import states
+from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 import gen
 from gen.backend import NUMPY
 from gen.constraints import parse_constraints
 from gen.errors import RbdgenError
-from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constrained_work_sizes, constraints_to_c, model_to_c
+from gen.generic import (
+    INCLUDE_DIR,
+    SOURCES,
+    GenericModel,
+    constrained_work_sizes,
+    constraints_to_c,
+    model_to_c,
+)
 from gen.generic.serialize import CONSTRAINED_ALGO_IDS, constraints_iwork_size
 from gen.model import SE3, Frame, Inertia
 from gen.robots.synthetic import chain, fourbar, humanoid30
-from named import load_or_skip
-from test_constrained import states
-from test_constraints import HUMANOID_CONTACTS, loop_tree
-from named import SOLVERS
 
 REL_TOL = 1e-10          # max|x - ref| / max(1, max|ref|), generic C vs NumPy
 WORLD_ONLY = ("constrained_aba", "prox_pv")          # Sathya 2024 §II-E

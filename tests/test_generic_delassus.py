@@ -20,17 +20,24 @@ import subprocess
 
 import numpy as np
 import pytest
+from named import load_or_skip
+from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 import gen
 from gen.algorithms import ALGORITHMS as ROWS
 from gen.constraints import parse_constraints
 from gen.errors import RbdgenError
-from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constraints_to_c, delassus_work_sizes, model_to_c
+from gen.generic import (
+    INCLUDE_DIR,
+    SOURCES,
+    GenericModel,
+    constraints_to_c,
+    delassus_work_sizes,
+    model_to_c,
+)
 from gen.generic.serialize import DELASSUS_ALGO_IDS
 from gen.model import SE3, Frame, Inertia
 from gen.robots.synthetic import chain, humanoid30
-from named import load_or_skip
-from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 REL_TOL = 1e-10          # max|C - NumPy| / max|NumPy|
 MU = {"delassus": None, "ltl_osim": 1e-6, "kkt_osim": 1e-6, "caba_osim": 1e-3, "caba_osimf": 1e-3}

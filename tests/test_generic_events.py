@@ -22,20 +22,31 @@ import subprocess
 
 import numpy as np
 import pytest
+from named import SOLVERS, load_or_skip
+from test_constraints import HUMANOID_CONTACTS, loop_tree
+from test_generic_constrained import (
+    CANARY,
+    check_init_stays_within_iwork,
+    rel_err,
+    states,
+)
+from test_unilateral import CASES
 
 import gen
 from gen.algorithms.prox_ltl import kkt_pattern
 from gen.backend import NUMPY
 from gen.constraints import parse_constraints
 from gen.errors import RbdgenError
-from gen.generic import INCLUDE_DIR, SOURCES, GenericModel, constraints_to_c, event_work_sizes, model_to_c
+from gen.generic import (
+    INCLUDE_DIR,
+    SOURCES,
+    GenericModel,
+    constraints_to_c,
+    event_work_sizes,
+    model_to_c,
+)
 from gen.generic.serialize import EVENT_ALGO_IDS
 from gen.robots.synthetic import humanoid30
-from test_constraints import HUMANOID_CONTACTS, loop_tree
-from named import load_or_skip
-from test_generic_constrained import CANARY, check_init_stays_within_iwork, rel_err, states
-from test_unilateral import CASES
-from named import SOLVERS
 
 REL_TOL = 1e-10               # max|x - ref| / max(1, max|ref|), generic C vs NumPy
 RESIDUAL_TOL = 1e-9           # |residual - ref| / max(1, max|lam|)

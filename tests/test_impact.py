@@ -10,6 +10,15 @@ mu: the map runs constrainedABA's augmented-Lagrangian sweeps, whose rounding fl
 comparisons run at mu = 1e-4, as tests/test_constrained.py does for the ALM solvers."""
 import numpy as np
 import pytest
+from test_constrained import states
+from test_constraints import (
+    HUMANOID_CONTACTS,
+    named,
+    needs_pin,
+    pin,
+    pin_constraints,
+    rel_err,
+)
 
 import gen
 from gen import RbdgenError
@@ -17,8 +26,6 @@ from gen.algorithms import ALGORITHMS
 from gen.backend import NUMPY
 from gen.constraints import ConstraintSet, parse_constraints
 from gen.trace import trace, trace_driver
-from test_constrained import states
-from test_constraints import HUMANOID_CONTACTS, named, needs_pin, pin, pin_constraints, rel_err
 
 MU = 1e-4
 CONVERGED = dict(mu=MU, tol=1e-13, max_iter=300)
@@ -169,7 +176,7 @@ def test_traced_early_exit_driver_equals_numpy():
             if float(res) <= dt.tol or k >= dt.max_iter:
                 break
             s = nxt
-        v_plus, imp = (np.array(x).ravel() for x in finish(c, s))
+        v_plus, imp, res = (np.array(x).ravel() for x in finish(c, s))     # res: true residual of v_plus
         ref = impact(model, cset, q, v, **opts)
         assert k == ref[2][0], f"{k} iterations traced, {ref[2][0]:.0f} in NumPy"
         assert rel_err(v_plus, ref[0]) < SX_TOL and rel_err(imp, ref[1]) < SX_TOL, "traced driver vs NumPy"

@@ -28,13 +28,19 @@ import numpy as np
 import pytest
 
 import gen
-from gen.kinematics import frame_placement
 from gen.backend import NUMPY
 from gen.errors import RbdgenError
+from gen.kinematics import frame_placement
 
 mujoco = pytest.importorskip("mujoco")
-from gen.mjcf import (acceleration_to_mujoco, load_mjcf, q_from_mujoco, q_to_mujoco,  # noqa: E402
-                      v_from_mujoco, v_to_mujoco)
+from gen.mjcf import (  # noqa: E402
+    acceleration_to_mujoco,
+    load_mjcf,
+    q_from_mujoco,
+    q_to_mujoco,
+    v_from_mujoco,
+    v_to_mujoco,
+)
 
 RTOL = 1e-9              # relative: max|rbdgen - ref| / max(1, max|ref|)
 STATES = 3

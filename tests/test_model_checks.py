@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_urdf import joint, link, robot, write
 
 import gen
 from gen import pinref
 from gen.cli import main
 from gen.errors import RbdgenError
 from gen.robots.named import robots_dir
-from test_urdf import joint, link, robot, write
 
 try:
     robots_dir()

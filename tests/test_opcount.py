@@ -6,18 +6,40 @@ from types import SimpleNamespace
 import casadi as ca
 import numpy as np
 import pytest
+from random_trees import random_tree
 
 import gen
 from gen.algorithms import ALGORITHMS
-from gen.algorithms.ltdl import ltdl_factor, ltdl_solve, ltl_factor, mul_L, mul_Lt, solve_L, solve_Lt
+from gen.algorithms.ltdl import (
+    ltdl_factor,
+    ltdl_solve,
+    ltl_factor,
+    mul_L,
+    mul_Lt,
+    solve_L,
+    solve_Lt,
+)
 from gen.backend import SXBackend
 from gen.errors import RbdgenError
 from gen.robots.synthetic import bintree, chain, humanoid30
 from gen.trace import trace
-from opcount import CLASSES, count_expr, count_function, count_trace, function_of, op_class
-from opcount.reference import (dense_ldlt, dense_ldlt_formula, depths, featherstone_D, ltdl_costs,
-                               structural_H, table1_ltdl)
-from random_trees import random_tree
+from opcount import (
+    CLASSES,
+    count_expr,
+    count_function,
+    count_trace,
+    function_of,
+    op_class,
+)
+from opcount.reference import (
+    dense_ldlt,
+    dense_ldlt_formula,
+    depths,
+    featherstone_D,
+    ltdl_costs,
+    structural_H,
+    table1_ltdl,
+)
 
 x, y, z = ca.SX.sym("x"), ca.SX.sym("y"), ca.SX.sym("z")
 UNCONSTRAINED = [a for a, alg in ALGORITHMS.items() if not alg.constrained]

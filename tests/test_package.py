@@ -8,7 +8,6 @@ import sys
 import sysconfig
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -6,12 +6,17 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-import gen  # noqa: E402
-from gen.kinematics import (classical_drift, frame_jacobian, frame_placement,  # noqa: E402
-                                       frame_velocity_and_drift)
-from gen.backend import NUMPY  # noqa: E402
-from gen.robots.named import NAMED_ROBOTS, load_named  # noqa: E402
 from pin_models import pin_model  # noqa: E402
+
+import gen  # noqa: E402
+from gen.backend import NUMPY  # noqa: E402
+from gen.kinematics import (  # noqa: E402
+    classical_drift,
+    frame_jacobian,
+    frame_placement,
+    frame_velocity_and_drift,
+)
+from gen.robots.named import NAMED_ROBOTS, load_named  # noqa: E402
 
 REL_TOL = 1e-9         # float64 algorithms vs Pinocchio, relative to max(1, |reference|)
 N_STATES = 20
@@ -135,12 +140,13 @@ def test_frame_kinematics_match_pinocchio(robot):
 
 # --- gen.pinref: references of the constrained algorithms (rbdgen verify) ---------------------
 
+from named import SOLVERS  # noqa: E402
+from random_trees import random_tree  # noqa: E402
+from test_constrained import states  # noqa: E402
+
 from gen import pinref  # noqa: E402
 from gen.algorithms import ALGORITHMS  # noqa: E402
 from gen.constraints import parse_constraints  # noqa: E402
-from random_trees import random_tree  # noqa: E402
-from test_constrained import states  # noqa: E402
-from named import SOLVERS  # noqa: E402
 
 ITERATE_TOL = 1e-11      # K-th proximal iterate vs Pinocchio's K-th (mu = 1e-2: no 1/mu rounding)
 ITERATE_GAP = 1e-8       # ... the (K-1)-th differs by more than this at mu = 1e-2

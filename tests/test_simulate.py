@@ -29,8 +29,19 @@ import gen
 from gen.backend import NUMPY
 from gen.cli import main
 from gen.model import Model
-from gen.simulate import (DEFAULT_BAUMGARTE, build_loop, constraint_errors, energy, hold_torque, integrate,
-                          kernel_for, metrics, python_loop, scenario, simulate)
+from gen.simulate import (
+    DEFAULT_BAUMGARTE,
+    build_loop,
+    constraint_errors,
+    energy,
+    hold_torque,
+    integrate,
+    kernel_for,
+    metrics,
+    python_loop,
+    scenario,
+    simulate,
+)
 
 pin = pytest.importorskip("pinocchio")
 from gen.pinref import pin_model  # noqa: E402

@@ -5,6 +5,7 @@ configuration integrator against ``pinocchio.integrate``, traced SX = NumPy, and
 generic C's one-line refusal.  MJCF ball joints: tests/test_mjcf.py."""
 import numpy as np
 import pytest
+from random_trees import random_state, random_tree
 
 import gen
 from gen.algorithms import ALGORITHMS
@@ -13,7 +14,6 @@ from gen.errors import RbdgenError
 from gen.pinref import depth_first
 from gen.simulate import integrate
 from gen.trace import trace
-from random_trees import random_state, random_tree
 
 pin = pytest.importorskip("pinocchio")
 from gen.pinref import pin_model, reference  # noqa: E402

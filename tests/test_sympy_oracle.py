@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import sympy as sp
 from sympy.physics import mechanics as me
+from test_constraints import rel_err
 
 import gen
 from gen.backend import NUMPY
 from gen.model import SE3, Body, Frame, Inertia, Model
-from test_constraints import rel_err
 
 ORACLE_TOL = 1e-12
 L1, L2, M1, M2, IZ1, IZ2 = 0.7, 0.5, 1.3, 0.8, 0.05, 0.03

@@ -2,12 +2,12 @@
 run (DESIGN §6b), for every unconstrained algorithm in the registry."""
 import numpy as np
 import pytest
+from random_trees import random_state, random_tree
 
 import gen
 from gen.algorithms import ALGORITHMS
 from gen.robots.synthetic import bintree, humanoid30
 from gen.trace import trace
-from random_trees import random_state, random_tree
 
 SX_TOL = 1e-12          # relative: max|sx - numpy| / max(1, max|numpy|)
 UNCONSTRAINED = [a for a, alg in ALGORITHMS.items() if not alg.constrained]

@@ -11,6 +11,11 @@ import itertools
 
 import numpy as np
 import pytest
+from named import SOLVERS
+from random_trees import random_inertia, random_tree
+from test_constrained import states
+from test_constraints import loop_tree, rel_err
+from test_driver import loop_in_python
 
 import gen
 from gen import RbdgenError
@@ -20,11 +25,6 @@ from gen.constraints import parse_constraints
 from gen.model import SE3, Body, Frame, Model
 from gen.robots.synthetic import humanoid30
 from gen.trace import trace, trace_driver
-from random_trees import random_inertia, random_tree
-from test_constrained import states
-from test_constraints import loop_tree, rel_err
-from test_driver import loop_in_python
-from named import SOLVERS
 
 CONVERGED = dict(tol=1e-12, max_iter=500)
 LCP_TOL = 1e-8            # ddq, lam vs the brute-force MLCP solution (relative), converged

@@ -4,15 +4,20 @@ constraint with gain Kv is Pinocchio's constraint with corrector (Kp, Kd) = (0, 
 against a dense solve of the mixed position/velocity set with every proximal solver."""
 import numpy as np
 import pytest
+from named import SOLVERS
+from test_constraints import (
+    needs_pin,
+    pin_constraint_dynamics,
+    random_state,
+    rel_err,
+    to_pinocchio,
+)
 
 import gen
 from gen import RbdgenError
 from gen.backend import NUMPY
 from gen.constraints import parse_constraints
 from gen.robots.synthetic import humanoid30
-
-from test_constraints import needs_pin, pin_constraint_dynamics, random_state, rel_err, to_pinocchio
-from named import SOLVERS
 
 KIN_TOL = 1e-11          # a_c* vs Pinocchio / vs the formula (relative)
 SOLVE_TOL = 1e-9         # converged solvers vs a dense KKT solve (relative)

@@ -38,9 +38,11 @@ from .prox_pv import prox_pv
 from .proximal import constrained_inputs, constrained_outputs
 from .registry import (  # noqa: F401
     ALM_FLOOR,
+    ALM_MU,
     ITERATIONS,
     MU,
     PROXIMAL,
+    PROXIMAL_ALM,
     RESTITUTION,
     Algorithm,
     Floor,
@@ -156,12 +158,12 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
     Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM on the sparse LTDL of M + J^T J / mu",
-              "Sathya 2024 eq. 16, 24", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              "Sathya 2024 eq. 16, 24", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
               generic=GenericC(8, "rbg_prox_ltls", lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb),
               floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
     Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM in maximal coordinates, O(n + m) sweeps",
-              "Sathya 2024 Alg. 1-3", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              "Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
               generic=GenericC(9, "rbg_constrained_aba", lambda nb, nv, m: 103 * nb + nv + 10 * m),
               floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
     Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs, "solver",
@@ -179,7 +181,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               reports=frozenset({"suite-constrained"})),
     Algorithm("impulse", impulse, impulse_inputs, impulse_outputs, "event",
               "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
-              "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL + (RESTITUTION,),
+              "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM + (RESTITUTION,),
               docs={"impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
                     "residual": "|J v_plus + e J v_minus|_inf of the result"},
               pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,
@@ -215,12 +217,12 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               generic_note="the generic library computes the Delassus matrix once, by rbg_delassus"),
     Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, "
-              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(MU,),
+              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(ALM_MU,),
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse as caba_osim, split at the floating base",
-              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(MU,),
+              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU,),
               # rbg_caba_osim carries every supporting body in constraint space: at a
               # floating base that is eq. 41's split
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),

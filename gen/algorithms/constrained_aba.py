@@ -36,6 +36,7 @@ from typing import NamedTuple
 from ..model import Model
 from ..spatial import act_force
 from .proximal import (
+    ALM_CONVERGED_MU,
     Iterate,
     ProximalSolver,
     backward_pass,
@@ -120,4 +121,4 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
     return Iterate(State(lam, [nxt[i] for i in plan.SE]), column(lam, be), column(r, be), accelerations)
 
 
-constrained_aba = ProximalSolver("constrained_aba", setup, step)
+constrained_aba = ProximalSolver("constrained_aba", setup, step, converged_mu=ALM_CONVERGED_MU)

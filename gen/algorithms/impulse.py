@@ -63,6 +63,7 @@ from .constrained_aba import Const as CabaConst
 from .constrained_aba import Plan, State
 from .constrained_aba import step as caba_step
 from .proximal import (
+    ALM_CONVERGED_MU,
     Articulated,
     Iterate,
     ProximalSolver,
@@ -128,7 +129,7 @@ def without_gravity(model: Model) -> Model:
     return dataclasses.replace(model, gravity=np.zeros(3))
 
 
-impulse = ProximalSolver("impulse", setup, step)
+impulse = ProximalSolver("impulse", setup, step, converged_mu=ALM_CONVERGED_MU)
 
 
 # --- registry helpers ------------------------------------------------------------------

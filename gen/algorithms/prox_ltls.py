@@ -36,6 +36,7 @@ import numpy as np
 from ..model import Inertia, Model
 from .crba import crba
 from .proximal import (
+    ALM_CONVERGED_MU,
     Iterate,
     ProximalSolver,
     Unmarked,
@@ -102,7 +103,7 @@ def step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
     return Iterate(new, new, r, lambda: ddq)
 
 
-prox_ltls = ProximalSolver("prox_ltls", setup, step)
+prox_ltls = ProximalSolver("prox_ltls", setup, step, converged_mu=ALM_CONVERGED_MU)
 
 
 def augmented_model(model: Model, cset, rho):

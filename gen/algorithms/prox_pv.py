@@ -70,6 +70,7 @@ class Const(NamedTuple):
     dinv: list          # 1/D of L_0 + rho = L^T D L
     L: dict             # L over the pattern
     c0: list            # KA_0 a_0 + l_0, per row
+    k: list             # per constraint (size x 1): K a_b = k is the constraint (true residual)
 
 
 def setup(model: Model, q, v, tau, prox, be):
@@ -90,23 +91,38 @@ def setup(model: Model, q, v, tau, prox, be):
     backward_pass(model, q, tau, art, be, visit)
     pattern, dinv, L, c0 = delassus_factor(sub[nb], gravity_acceleration(model, be), prox, be)
     plan = Plan(pattern, supporting_bodies(model, cset), [body for _, body, _, _, _, _ in cons])
-    return plan, Const(art, [K for _, _, K, _, _, _ in cons], dinv, L, c0), be.zeros(cset.m, 1)
+    return plan, Const(art, [K for _, _, K, _, _, _ in cons], dinv, L, c0,
+                       [k for _, _, _, k, _, _ in cons]), be.zeros(cset.m, 1)
 
 
 def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
-    """Line 13: ``(L_0 + rho) lam_k = rho lam_{k-1} - (KA_0 a_0 + l_0)``, and
-    ``r_k = J ddq_k - a_c* = rho (lam_{k-1} - lam_k)``."""
+    """Line 13: ``(L_0 + rho) lam_k = rho lam_{k-1} - (KA_0 a_0 + l_0)``; the stopping
+    test reads ``rho (lam_{k-1} - lam_k)`` (``= J ddq_k - a_c*`` in exact arithmetic, O(m)
+    where ``ddq_k`` costs a sweep); the reported residual is ``K a_b - k`` per constraint
+    from the body accelerations of the returned ``ddq_k`` (its roll-out), i.e.
+    ``J ddq_k - a_c*`` of the result."""
     m = prox.cset.m
     rhs = [prox.rho[r] * lam[r, 0] - const.c0[r] for r in range(m)]
     new = ldl_solve(plan.pattern, const.dinv, const.L, rhs)
     r = column([prox.rho[i] * (lam[i, 0] - new[i]) for i in range(m)], be)
     lam_k = column(new, be)
-    return Iterate(lam_k, lam_k, r, lambda: accelerations(model, plan, const, lam_k, prox.cset, be))
+    acc = []
+
+    def ddq():
+        out, a = accelerations(model, plan, const, lam_k, prox.cset, be)
+        acc.append(a)
+        return out
+
+    def true_r(_):                                   # K a_b - k of the returned roll-out
+        return be.vcat([K @ acc[0][b] - k for b, K, k in zip(plan.bodies, const.K, const.k)])
+
+    return Iterate(lam_k, lam_k, r, ddq, true_r)
 
 
 def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
     """Lines 17-19: ``F_i = KA_i^T lam`` carried root-ward through ``P_i``, then the
-    roll-out ``ddq_i = D^-1 (u_i + S^T F_i - U^T a')``."""
+    roll-out ``ddq_i = D^-1 (u_i + S^T F_i - U^T a')``.  Returns ``ddq`` and the body
+    accelerations (gravity-offset, LOCAL)."""
     art, nb = const.art, model.nbodies
     F = {}
     for ci, (body, K) in enumerate(zip(plan.bodies, const.K)):
@@ -125,7 +141,7 @@ def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
             F[p] = f if p not in F else F[p] + f
     acc, ddq = [None] * nb, [None] * nb
     rollout(model, range(nb), art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
-    return be.vcat(ddq)
+    return be.vcat(ddq), acc
 
 
 prox_pv = ProximalSolver("prox_pv", setup, step)

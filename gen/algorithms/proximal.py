@@ -19,24 +19,44 @@ fed back as external forces reproduces ``ddq`` exactly at every iterate.
 
 **Iterations.**  ``iterations`` (default 3) proximal steps are unrolled; the SX trace always
 runs that many (``be.converged`` is False for SX: the count is static and recorded).  With
-a tolerance ``tol`` the NumPy run exits early when ``|r_k|_inf <= tol`` with
-``r_k = J ddq_k - a_c*`` (the primal residual); ``max_iter`` (if given) replaces
-``iterations`` as the cap.  Without ``tol`` both backends run exactly the cap.  The
-emitted C applies the same test in a driver that loops a traced step
-(:func:`gen.trace.trace_driver`).  (Sathya 2024 Alg. 3 also stops when the iterates
-stagnate, which detects the least-squares solution of an infeasible set; near a singular
-configuration the convergence is slow enough (rate ``rho / (rho + sigma_min(J M^-1
-J^T))``) to look like stagnation, so only the residual is used: an infeasible set runs to
-the cap and returns the least-squares iterate.)
+a tolerance ``tol`` the NumPy run exits early when the residual test ``<= tol``;
+``max_iter`` (if given, else ``iterations`` if given, else ``DEFAULT_MAX_ITER`` = 200) is
+the cap.  Without ``tol`` both backends run exactly the cap.  The emitted C applies the
+same test in a driver that loops a traced step (:func:`gen.trace.trace_driver`).  (Sathya
+2024 Alg. 3 also stops when the iterates stagnate, which detects the least-squares
+solution of an infeasible set; near a singular configuration the convergence is slow
+enough (rate ``rho / (rho + sigma_min(J M^-1 J^T))``) to look like stagnation, so only the
+residual is used: an infeasible set runs to the cap and returns the least-squares iterate.)
 
-**Accuracy.**  The dual methods (``prox_ltl``, ``prox_pv``) never form ``1/mu``-sized
-numbers and reach the KKT solution to ~1e-13.  The augmented-Lagrangian ones
-(``prox_ltls``, ``constrained_aba``) add ``J^T J / mu`` to the inertia, so rounding enters
-at ~``eps / (mu lambda_min(M))``: at ``mu = 1e-6`` their ``ddq`` and ``lam`` agree with the
-dual methods to ~1e-9 relative (5e-9 on solo12's light legs), at ``mu = 1e-4`` to ~1e-10,
-at the cost of a few more iterations.  Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations``
-(1x1, the number of proximal steps taken; 0 with no constraints) and ``residual`` (1x1,
-``|r_k|_inf`` of the returned iterate).
+**Honest residual.**  The reported ``residual`` is ``|J ddq_k - a_c*|_inf`` of the returned
+``ddq_k`` (for the impact map ``|J v+ + e J v-|_inf``), never a quantity internal to the
+iteration: prox_ltl and prox_ltls evaluate ``J ddq_k - a_c*`` from the returned ``ddq_k``;
+constrained_aba, prox_pv and impulse ``K a_b - k`` per constraint from the body
+accelerations of the returned roll-out (the same linear map in maximal coordinates).
+prox_ltl and prox_pv test the dual difference ``rho (lam_{k-1} - lam_k)`` (O(m), equal
+in exact arithmetic; it is exactly 0 at a fixed point of the iteration while the true
+residual is ~1e-13) and report the true one (:class:`Iterate`).  A run with ``tol`` is
+converged iff the reported residual is ``<= tol``; otherwise ``gen.run`` and compiled
+kernels warn :class:`gen.errors.NotConvergedWarning` and the C driver returns
+``RBDGEN_ERR_NOT_CONVERGED``.
+
+**Accuracy and the default mu.**  The dual methods (``prox_ltl``, ``prox_pv``) never form
+``1/mu``-sized numbers and reach the KKT solution to ~1e-13 at the default ``mu = 1e-6``.
+The augmented-Lagrangian ones (``prox_ltls``, ``constrained_aba``, and the impact map)
+add ``J^T J / mu`` to the inertia, so rounding in the directions the constraints leave
+free enters at ~``c eps / mu`` with ``c ~ |J|^2 / lambda_min(M)`` (up to ~100 on the named
+robots: icub's light legs).  Two consequences: (1) ``mu`` below ``ALM_MU_FLOOR = 1e-6``
+(``registry.ALM_MU``) is refused for these rows (and caba_osim[f]), where the error would
+exceed ~1e-8 while the iteration reports a tiny residual; (2) a run with ``tol`` and no
+``mu`` uses ``ALM_CONVERGED_MU = 1e-5`` for them (the converged solution does not depend
+on mu; ``DEFAULT_MU`` for the dual ones), which puts every named set, humanoid30 and random
+trees within 2e-9 of the exact KKT solution (tests/test_convergence.py) at 3-6 iterations
+for ``tol = 1e-10`` (up to ~135 where the Delassus matrix has condition 1e6).  A fixed-K
+run keeps ``mu = 1e-6``: its K-th iterate is Pinocchio's.  Refining the ALM iterates
+against the full KKT residual (``M ddq + b - tau - J^T lam``, with ``M`` from the plain
+model) would remove the floor at the price of an O(n) pass per iteration; not done.
+Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (1x1, the number of proximal steps
+taken; 0 with no constraints) and ``residual`` (1x1, see above).
 
 **Setup and step.**  Each solver is a :class:`ProximalSolver`: ``setup`` computes what
 every iteration reads (``const``: factors, articulated inertias, constraint terms) and
@@ -84,7 +104,13 @@ from .aba import articulated_inertia, null_axis
 from .dense import ldlt_factor, ldlt_solve
 
 DEFAULT_ITERATIONS = 3
-DEFAULT_MU = 1e-6
+DEFAULT_MU = 1e-6             # Pinocchio's damping: the K-th iterate of a fixed-K run is Pinocchio's
+DEFAULT_MAX_ITER = 200        # the cap of a run with tol and neither max_iter nor iterations
+#: the default mu of a run with tol (a converged solution does not depend on mu) for the
+#: augmented-Lagrangian formulations: their rounding ~c eps / mu (c <= ~100 on the named
+#: robots) is then <~2e-9 relative; 3-6 iterations for tol = 1e-10 on the named sets, 135 on
+#: a random tree whose Delassus matrix has condition 1e6 (rate mu / (mu + sigma_min))
+ALM_CONVERGED_MU = 1e-5
 PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter")
 
 
@@ -105,14 +131,21 @@ def constrained_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
 class Proximal:
     """Options, damping and the stopping test shared by the solvers."""
 
-    def __init__(self, model: Model, cset, be, iterations=DEFAULT_ITERATIONS, mu=DEFAULT_MU,
-                 tol=None, max_iter=None):
+    def __init__(self, model: Model, cset, be, iterations=None, mu=None, tol=None, max_iter=None,
+                 converged_mu=DEFAULT_MU):
         self.cset: ConstraintSet = as_constraint_set(model, cset)
-        cap = iterations if max_iter is None else max_iter
-        if int(cap) != cap or cap < 1:
-            raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
         if tol is not None and not tol >= 0:
             raise RbdgenError(f"tolerance tol={tol} must be non-negative")
+        if max_iter is not None:
+            cap = max_iter
+        elif iterations is not None:
+            cap = iterations
+        else:
+            cap = DEFAULT_ITERATIONS if tol is None else DEFAULT_MAX_ITER
+        if int(cap) != cap or cap < 1:
+            raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
+        if mu is None:                # "Accuracy" in the module docstring
+            mu = DEFAULT_MU if tol is None else converged_mu
         self.be, self.n, self.mu = be, int(cap), float(mu)
         self.tol = None if tol is None else float(tol)
         self.rho = self.cset.damping(mu) if self.cset.m else None
@@ -127,24 +160,32 @@ class Proximal:
             return True
         return self.tol is not None and be.converged(self.res, self.tol)
 
-    def outputs(self, ddq, lam):
+    def outputs(self, ddq, lam, residual=None):
+        """The solver's outputs; ``residual`` the true constraint residual of ``ddq`` when
+        the stopping test used another expression of it (the dual solvers' iterates)."""
         be = self.be
         if lam is None:
             lam = be.zeros(0, 1)
-        res = self.res if self.k else 0.0
+        res = (self.res if residual is None else norm_inf(residual, be)) if self.k else 0.0
         return ddq, lam, be.asarray([[float(self.k)]]), be.vcat([res])
 
 
 @dataclass
 class Iterate:
     """Iterate k of a solver's ``step``: ``state`` (the loop state step k+1 starts from),
-    ``lam`` (``lam_k``, m x 1), ``r`` (``r_k = J ddq_k - a_c*``, m x 1) and ``ddq`` (a
-    function of no argument giving ``ddq_k``: only the returned iterate needs it)."""
+    ``lam`` (``lam_k``, m x 1), ``r`` (the residual the stopping test reads, m x 1),
+    ``ddq`` (a function of no argument giving ``ddq_k``: only the returned iterate needs
+    it) and ``true_r``: None when ``r`` is ``J ddq_k - a_c*`` evaluated from the returned
+    ``ddq_k`` itself, else the function of the returned ``ddq_k`` giving that residual
+    (prox_pv tests the dual difference ``rho (lam_{k-1} - lam_k)``, equal in exact
+    arithmetic but exactly 0 at a fixed point of the iteration where the true residual is
+    ~1e-13; the reported residual is always the true one)."""
 
     state: object
     lam: object
     r: object
     ddq: Callable[[], object]
+    true_r: Callable[[object], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -167,12 +208,13 @@ class ProximalSolver:
     setup: Callable
     step: Callable
     unilateral: bool = False        # reads one-sided rows (3D+, 6D+); the others refuse them
+    converged_mu: float = DEFAULT_MU    # the default mu with tol (ALM_CONVERGED_MU for the ALM ones)
 
     def start(self, model: Model, cset, be, options: dict):
         """``(Proximal controller, own options)`` after checking the options and that the
         set has no one-sided row this solver would silently treat as two-sided."""
         loop, own = self.split_options(options)
-        prox = Proximal(model, cset, be, **loop)
+        prox = Proximal(model, cset, be, converged_mu=self.converged_mu, **loop)
         one_sided = [str(c) for c in prox.cset.constraints if c.unilateral]
         if one_sided and not self.unilateral:
             raise RbdgenError(f"{self.name} solves bilateral constraints only; {', '.join(one_sided)} "
@@ -204,8 +246,9 @@ class ProximalSolver:
                 break
             state = it.state
         ddq = it.ddq()
-        be.mark("acceleration", ddq)
-        return prox.outputs(ddq, it.lam if m else None)
+        true_r = it.true_r(ddq) if m and it.true_r is not None else None
+        be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
+        return prox.outputs(ddq, it.lam if m else None, true_r)
 
 
 class Unmarked:

@@ -55,6 +55,7 @@ class Option:
     high: float = math.inf
     open_low: bool = False
     doc: str = ""
+    floor: str = ""          # why values below ``low`` are refused (an accuracy floor), if so
 
     def check(self, algorithm: str, value, spelled: str | None = None):
         """``value`` converted to ``kind``, or an :class:`RbdgenError` naming the option
@@ -70,6 +71,8 @@ class Option:
                 raise RbdgenError(f"{what} must be an integer")
             x = int(x)
         below = x <= self.low if self.open_low else x < self.low
+        if below and self.floor and x > 0:
+            raise RbdgenError(f"{what} is below the accuracy floor {self.low:g} of {algorithm}: {self.floor}")
         if below or x > self.high:
             lo = "(" if self.open_low else "["
             hi = "inf)" if self.high == math.inf else f"{self.high:g}]"
@@ -80,10 +83,22 @@ class Option:
 ITERATIONS = Option("iterations", int, 3, 1, doc="fixed number of proximal iterations")
 MU = Option("mu", float, 1e-6, 0.0, open_low=True,
             doc="proximal damping in Pinocchio's sense (Sathya 2024's penalty is 1/mu; docs/ARCHITECTURE.md)")
+#: the accuracy floor of the augmented-Lagrangian formulations (prox_ltls, constrained_aba,
+#: impulse, caba_osim[f]): ``J^T J / mu`` enters the inertia, so rounding in the directions
+#: the constraints leave free grows like ``c eps / mu`` (c = |J|^2 / lambda_min(M), up to ~100
+#: on the named robots: icub's light legs); at 1e-6 that is ~2e-8 relative, below it the
+#: result is wrong while the iteration reports a tiny residual (issue 12: solo12 at 1e-9,
+#: 1e-12, 1e-15 gives 2e-5, 3e-2, 4 relative).  Measured in tests/test_convergence.py.
+ALM_MU_FLOOR = 1e-6
+ALM_MU = Option("mu", float, 1e-6, ALM_MU_FLOOR,
+                doc="proximal damping in Pinocchio's sense (Sathya 2024's penalty is 1/mu); >= "
+                    f"{ALM_MU_FLOOR:g}, the augmented-Lagrangian accuracy floor",
+                floor="1/mu enters the inertia and rounding grows like eps/mu (docs/ARCHITECTURE.md)")
 TOL = Option("tol", float, None, 0.0, doc="early exit once the true constraint residual is <= tol")
 MAX_ITER = Option("max_iter", int, None, 1, doc="iteration cap with tol")
 RESTITUTION = Option("restitution", float, 0.0, 0.0, 1.0, doc="coefficient of restitution e (0: plastic)")
-PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER)
+PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER)                # the dual formulations
+PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER)        # the augmented-Lagrangian ones
 
 
 # --- references, generic C, tolerances ----------------------------------------------------

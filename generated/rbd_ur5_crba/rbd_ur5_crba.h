@@ -22,7 +22,12 @@
  *   RBDGEN_ERR_NONFINITE_INPUT (-1): an input holds NaN or inf; nothing is computed
  *     and every output is filled with NaN;
  *   RBDGEN_ERR_NONFINITE_OUTPUT (-2): an output is NaN or inf (a singular model or
- *     an extreme state); the outputs hold what was computed.
+ *     an extreme state); the outputs hold what was computed;
+ *   RBDGEN_ERR_INVALID_ARGUMENT (-3): a run-time option out of range (tol < 0 or NaN,
+ *     max_iter < 1; early-exit drivers); every output is filled with NaN;
+ *   RBDGEN_ERR_NOT_CONVERGED (-4): an early-exit driver stopped at max_iter with a
+ *     residual above tol; the outputs hold the last iterate, its iteration count and
+ *     its true residual.
  *
  * Build: plain C99 plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_ur5_crba.a, CFLAGS default -O3 (-std=c99 added);
@@ -63,6 +68,10 @@ extern "C" {
 #define RBDGEN_OK 0
 #define RBDGEN_ERR_NONFINITE_INPUT (-1)
 #define RBDGEN_ERR_NONFINITE_OUTPUT (-2)
+#endif
+#ifndef RBDGEN_ERR_NOT_CONVERGED
+#define RBDGEN_ERR_INVALID_ARGUMENT (-3)
+#define RBDGEN_ERR_NOT_CONVERGED (-4)
 #endif
 
 /* ---- sizes --------------------------------------------------------------- */
