@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from .algorithms import ALGORITHMS, Algorithm
+from .algorithms.proximal import DEFAULT_MAX_ITER
 from .backend import NUMPY
 from .errors import NotConvergedWarning, RbdgenError
 from .model import Model
@@ -101,7 +102,6 @@ def warn_not_converged(algorithm: str, robot: str, options: dict, outputs) -> bo
     tol = float(options["tol"])
     if res <= tol:
         return False
-    from .algorithms.proximal import DEFAULT_MAX_ITER
     cap = next((options[k] for k in ("max_iter", "iterations") if options.get(k) is not None), DEFAULT_MAX_ITER)
     warnings.warn(f"{algorithm} on {robot}: not converged: residual {res:.3e} > tol={tol:g} after "
                   f"{it:.0f} iterations (max_iter={int(cap)}); the outputs are the last iterate",

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 import cffi
 import numpy as np
 
-from .api import check_inputs, get_algorithm
+from .api import check_inputs, get_algorithm, warn_not_converged
 from .emit import emit_trace, timed, trace_for
 from .errors import RbdgenError
 
@@ -193,7 +193,6 @@ class Kernel:
         shaped = [o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
                   for o, spec in zip(outs, self.function["outputs"])]
         if rc == NOT_CONVERGED:       # the outputs are the last iterate: warn like gen.run
-            from .api import warn_not_converged
             warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
                                                               "max_iter": self.manifest["max_iter"]}, shaped)
         return shaped[0] if len(shaped) == 1 else tuple(shaped)

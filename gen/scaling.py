@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from opcount import opcount
+from opcount.api import opcount
 
 from .algorithms import ALGORITHMS as REGISTRY
 from .algorithms import in_report

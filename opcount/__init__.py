@@ -3,10 +3,10 @@ class (add, mul, div, sqrt, trig, neg, other) and by algorithm phase (DESIGN §3
 
 ``count_function(f)`` for any SX ``casadi.Function``; ``count_trace(tr)`` for a
 :class:`gen.trace.Trace` (phases from the algorithm's ``be.mark`` calls);
-``opcount(robot, algorithm, ...)`` is ``gen.opcount``.  Reports: ``python -m
+``opcount.api.opcount(robot, algorithm, ...)`` is ``gen.opcount`` (not imported here: it
+imports gen, whose facade exposes it).  Reports: ``python -m
 opcount.report`` regenerates ``opcount/reports/``.
 """
-from .api import opcount
 from .counter import (
     CLASSES,
     count_expr,
@@ -16,4 +16,4 @@ from .counter import (
     op_class,
 )
 
-__all__ = ["CLASSES", "count_expr", "count_function", "count_trace", "function_of", "op_class", "opcount"]
+__all__ = ["CLASSES", "count_expr", "count_function", "count_trace", "function_of", "op_class"]

@@ -261,12 +261,12 @@ def test_phases_are_named_alike_and_partition_the_ops(alg):
     """The same phase names in the four solvers, one per iteration, each iteration
     non-empty (on talos, tracing's CSE of the outputs alone once left the marks on
     pre-CSE copies and gave iterations 2 and 3 no operations), summing to the total."""
-    opcount = pytest.importorskip("opcount")
+    import opcount
     try:
         model = gen.load_robot("talos")
     except RbdgenError as e:
         pytest.skip(str(e))
-    oc = opcount.opcount(model, alg, constraints="6D:left_sole_link,6D:right_sole_link", iterations=3)
+    oc = gen.opcount(model, alg, constraints="6D:left_sole_link,6D:right_sole_link", iterations=3)
     names = [p["name"] for p in oc["phases"]]
     loop = ["iteration_1", "iteration_2", "iteration_3", "acceleration"]
     assert names in (ONCE[alg] + loop, ONCE[alg] + loop + ["output"]), f"{alg}: phases {names}"

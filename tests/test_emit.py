@@ -73,7 +73,7 @@ def test_manifest_contract(humanoid_aba):
 
 
 def test_opcounts_in_header_and_manifest_match_the_counter():
-    opcount = pytest.importorskip("opcount")
+    import opcount
     tr = trace(gen.load_robot("chain:5"), "crba")
     ctx = context(tr)
     files = render(ctx)

@@ -89,7 +89,10 @@ def import_graph() -> tuple[dict[str, set[str]], list[str]]:
                 continue
             deps |= {t for t in targets if t in mods and t != name}
         for fn in ast.walk(tree):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # a package's module-level __getattr__ (PEP 562) is the one sanctioned lazy
+            # import: gen's facade exposing gen.opcount, a later stage
+            lazy_facade = fn in tree.body and getattr(fn, "name", "") == "__getattr__" and path.name == "__init__.py"
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and not lazy_facade:
                 for node in ast.walk(fn):
                     if isinstance(node, (ast.Import, ast.ImportFrom)):
                         what = node.names[0].name if isinstance(node, ast.Import) else node.module or "."

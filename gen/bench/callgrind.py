@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from opcount import opcount
+from opcount.api import opcount
 
 from ..algorithms import in_report
 from ..api import get_algorithm
