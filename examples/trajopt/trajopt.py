@@ -88,8 +88,9 @@ def dynamics(model, variant: str, flags=None):
     return gen.casadi_external(model, ALGORITHM, CONSTRAINTS, flags=flags)
 
 
-def transcribe(model, F, nodes: int, horizon: float):
-    """The multiple-shooting NLP (module docstring) on the dynamics function F."""
+def transcribe(model, F, nodes: int, horizon: float, home_pose: bool = True):
+    """The multiple-shooting NLP (module docstring) on the dynamics function F; without
+    ``home_pose`` only the base's y (not its whole pose) returns at the end."""
     dt = horizon / nodes
     step = step_function(model, dt)
     q0 = standing(model)
@@ -116,8 +117,9 @@ def transcribe(model, F, nodes: int, horizon: float):
         target = q0[BASE_Y] + (SHIFT if k == nodes // 2 else 0.0)
         if k == nodes // 2:
             lo[BASE_Y] = hi[BASE_Y] = target
-        if k == nodes:                     # the base back where it started (pose)
-            lo[0:7], hi[0:7] = q0[0:7], q0[0:7]
+        if k == nodes:                     # the base back where it started (pose, or y)
+            at = slice(0, 7) if home_pose else slice(BASE_Y, BASE_Y + 1)
+            lo[at], hi[at] = q0[at], q0[at]
         lbx += [lo]
         ubx += [hi]
         x0 += [q0]
@@ -181,11 +183,11 @@ def micro_timings(model, F, reps: int) -> dict:
 
 
 def solve(model, variant: str, nodes: int, horizon: float, *, max_iter: int = 500, flags=None,
-          verbose: bool = False) -> dict:
+          verbose: bool = False, home_pose: bool = True) -> dict:
     t0 = time.perf_counter()
     F = dynamics(model, variant, flags)
     t_setup = time.perf_counter() - t0
-    nlp, bounds, dt = transcribe(model, F, nodes, horizon)
+    nlp, bounds, dt = transcribe(model, F, nodes, horizon, home_pose)
     opts = {"expand": variant == "sx", "print_time": False,
             "ipopt": {"print_level": 5 if verbose else 0, "max_iter": max_iter, "tol": 1e-6,
                       "hessian_approximation": "limited-memory", "limited_memory_max_history": 30,
