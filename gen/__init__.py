@@ -1,7 +1,7 @@
 """rbdgen: a symbolic code-generation compiler for rigid-body dynamics.
 
 Public API (DESIGN §4): :func:`load_robot`, :func:`run`, :func:`opcount`, :func:`build`,
-:class:`RbdgenError`.
+:func:`casadi_function`, :func:`casadi_external`, :class:`RbdgenError`.
 """
 from .api import run
 from .build import Kernel, build  # noqa: E402  gen.build(): trace, emit, compile (gen/build.py)
@@ -10,14 +10,23 @@ from .errors import RbdgenError
 from .robots import load_robot
 from .version import __version__
 
-__all__ = ["Kernel", "RbdgenError", "__version__", "build", "load_robot", "opcount", "parse_constraints", "run"]
+__all__ = ["Kernel", "RbdgenError", "__version__", "build", "casadi_external", "casadi_function", "load_robot",
+           "opcount", "parse_constraints", "run"]
+
+#: names served by gen/casadi_api.py, imported on first use: it imports gen.emit, which
+#: ``import gen`` leaves out so that ``python -m gen.emit`` runs it fresh
+CASADI_API = ("casadi_function", "casadi_external")
 
 
 def __getattr__(name: str):
-    """``gen.opcount``, the op counter's API (:func:`opcount.api.opcount`, DESIGN §4),
-    loaded on first use: the op counter imports gen's earlier stages, so this facade
-    cannot import it while gen itself is being imported (PEP 562)."""
+    """Lazy facade attributes (PEP 562): ``gen.opcount``, the op counter's API
+    (:func:`opcount.api.opcount`, DESIGN §4) -- the op counter imports gen's earlier
+    stages, so this facade cannot import it while gen itself is being imported -- and
+    :data:`CASADI_API`."""
     if name == "opcount":
         from opcount.api import opcount
         return opcount
+    if name in CASADI_API:
+        from . import casadi_api
+        return getattr(casadi_api, name)
     raise AttributeError(f"module 'gen' has no attribute '{name}'")

@@ -14,7 +14,8 @@ between rbdgen and Pinocchio unchanged.  Per joint kind (:mod:`gen.model`):
 
 :func:`tangent_map` is ``d integrate(q, delta) / d delta`` at ``delta = 0`` (nq x nv),
 over the backend: ``1`` for revolute/prismatic, ``(-s, c)`` for revolute_unb, and for a
-free-flyer ``dp/dv = R(quat)``, ``dquat/dw = 1/2 [[qw 1 + [qv]x], [-qv^T]]``.  A
+free-flyer ``dp/dv = R(quat)``, ``dquat/dw = 1/2 [[qw 1 + [qv]x], [-qv^T]]`` (the same
+quaternion block for a spherical joint).  A
 function ``f(q)`` has tangent-space Jacobian ``df/dq . tangent_map(q)`` (the AD route).
 """
 from __future__ import annotations
@@ -75,11 +76,13 @@ def tangent_map(model: Model, q, be):
         elif b.kind == "revolute_unb":
             T[iq, iv] = -q[iq + 1, 0]
             T[iq + 1, iv] = q[iq, 0]
-        else:
-            x, y, z, w = (q[iq + k, 0] for k in range(3, 7))
-            T[iq:iq + 3, iv:iv + 3] = quat_rotation(x, y, z, w, be)
+        else:                       # free: (p, quat); spherical: quat alone
+            at = 3 if b.kind == "free" else 0
+            x, y, z, w = (q[iq + at + k, 0] for k in range(4))
+            if b.kind == "free":
+                T[iq:iq + 3, iv:iv + 3] = quat_rotation(x, y, z, w, be)
             Q = [[w, -z, y], [z, w, -x], [-y, x, w], [-x, -y, -z]]    # qw 1 + [qv]x ; -qv^T
             for r in range(4):
                 for c in range(3):
-                    T[iq + 3 + r, iv + 3 + c] = 0.5 * Q[r][c]
+                    T[iq + at + r, iv + at + c] = 0.5 * Q[r][c]
     return T

@@ -47,6 +47,7 @@ from .registry import (  # noqa: F401
     Algorithm,
     Floor,
     GenericC,
+    Jacobian,
     Option,
     PinocchioRef,
 )
@@ -95,6 +96,15 @@ def _square(*names):
     return lambda m, c: [(n, m.nv, m.nv) for n in names]
 
 
+# the derivative rows of the rows they differentiate (Jacobian w.r.t. each input, in order)
+RNEA_JAC = Jacobian("rnea_derivatives", {"tau": ("dtau_dq", "dtau_dv", "M")})
+NLE_JAC = Jacobian("rnea_derivatives", {"b": ("dtau_dq", "dtau_dv")})
+ABA_JAC = Jacobian("aba_derivatives", {"ddq": ("ddq_dq", "ddq_dv", "Minv")})
+SOLVER_JAC = Jacobian("constrained_derivatives", {"ddq": ("ddq_dq", "ddq_dv", "ddq_dtau"),
+                                                  "lam": ("dlam_dq", "dlam_dv", "dlam_dtau")})
+IMPULSE_JAC = Jacobian("impulse_derivatives", {"v_plus": ("dvplus_dq", "dvplus_dv"),
+                                               "impulse": ("dimpulse_dq", "dimpulse_dv")})
+
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
@@ -102,13 +112,13 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "inverse dynamics tau = M(q) a + b(q, v)", "Featherstone 2008 Table 5.1",
               pinocchio=PinocchioRef(pin_ref.rnea, "rnea", depth_first=False),
               generic=GenericC(0, "rbg_rnea", _work(30)), pin_peer="rnea",
-              reports=frozenset({"opcount", "suite", "callgrind", "golden"})),
+              reports=frozenset({"opcount", "suite", "callgrind", "golden"}), jacobian=RNEA_JAC),
     Algorithm("nle", nle, _qv, _vec("b"), "dynamics",
               "nonlinear effects b(q, v) (Coriolis, centrifugal, gravity)", "RNEA with a = 0",
               docs={"b": "nonlinear effects b(q, v)"},
               pinocchio=PinocchioRef(pin_ref.nle, "nonLinearEffects", depth_first=False),
               generic=GenericC(1, "rbg_nle", _work(30)), pin_peer="nle",
-              reports=frozenset({"opcount", "suite"})),
+              reports=frozenset({"opcount", "suite"}), jacobian=NLE_JAC),
     Algorithm("crba", crba, _q, lambda m, c: [("M", m.nv, m.nv)], "dynamics",
               "joint-space inertia matrix M(q), full symmetric", "Featherstone 2008 Table 6.2",
               pinocchio=PinocchioRef(pin_ref.crba, "crba (upper triangle symmetrised)"),
@@ -133,7 +143,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "forward dynamics ddq = M^-1 (tau - b)", "Featherstone 2008 Table 7.1",
               pinocchio=PinocchioRef(pin_ref.aba, "aba", depth_first=False),
               generic=GenericC(6, "rbg_aba", _work(79, 1)), pin_peer="aba",
-              reports=frozenset({"opcount", "suite", "callgrind", "golden"})),
+              reports=frozenset({"opcount", "suite", "callgrind", "golden"}), jacobian=ABA_JAC),
     Algorithm("minv", minv, _q, lambda m, c: [("Minv", m.nv, m.nv)], "dynamics",
               "inverse joint-space inertia M(q)^-1 without forming M: ABA's sweeps on nv unit torques",
               "Carpentier & Mansard, RSS 2018, §IV", docs={"Minv": "inverse joint-space inertia (full, symmetric)"},
@@ -155,22 +165,22 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
               generic=GenericC(7, "rbg_prox_ltl", lambda nb, nv, m: (m + nv) * (m + nv + 2)
                                + nv * (nv + m + 7) + 3 * m + 52 * nb),
-              pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+              pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM on the sparse LTDL of M + J^T J / mu",
               "Sathya 2024 eq. 16, 24", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
               generic=GenericC(8, "rbg_prox_ltls", lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb),
-              floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+              floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM in maximal coordinates, O(n + m) sweeps",
               "Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
               generic=GenericC(9, "rbg_constrained_aba", lambda nb, nv, m: 103 * nb + nv + 10 * m),
-              floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+              floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): Popov-Vereshchagin with proximal dual iterations",
               "Sathya 2024 Alg. 4", options=PROXIMAL, pinocchio=SOLVER_PIN,
               generic=GenericC(10, "rbg_prox_pv", lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25)),
-              pin_peer="constraint_dynamics", reports=SOLVER_REPORTS),
+              pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_lcp", prox_lcp, constrained_inputs, constrained_outputs, "event",
               "forward dynamics with unilateral normal rows (3D+/6D+): LCP by projected proximal Gauss-Seidel "
               "on the sparse KKT factorisation", "Tedrake 2012 §3.1, Carpentier 2021 eq. 18", options=PROXIMAL,
@@ -187,7 +197,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,
                                      unit_weights=True, converged={"tol": 1e-13, "max_iter": 200}),
               generic=GenericC(16, "rbg_impulse", lambda nb, nv, m: 103 * nb + 2 * nv + 10 * m),
-              floor=ALM_FLOOR, pin_peer="impulse_dynamics", reports=frozenset({"suite-constrained"})),
+              floor=ALM_FLOOR, pin_peer="impulse_dynamics", reports=frozenset({"suite-constrained"}), jacobian=IMPULSE_JAC),
     Algorithm("constrained_derivatives", constrained_derivatives, constrained_inputs,
               constrained_derivatives_outputs, "solver",
               "partial derivatives of constrained forward dynamics (ddq and lam w.r.t. q, v, tau) by implicit "

@@ -149,6 +149,20 @@ ALM_FLOOR = Floor(1e-7, 1e-6, "augmented Lagrangian: 1/mu enters the inertia, ro
                               "~eps / (mu lambda_min(M)); worst seen 5e-7 against Pinocchio (prox_ltls, icub)")
 
 
+@dataclass(frozen=True)
+class Jacobian:
+    """Where a row's first derivatives come from: the derivative row ``row`` evaluated on
+    this row's inputs (followed by zeros for any further input of ``row``, e.g. ``a = 0``
+    for ``nle`` from ``rnea_derivatives``) and this row's options that ``row`` also takes;
+    ``blocks`` maps an output to the names of ``row``'s outputs holding its derivative with
+    respect to each input, in input order (w.r.t. q in the tangent space).  Outputs not
+    in ``blocks`` (``iterations``, ``residual``) are diagnostics without derivatives.
+    Used by :func:`gen.casadi_api.casadi_external`."""
+
+    row: str
+    blocks: dict
+
+
 # --- the row ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -170,6 +184,7 @@ class Algorithm:
     floor: Floor = Floor()
     pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
     reports: frozenset = frozenset()
+    jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
 
     def __post_init__(self):
         if self.family not in FAMILIES:
