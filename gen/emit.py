@@ -103,14 +103,12 @@ that is a different run, the real comparison belongs to ``gen.bench``.)
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
 import math
 import os
 import re
-import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -546,34 +544,3 @@ def update_generated(root=GENERATED_DIR, reference=REFERENCE_SET, progress=None)
                 (folder / stale).unlink()
             write(files, folder)
     return changed
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gen.emit", description=__doc__.split("\n\n")[0])
-    p.add_argument("--update-generated", action="store_true",
-                   help=f"regenerate the committed reference C under {GENERATED_DIR}")
-    p.add_argument("robot", nargs="?", help="robot to emit (with --algorithm and --out)")
-    p.add_argument("--algorithm", "-a")
-    p.add_argument("--out")
-    args = p.parse_args(argv)
-
-    def say(msg):
-        print(f"rbdgen: {msg}", file=sys.stderr)
-
-    try:
-        if args.update_generated:
-            changed = update_generated(progress=say)
-            print("updated: " + (", ".join(changed) if changed else "nothing changed"))
-            return 0
-        if not (args.robot and args.algorithm and args.out):
-            p.error("give --update-generated, or ROBOT --algorithm A --out DIR")
-        bf = emit(args.robot, args.algorithm, out_dir=args.out, progress=say)
-        print(bf.path)
-        return 0
-    except RbdgenError as e:
-        print(f"rbdgen: error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@ current code emits for the reference set (ur5, solo12, talos x rnea, crba, aba).
 
 A difference means the emitted C changed: review it, then update the committed files
 with ``RBDGEN_UPDATE_GOLDEN=1 pytest tests/test_golden.py`` or
-``python -m gen.emit --update-generated`` and commit them with the change.
+``python -m gen.regenerate`` and commit them with the change.
 """
 import difflib
 import os
@@ -15,7 +15,7 @@ from gen.errors import RbdgenError
 
 UPDATE = os.environ.get("RBDGEN_UPDATE_GOLDEN") == "1"
 HOW = ("update with `RBDGEN_UPDATE_GOLDEN=1 pytest tests/test_golden.py` "
-       "or `python -m gen.emit --update-generated`, review the diff and commit generated/")
+       "or `python -m gen.regenerate`, review the diff and commit generated/")
 
 
 def _render_or_skip(robot, algorithm):

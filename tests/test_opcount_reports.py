@@ -10,7 +10,7 @@ import gen
 from gen.errors import RbdgenError
 from opcount import report
 
-REFRESH = "run `python -m opcount.report` to refresh the committed reports in opcount/reports/"
+REFRESH = "run `python -m gen.regenerate` to refresh the committed reports in opcount/reports/"
 GOLDEN_ROBOTS = ["ur5", "solo12"]
 
 

@@ -35,10 +35,10 @@ STAGES = [
     ("opcount",),
     ("gen.emit",),
     ("gen.build",),
-    ("gen.generic", "gen.pinref"),
+    ("gen.generic", "gen.pinref", "gen.casadi_api"),
     ("gen.bench",),
     ("gen.scaling", "gen.simulate"),
-    ("gen.cli", "gen"),
+    ("gen.cli", "gen.regenerate", "gen"),
 ]
 #: packages that are optional or heavy to load, imported where they are used
 LAZY = ("pinocchio", "mujoco", "matplotlib")
