@@ -100,6 +100,10 @@ def _pivot_solver(body, D, be):
 
 
 def pinocchio_minv(pin, pm, pd, q, **_):
-    """Pinocchio's ``computeMinverse`` (upper triangle), symmetrised."""
+    """Pinocchio's ``computeMinverse`` (upper triangle), symmetrised; with mimic joints
+    (which it refuses) the inverse of its ``crba``."""
+    if len(pm.mimicking_joints) > 0:
+        M = np.array(pin.crba(pm, pd, q))
+        return np.linalg.inv(np.triu(M) + np.triu(M, 1).T)
     M = np.array(pin.computeMinverse(pm, pd, q))
     return np.triu(M) + np.triu(M, 1).T
