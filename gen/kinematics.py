@@ -60,7 +60,7 @@ def dof_columns(model: Model, i: int) -> list[tuple[int, float]]:
 
 
 #: the algorithms that handle mimic joints (their dofs projected through ``dof_columns``)
-MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "prox_ltl")
+MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "prox_ltl", "prox_ltls")
 
 
 def subspaces(model: Model, be, *, mimic: bool = False):
@@ -72,8 +72,8 @@ def subspaces(model: Model, be, *, mimic: bool = False):
             if b.mimic is not None:
                 raise RbdgenError(
                     f"{model.name}: joint '{b.name}' mimics '{model.bodies[b.mimic.primary].name}' (URDF "
-                    f"<mimic>): this algorithm does not handle mimic joints (Pinocchio's aba does not "
-                    f"either); use {', '.join(MIMIC_ALGORITHMS)}")
+                    f"<mimic>): this algorithm does not handle mimic joints (nor do Pinocchio's aba, "
+                    f"derivatives and constrained dynamics); use {', '.join(MIMIC_ALGORITHMS)}")
     return [be.asarray(motion_subspace(b)) for b in model.bodies]
 
 
