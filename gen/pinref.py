@@ -89,7 +89,9 @@ def supports(model: Model, algorithm: str, cset=None, options=None) -> bool:
     ``options``), by the flags of the row's :class:`~gen.algorithms.registry.PinocchioRef`."""
     algo = ALGORITHMS[algorithm]
     ref = algo.pinocchio
-    if ref is None or (ref.depth_first and not depth_first(model)) or (model.has_mimic and not ref.mimic):
+    if ref is None or (ref.depth_first and not depth_first(model)):
+        return False
+    if model.has_mimic and (not ref.mimic or not depth_first(model)):   # aba/minv go through crba
         return False
     if not algo.constrained:
         return True
