@@ -25,18 +25,18 @@ def get_algorithm(name: str) -> Algorithm:
 #: them silently (a non-unit quaternion scales the rotation and changes every result)
 UNIT_NORM_TOL = 1e-6
 #: joint kind -> (offset in the joint's q, length) of its unit-norm coordinates
-UNIT_NORM = {"free": (3, 4), "spherical": (0, 4), "revolute_unb": (0, 2)}
+UNIT_NORM = {"free": (3, 4), "spherical": (0, 4), "revolute_unb": (0, 2), "planar": (2, 2)}
 
 
 def check_unit_norms(model: Model, q: np.ndarray, name: str = "q") -> None:
     """Refuse a configuration whose quaternions or (cos, sin) pairs are not unit
     (:data:`UNIT_NORM_TOL`), naming the joint and the norm."""
     for b in model.bodies:
-        if b.kind in UNIT_NORM:
+        if b.kind in UNIT_NORM and b.mimic is None:
             off, n = UNIT_NORM[b.kind]
             norm = float(np.linalg.norm(q[b.idx_q + off:b.idx_q + off + n]))
             if abs(norm - 1.0) > UNIT_NORM_TOL:
-                what = "(cos, sin) pair" if b.kind == "revolute_unb" else "quaternion"
+                what = "(cos, sin) pair" if b.kind in ("revolute_unb", "planar") else "quaternion"
                 raise RbdgenError(f"{model.name}: the {what} of joint '{b.name}' in input '{name}' has norm "
                                   f"{norm:.9g}, not 1: normalise it (q[{b.idx_q + off}:{b.idx_q + off + n}] /= norm)")
 

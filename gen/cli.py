@@ -224,8 +224,8 @@ def cmd_robots(args) -> int:
                  "body": model.bodies[f.body].link if f.body >= 0 else "world"} for f in model.frames]
         print(render_table(rows, ["frame", "kind", "body"], args.format))
         return 0
-    if args.floating_base or args.lock:
-        raise RbdgenError("--floating-base and --lock describe the robot of --frames ROBOT")
+    if args.floating_base or args.lock or args.mimic:
+        raise RbdgenError("--floating-base, --lock and --mimic describe the robot of --frames ROBOT")
     rows = []
     for name, (_, _, _, desc) in NAMED_ROBOTS.items():
         try:
@@ -271,7 +271,7 @@ def cmd_build(args) -> int:
 
 def _load(args, robot=None):
     return load_robot(robot or args.robot, floating_base=getattr(args, "floating_base", False),
-                      lock_joints=getattr(args, "lock", ()))
+                      lock_joints=getattr(args, "lock", ()), mimic=getattr(args, "mimic", False))
 
 
 def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list[dict]:
@@ -375,6 +375,8 @@ def _robot_args(p, positional: bool = True):
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
     p.add_argument("--lock", metavar="J1,J2", type=_names, default=(),
                    help="comma-separated moving joints to fix at q = 0 (URDF paths; gen.load_robot's lock_joints)")
+    p.add_argument("--mimic", action="store_true",
+                   help="honour URDF <mimic> tags (Pinocchio's mimic=True; ignored by default, as Pinocchio)")
 
 
 def _names(text: str) -> tuple[str, ...]:

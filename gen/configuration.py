@@ -4,7 +4,11 @@ Derivatives with respect to q are taken in the tangent space, Pinocchio's conven
 ``q + delta = integrate(q, delta)`` (``delta`` in R^nv), so derivative matrices move
 between rbdgen and Pinocchio unchanged.  Per joint kind (:mod:`gen.model`):
 
-* revolute, prismatic: ``q + delta``;
+* revolute, prismatic, helical: ``q + delta``; a mimic joint has no coordinate;
+* planar, ``q = (x, y, cos t, sin t)`` with LOCAL ``(vx, vy, w)``: SE(2) ``M exp(delta)``,
+  ``(x, y)' = (x, y) + R(t) V(w) (vx, vy)`` with
+  ``V(w) = [[sin w, cos w - 1], [1 - cos w, sin w]] / w`` (``1`` as ``w -> 0``) and the
+  angle advanced by ``w`` (Pinocchio's ``SpecialEuclideanOperationTpl<2>``);
 * revolute_unb, ``q = (cos t, sin t)``: rotated by ``delta``,
   ``(c cos d - s sin d, s cos d + c sin d)``;
 * free, ``q = (p, quat)`` with body-frame velocity ``(v, w)``: ``M exp6(delta)``
@@ -13,7 +17,8 @@ between rbdgen and Pinocchio unchanged.  Per joint kind (:mod:`gen.model`):
   ``quat' = quat * exp(w / 2)`` (Hamilton product, (x, y, z, w) storage).
 
 :func:`tangent_map` is ``d integrate(q, delta) / d delta`` at ``delta = 0`` (nq x nv),
-over the backend: ``1`` for revolute/prismatic, ``(-s, c)`` for revolute_unb, and for a
+over the backend: ``1`` for revolute/prismatic/helical, ``(-s, c)`` for revolute_unb,
+``d(x, y)/d(vx, vy) = R(t)`` and ``d(cos, sin)/dw = (-s, c)`` for planar, and for a
 free-flyer ``dp/dv = R(quat)``, ``dquat/dw = 1/2 [[qw 1 + [qv]x], [-qv^T]]`` (the same
 quaternion block for a spherical joint).  A
 function ``f(q)`` has tangent-space Jacobian ``df/dq . tangent_map(q)`` (the AD route).
@@ -44,8 +49,19 @@ def integrate(model: Model, q, delta) -> np.ndarray:
     out = q.copy()
     for b in model.bodies:
         iq, iv = b.idx_q, b.idx_v
-        if b.kind in ("revolute", "prismatic"):
+        if b.mimic is not None:
+            continue
+        if b.kind in ("revolute", "prismatic", "helical"):
             out[iq] = q[iq] + d[iv]
+        elif b.kind == "planar":
+            c, s, w = q[iq + 2], q[iq + 3], d[iv + 2]
+            cw, sw = np.cos(w), np.sin(w)
+            if abs(w) > 1e-14:
+                t = np.array([sw * d[iv] + (cw - 1.0) * d[iv + 1], (1.0 - cw) * d[iv] + sw * d[iv + 1]]) / w
+            else:
+                t = d[iv:iv + 2]
+            out[iq:iq + 2] = q[iq:iq + 2] + np.array([c * t[0] - s * t[1], s * t[0] + c * t[1]])
+            out[iq + 2:iq + 4] = c * cw - s * sw, s * cw + c * sw
         elif b.kind == "revolute_unb":
             c, s, cd, sd = q[iq], q[iq + 1], np.cos(d[iv]), np.sin(d[iv])
             out[iq:iq + 2] = c * cd - s * sd, s * cd + c * sd
@@ -71,8 +87,15 @@ def tangent_map(model: Model, q, be):
     T = be.zeros(model.nq, model.nv)
     for b in model.bodies:
         iq, iv = b.idx_q, b.idx_v
-        if b.kind in ("revolute", "prismatic"):
+        if b.mimic is not None:
+            continue
+        if b.kind in ("revolute", "prismatic", "helical"):
             T[iq, iv] = 1.0
+        elif b.kind == "planar":
+            c, s = q[iq + 2, 0], q[iq + 3, 0]
+            T[iq, iv], T[iq, iv + 1], T[iq + 1, iv], T[iq + 1, iv + 1] = c, -s, s, c
+            T[iq + 2, iv + 2] = -s
+            T[iq + 3, iv + 2] = c
         elif b.kind == "revolute_unb":
             T[iq, iv] = -q[iq + 1, 0]
             T[iq + 1, iv] = q[iq, 0]

@@ -74,7 +74,7 @@ import numpy as np
 
 from .backend import NUMPY
 from .errors import RbdgenError
-from .kinematics import forward_velocities, frame_placement, subspaces
+from .kinematics import dof_columns, forward_velocities, frame_placement, subspaces
 from .model import SE3, Model
 from .portable import matmul
 from .robots import load_robot
@@ -194,11 +194,11 @@ class ConstraintSet:
         supports of the moving frames; for a 6D loop, joints supporting both frames
         cancel and are left out."""
         con = self.constraints[c]
-        sets = [_dofs(model, model.ancestors(b)) for b in (con.body1, con.body2) if b >= 0]
-        dofs = set().union(*sets)
-        if con.kind == "6D" and len(sets) == 2:
-            dofs -= sets[0] & sets[1]
-        return sorted(dofs)
+        sets = [set(model.ancestors(b)) for b in (con.body1, con.body2) if b >= 0]
+        bodies = set().union(*sets)
+        if con.kind == "6D" and len(sets) == 2:     # common supports cancel, body by body
+            bodies -= sets[0] & sets[1]
+        return sorted(_dofs(model, bodies))
 
     def require_anchored(self, algorithm: str) -> None:
         for con in self.constraints:
@@ -214,7 +214,7 @@ class ConstraintSet:
         ``gen.kinematics.forward_velocities`` may be passed to share the forward pass.
         ``jacobian``/``drift`` skip J (m x nv) and the drift pass when not needed (the
         maximal-coordinate solvers need neither)."""
-        S = subspaces(model, be)
+        S = subspaces(model, be, mimic=True)
         if kin is None:
             kin = forward_velocities(model, q, v, S, be)
         return _evaluate(self, model, S, kin, be, jacobian, drift)
@@ -254,7 +254,7 @@ class ConstraintEval:
 
 
 def _dofs(model: Model, bodies) -> set[int]:
-    return {model.bodies[b].idx_v + k for b in bodies for k in range(model.bodies[b].nv)}
+    return {d for b in bodies for d, _ in dof_columns(model, b)}
 
 
 def _inverse(M):
@@ -414,9 +414,10 @@ def _side_columns(model: Model, body: int, start, stop: set[int], Xup, S, be, ro
     j = body
     while j != -1 and j not in stop:
         b = model.bodies[j]
-        for k in range(b.nv):
-            col = act_motion(fMj, S[j][:, k:k + 1], be)
-            cols[b.idx_v + k] = col[0:rows, 0:1]
+        for k, (d, s) in enumerate(dof_columns(model, j)):   # a mimic joint adds to its primary's
+            col = act_motion(fMj, S[j][:, k:k + 1], be)[0:rows, 0:1]
+            col = col if s == 1.0 else s * col
+            cols[d] = cols[d] + col if d in cols else col
         fMj = compose(fMj, _inverse(Xup[j]))
         j = b.parent
     return cols

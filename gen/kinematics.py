@@ -17,6 +17,7 @@ drift terms:
 """
 from __future__ import annotations
 
+from .errors import RbdgenError
 from .model import Model
 from .spatial import (
     act_motion,
@@ -33,17 +34,46 @@ from .spatial import (
 
 
 def qslice(model: Model, i: int, q):
+    """Body i's joint coordinates; a mimic joint's ``multiplier * q_primary + offset``."""
     b = model.bodies[i]
+    if b.mimic is not None:
+        return b.mimic.multiplier * q[b.idx_q:b.idx_q + 1, 0:1] + b.mimic.offset
     return q[b.idx_q:b.idx_q + b.nq, 0:1]
 
 
 def vslice(model: Model, i: int, v):
+    """Body i's joint velocity (or acceleration); a mimic joint's ``multiplier * v_primary``."""
     b = model.bodies[i]
+    if b.mimic is not None:
+        return b.mimic.multiplier * v[b.idx_v:b.idx_v + 1, 0:1]
     return v[b.idx_v:b.idx_v + b.nv, 0:1]
 
 
-def subspaces(model: Model, be):
-    """Motion subspaces S_i (6 x nv_i), cast once."""
+def dof_columns(model: Model, i: int) -> list[tuple[int, float]]:
+    """For each column k of S_i, the dof it acts on and the factor: ``(idx_v + k, 1)``,
+    or ``(idx_v of the primary, multiplier)`` for a mimic joint (the columns of the
+    reduced Jacobian are ``J_ext G``, ``G`` the constant mimic map)."""
+    b = model.bodies[i]
+    if b.mimic is not None:
+        return [(b.idx_v, b.mimic.multiplier)]
+    return [(b.idx_v + k, 1.0) for k in range(b.nv)]
+
+
+#: the algorithms that handle mimic joints (their dofs projected through ``dof_columns``)
+MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "prox_ltl", "prox_ltls")
+
+
+def subspaces(model: Model, be, *, mimic: bool = False):
+    """Motion subspaces S_i (6 x nv_i, a mimic joint's 6 x 1), cast once.  Callers that
+    project mimic joints' columns (:func:`dof_columns`) pass ``mimic=True``; for the
+    others a model with a mimic joint is refused with one line."""
+    if not mimic:
+        for b in model.bodies:
+            if b.mimic is not None:
+                raise RbdgenError(
+                    f"{model.name}: joint '{b.name}' mimics '{model.bodies[b.mimic.primary].name}' (URDF "
+                    f"<mimic>): this algorithm does not handle mimic joints (nor do Pinocchio's aba, "
+                    f"derivatives and constrained dynamics); use {', '.join(MIMIC_ALGORITHMS)}")
     return [be.asarray(motion_subspace(b)) for b in model.bodies]
 
 
@@ -90,14 +120,15 @@ def frame_jacobian(model: Model, name: str, q, *, be):
     J = be.zeros(6, model.nv)
     if f.body == -1:
         return J
-    S = subspaces(model, be)
+    S = subspaces(model, be, mimic=True)
     Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
     fMj = _inverse(const_transform(f.placement, be))      # frame <- body i
     j = f.body
     while j != -1:
         b = model.bodies[j]
-        for k in range(b.nv):
-            J[:, b.idx_v + k:b.idx_v + k + 1] = act_motion(fMj, S[j][:, k:k + 1], be)
+        for k, (d, s) in enumerate(dof_columns(model, j)):
+            col = act_motion(fMj, S[j][:, k:k + 1], be)
+            J[:, d:d + 1] = J[:, d:d + 1] + s * col if model.has_mimic else col
         fMj = compose(fMj, _inverse(Xup[j]))               # frame <- parent of j
         j = b.parent
     return J
@@ -109,7 +140,7 @@ def frame_velocity_and_drift(model: Model, name: str, q, v, *, be):
     f = model.frame(name)
     if f.body == -1:
         return be.zeros(6, 1), be.zeros(6, 1)
-    S = subspaces(model, be)
+    S = subspaces(model, be, mimic=True)
     Xup, vel, c = forward_velocities(model, q, v, S, be)
     acc = []
     for i, b in enumerate(model.bodies):

@@ -20,9 +20,21 @@ unchanged:
   prismatic        1    1  displacement along ``axis``
   spherical        4    3  unit quaternion ``[qx qy qz qw]`` / angular velocity in the
                            LOCAL frame (Pinocchio's ``JointModelSpherical``, MJCF ``ball``)
+  planar           4    3  ``[x y cos sin]`` in the joint frame's xy plane (normal +z) /
+                           ``[vx vy wz]`` in the LOCAL frame (Pinocchio's
+                           ``JointModelPlanar``, URDF ``planar``)
+  helical          1    1  angle about ``axis`` with translation ``pitch * angle`` along it
+                           (Pinocchio's ``JointModelHelicalUnaligned``; no file format)
   free             7    6  ``[x y z qx qy qz qw]`` / ``[v_lin v_ang]`` in the LOCAL frame
   ============== ==== ==== =====================================================
 
+* a **mimic** joint (URDF ``<mimic>``, Pinocchio 3's ``JointModelMimic``) is a revolute
+  or prismatic body whose coordinate is ``multiplier * q_primary + offset`` of an earlier
+  revolute or prismatic joint: it has ``nq = nv = 0`` and the primary's ``idx_q`` /
+  ``idx_v``; its motion subspace enters the primary's dof scaled by ``multiplier``
+  (velocity ``multiplier * v_primary``, generalised force ``multiplier * S^T f`` added
+  to the primary's).  With mimic joints ``M`` loses its branch-induced sparsity, so
+  :meth:`Model.dof_parents` is the chain ``k - 1`` (a dense factorisation);
 * fixed joints are merged into their parent body (inertia lumped), and every link
   and fixed joint is kept as a named :class:`Frame`.
 
@@ -40,7 +52,9 @@ from .errors import RbdgenError
 from .portable import matmul
 
 JOINT_KINDS = {"revolute": (1, 1), "revolute_unb": (2, 1), "prismatic": (1, 1), "spherical": (4, 3),
-               "free": (7, 6)}
+               "planar": (4, 3), "helical": (1, 1), "free": (7, 6)}
+#: kinds a mimic joint may have and mimic (Pinocchio's URDF parser: revolute and prismatic)
+MIMIC_KINDS = ("revolute", "prismatic")
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
@@ -107,6 +121,15 @@ def skew(x) -> np.ndarray:
     return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
+@dataclass(frozen=True)
+class Mimic:
+    """``q = multiplier * q[primary] + offset`` (``primary``: a body index, earlier)."""
+
+    primary: int
+    multiplier: float
+    offset: float
+
+
 @dataclass
 class Body:
     """One moving body and the joint that moves it (Pinocchio's joint ``i+1``)."""
@@ -115,19 +138,24 @@ class Body:
     link: str            # the URDF link carried by the joint (its body frame)
     parent: int          # parent body index, -1 for the world
     kind: str            # one of JOINT_KINDS
-    axis: np.ndarray     # unit axis in the joint frame (unused for "free" and "spherical")
+    axis: np.ndarray     # unit axis in the joint frame (unused for "free", "spherical", "planar")
     placement: SE3       # joint frame in the parent body frame at q neutral
     inertia: Inertia     # lumped inertia in the body frame
     idx_q: int = 0
     idx_v: int = 0
+    pitch: float = 0.0   # helical: translation along the axis per radian
+    mimic: Mimic | None = None
 
     @property
     def nq(self) -> int:
-        return JOINT_KINDS[self.kind][0]
+        """Configuration size, 0 for a mimic joint (Pinocchio's ``JointModelMimic``)."""
+        return 0 if self.mimic is not None else JOINT_KINDS[self.kind][0]
 
     @property
     def nv(self) -> int:
-        return JOINT_KINDS[self.kind][1]
+        """Velocity size, 0 for a mimic joint; its motion subspace has
+        ``JOINT_KINDS[kind][1]`` columns all the same."""
+        return 0 if self.mimic is not None else JOINT_KINDS[self.kind][1]
 
 
 @dataclass(frozen=True)
@@ -160,10 +188,30 @@ class Model:
             if not -1 <= b.parent < i:
                 raise RbdgenError(f"{self.name}: joint '{b.name}' has parent {b.parent}, "
                                   f"bodies must be numbered parents first")
+            if b.mimic is not None:
+                self._check_mimic(i, b)
+                p = self.bodies[b.mimic.primary]
+                b.idx_q, b.idx_v = p.idx_q, p.idx_v
+                continue
             b.idx_q, b.idx_v = iq, iv
             iq += b.nq
             iv += b.nv
         self.nq, self.nv = iq, iv
+
+    def _check_mimic(self, i: int, b: Body) -> None:
+        p = b.mimic.primary
+        primary = self.bodies[p] if 0 <= p < i else None
+        if primary is None or primary.mimic is not None or primary.kind not in MIMIC_KINDS \
+                or b.kind not in MIMIC_KINDS:
+            raise RbdgenError(
+                f"{self.source or self.name}: mimic joint '{b.name}' ({b.kind}) must mimic a revolute or "
+                f"prismatic joint that is not itself a mimic and comes before it in the tree (Pinocchio's "
+                f"JointModelMimic)" + (f"; '{primary.name}' is {'a mimic' if primary.mimic else primary.kind}"
+                                        if primary is not None else ""))
+
+    @property
+    def has_mimic(self) -> bool:
+        return any(b.mimic is not None for b in self.bodies)
 
     # --- topology --------------------------------------------------------------------
     @property
@@ -193,7 +241,11 @@ class Model:
     def dof_parents(self) -> list[int]:
         """Featherstone 2005's expanded parent array λ over velocity coordinates: the
         dofs of a multi-DoF joint form a chain, the first hanging from the last dof of
-        the parent joint (-1 for the world)."""
+        the parent joint (-1 for the world).  With mimic joints a dof also couples to the
+        dofs of the mimic's ancestors, so λ is the chain ``k - 1``: factorisations over it
+        are dense and exact."""
+        if self.has_mimic:
+            return list(range(-1, self.nv - 1))
         lam = []
         for b in self.bodies:
             up = -1 if b.parent == -1 else self.bodies[b.parent].idx_v + self.bodies[b.parent].nv - 1
@@ -217,17 +269,21 @@ class Model:
                 q[b.idx_q + 6] = 1.0
             elif b.kind == "spherical":
                 q[b.idx_q + 3] = 1.0
-            elif b.kind == "revolute_unb":
+            elif b.kind == "planar":
+                q[b.idx_q + 2] = 1.0
+            elif b.kind == "revolute_unb" and b.mimic is None:
                 q[b.idx_q] = 1.0
         return q
 
     def random_q(self, rng: np.random.Generator) -> np.ndarray:
         """A random configuration: angles and displacements uniform in [-pi, pi] (or
         [-0.5, 0.5] for prismatic), uniformly random unit quaternions (free and spherical
-        joints), a random base position in [-1, 1]^3."""
+        joints), a random base position in [-1, 1]^3 (planar: [-1, 1]^2)."""
         q = np.zeros(self.nq)
         for b in self.bodies:
             s = b.idx_q
+            if b.mimic is not None:
+                continue
             if b.kind == "free":
                 quat = rng.normal(size=4)
                 q[s:s + 3] = rng.uniform(-1, 1, 3)
@@ -238,6 +294,9 @@ class Model:
             elif b.kind == "revolute_unb":
                 a = rng.uniform(-np.pi, np.pi)
                 q[s:s + 2] = np.cos(a), np.sin(a)
+            elif b.kind == "planar":
+                a = rng.uniform(-np.pi, np.pi)
+                q[s:s + 4] = *rng.uniform(-1, 1, 2), np.cos(a), np.sin(a)
             elif b.kind == "prismatic":
                 q[s] = rng.uniform(-0.5, 0.5)
             else:

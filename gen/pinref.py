@@ -4,7 +4,8 @@
 built from, never by its name: for a model loaded from a URDF (named robots included),
 ``pin.buildModelFromUrdf`` on the same file (with a ``JointModelFreeFlyer`` root when
 the rbdgen model floats) followed by ``pin.buildReducedModel`` at the neutral
-configuration for the joints it locked (``Model.locked``: panda's fingers); for a
+configuration for the joints it locked (``Model.locked``: panda's fingers), with
+``mimic=True`` when the rbdgen model honours ``<mimic>`` tags; for a
 synthetic tree or an MJCF file, the model assembled joint by joint from the
 :class:`~gen.model.Model` (same placements, axes and inertias; the MJCF conversion itself
 is checked against MuJoCo in ``tests/test_mjcf.py``).  :func:`reference` calls the Pinocchio counterpart that the algorithm's
@@ -37,6 +38,9 @@ Continuous joints (``revolute_unb``) of a synthetic tree: pin 4.1's Python bindi
 ``JointModelRevoluteUnboundedUnaligned`` has only the default constructor (no axis), so
 the joint model is taken from Pinocchio's own URDF parser on a one-joint URDF
 (``RUBX``/``RUBY``/``RUBZ`` for a coordinate axis, the unaligned joint otherwise).
+
+Pinocchio's ``aba``, ``computeMinverse`` and constrained algorithms refuse mimic joints; the
+rows' references fall back to what it computes (see :mod:`gen.algorithms.pinocchio`).
 
 Importing this module requires ``pinocchio`` (the ``pin`` wheel); :func:`available`
 tells whether it is importable without raising.
@@ -87,6 +91,8 @@ def supports(model: Model, algorithm: str, cset=None, options=None) -> bool:
     ref = algo.pinocchio
     if ref is None or (ref.depth_first and not depth_first(model)):
         return False
+    if model.has_mimic and (not ref.mimic or not depth_first(model)):   # aba/minv go through crba
+        return False
     if not algo.constrained:
         return True
     if cset is None:
@@ -104,10 +110,10 @@ def supports(model: Model, algorithm: str, cset=None, options=None) -> bool:
 # --- models --------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def _from_urdf(path: str, floating_base: bool, lock_joints: tuple[str, ...] = ()):
+def _from_urdf(path: str, floating_base: bool, lock_joints: tuple[str, ...] = (), mimic: bool = False):
     pin = _pin()
-    model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base \
-        else pin.buildModelFromUrdf(path)
+    model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer(), mimic=mimic) if floating_base \
+        else pin.buildModelFromUrdf(path, mimic=mimic)
     if lock_joints:
         ids = [model.getJointId(j) for j in lock_joints]
         model = pin.buildReducedModel(model, ids, pin.neutral(model))
@@ -119,7 +125,11 @@ def _joint_model(pin, body):
         return pin.JointModelFreeFlyer()
     if body.kind == "spherical":
         return pin.JointModelSpherical()
+    if body.kind == "planar":
+        return pin.JointModelPlanar()
     axis = np.asarray(body.axis, dtype=float)
+    if body.kind == "helical":
+        return pin.JointModelHelicalUnaligned(axis, float(body.pitch))
     if body.kind == "revolute":
         return pin.JointModelRevoluteUnaligned(axis)
     if body.kind == "prismatic":
@@ -153,6 +163,10 @@ def _from_model(pin, model: Model):
                               np.asarray(b.inertia.I_c, float))
         pm.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
         ids.append(jid)
+    for i, b in enumerate(model.bodies):          # mimic joints: added as their kind, then turned
+        if b.mimic is not None:
+            pm = pin.transformJointIntoMimic(pm, ids[b.mimic.primary], ids[i], float(b.mimic.multiplier),
+                                             float(b.mimic.offset))
     return pm
 
 
@@ -163,7 +177,7 @@ def pin_model(robot: Model | str):
     model = robot if isinstance(robot, Model) else load_robot(robot)
     if str(model.source).lower().endswith(".urdf"):
         floating = bool(model.bodies) and model.bodies[0].kind == "free"
-        pm = _from_urdf(str(model.source), floating, tuple(model.locked))
+        pm = _from_urdf(str(model.source), floating, tuple(model.locked), model.has_mimic)
         if (pm.nq, pm.nv) != (model.nq, model.nv):
             raise RbdgenError(f"{model.source}: Pinocchio's model has nq={pm.nq}, nv={pm.nv}, rbdgen's "
                               f"nq={model.nq}, nv={model.nv}; no reference")

@@ -173,16 +173,38 @@ def _rotate_circle(qi, dv, be):
     return be.vcat([f * nc, f * ns])
 
 
+def _exp_planar(qi, dv, be):
+    """Planar joint ``q (+) (vx, vy, w)``: SE(2) ``M exp(dv)`` (Pinocchio's
+    ``SpecialEuclideanOperationTpl<2>::integrate``, see :mod:`gen.configuration`), the
+    translation step ``V(w) (vx, vy)`` by its Taylor series below ``SMALL_ANGLE`` and the
+    ``(cos, sin)`` pair renormalised to first order as :func:`_rotate_circle`."""
+    c, s = qi[2, 0], qi[3, 0]
+    vx, vy, w = dv[0, 0], dv[1, 0], dv[2, 0]
+    cw, sw = be.cos(w), be.sin(w)
+    w2 = w * w
+    small = w2 < SMALL_ANGLE * SMALL_ANGLE
+    wg = be.if_else(small, SMALL_ANGLE, w)                                  # guards the branch not taken
+    a = be.if_else(small, 1.0 - w2 / 6.0 + w2 * w2 / 120.0, sw / wg)                     # sin(w)/w
+    b = be.if_else(small, w * (0.5 - w2 / 24.0 + w2 * w2 / 720.0), (1.0 - cw) / wg)      # (1 - cos w)/w
+    tx, ty = a * vx - b * vy, b * vx + a * vy
+    rot = _rotate_circle(qi[2:4, 0:1], dv[2:3, 0:1], be)
+    return be.vcat([qi[0, 0] + c * tx - s * ty, qi[1, 0] + s * tx + c * ty, rot[0, 0], rot[1, 0]])
+
+
 def integrate(model: Model, q, dv, *, be):
     """``q (+) dv`` on the configuration manifold (Pinocchio's ``integrate``); q (nq x 1),
     dv (nv x 1)."""
     parts = []
     for b in model.bodies:
+        if b.mimic is not None:                          # no coordinate of its own
+            continue
         qi, di = q[b.idx_q:b.idx_q + b.nq, 0:1], dv[b.idx_v:b.idx_v + b.nv, 0:1]
         if b.kind == "free":
             parts.append(_exp_free(qi, di, be))
         elif b.kind == "spherical":
             parts.append(_exp_spherical(qi, di, be))
+        elif b.kind == "planar":
+            parts.append(_exp_planar(qi, di, be))
         elif b.kind == "revolute_unb":
             parts.append(_rotate_circle(qi, di, be))
         else:
@@ -199,11 +221,13 @@ def advance(model: Model, q, v, ddq, dt, *, be):
 def hold_torque(model: Model, q, v, q_ref, tau_ff, kp, kd, *, be):
     """PD hold ``tau_j = tau_ff_j + kp_j (q_ref - q)_j - kd_j v_j`` on the 1-DoF joints
     (for a continuous joint the angle difference is ``atan2`` of the two unit complex
-    numbers), zero on free-flyers and spherical joints."""
+    numbers), zero on free-flyers, spherical and planar joints."""
     tau = []
     for b in model.bodies:
         j, iq = b.idx_v, b.idx_q
-        if b.kind in ("free", "spherical"):
+        if b.mimic is not None:                          # no dof of its own
+            continue
+        if b.kind in ("free", "spherical", "planar"):
             tau.append(be.zeros(b.nv, 1))
             continue
         if b.kind == "revolute_unb":

@@ -139,7 +139,10 @@ def quat_rotation(x, y, z, w, be):
 
 
 def joint_motion(body: Body, qi, be):
-    """The joint's own transform ``jMi(q_i)`` (rotation/translation of the joint)."""
+    """The joint's own transform ``jMi(q_i)`` (rotation/translation of the joint); a mimic
+    joint's ``q_i`` is already ``multiplier * q_primary + offset`` (``kinematics.qslice``).
+    Planar: ``(Rz(theta), (x, y, 0))`` with ``q = (x, y, cos theta, sin theta)``; helical:
+    ``(Rot(u, q), pitch q u)`` (Pinocchio's ``JointModelPlanar`` / ``HelicalUnaligned``)."""
     if body.kind == "revolute":
         return axis_rotation(body.axis, be.cos(qi[0, 0]), be.sin(qi[0, 0]), be), be.zeros(3, 1)
     if body.kind == "revolute_unb":
@@ -148,6 +151,12 @@ def joint_motion(body: Body, qi, be):
         return be.eye(3), be.asarray(body.axis) * qi[0, 0]
     if body.kind == "spherical":
         return quat_rotation(qi[0, 0], qi[1, 0], qi[2, 0], qi[3, 0], be), be.zeros(3, 1)
+    if body.kind == "planar":
+        return axis_rotation(np.array([0.0, 0.0, 1.0]), qi[2, 0], qi[3, 0], be), \
+            be.vcat([qi[0, 0], qi[1, 0], 0.0])
+    if body.kind == "helical":
+        t = qi[0, 0]
+        return axis_rotation(body.axis, be.cos(t), be.sin(t), be), be.asarray(body.pitch * body.axis) * t
     if body.kind == "free":
         return quat_rotation(qi[3, 0], qi[4, 0], qi[5, 0], qi[6, 0], be), qi[0:3, 0:1]
     raise ValueError(body.kind)
@@ -155,14 +164,20 @@ def joint_motion(body: Body, qi, be):
 
 def motion_subspace(body: Body) -> np.ndarray:
     """Constant 6 x nv motion subspace S of the joint in its own (LOCAL) frame: ``[0; u]``
-    (revolute), ``[u; 0]`` (prismatic), ``[0; 1_3]`` (spherical: the local angular
-    velocity), ``1_6`` (free)."""
+    (revolute), ``[u; 0]`` (prismatic), ``[pitch u; u]`` (helical), ``[0; 1_3]``
+    (spherical: the local angular velocity), ``[e_x e_y 0; 0 0 e_z]`` (planar: local
+    ``vx, vy, wz``), ``1_6`` (free).  A mimic joint's is its kind's (one column), its
+    velocity being ``multiplier * v_primary``."""
     if body.kind in ("revolute", "revolute_unb"):
         return np.concatenate([np.zeros(3), body.axis]).reshape(6, 1)
     if body.kind == "prismatic":
         return np.concatenate([body.axis, np.zeros(3)]).reshape(6, 1)
+    if body.kind == "helical":
+        return np.concatenate([body.pitch * np.asarray(body.axis), body.axis]).reshape(6, 1)
     if body.kind == "spherical":
         return np.eye(6)[:, 3:6]
+    if body.kind == "planar":
+        return np.eye(6)[:, [0, 1, 5]]
     return np.eye(6)
 
 

@@ -18,8 +18,17 @@ rbdgen and Pinocchio unchanged:
 * **joint types** — ``revolute`` -> ``revolute``, ``continuous`` -> ``revolute_unb``
   (q = [cos, sin], Pinocchio's RevoluteUnbounded), ``prismatic``, ``floating`` ->
   ``free``, ``fixed``; axes are normalised, default ``(1, 0, 0)`` (URDF spec); origins
-  are ``xyz`` + ``rpy`` with ``R = Rz(yaw) Ry(pitch) Rx(roll)``; ``<mimic>`` is ignored
-  (Pinocchio's default ``mimic=False``);
+  are ``xyz`` + ``rpy`` with ``R = Rz(yaw) Ry(pitch) Rx(roll)``; ``planar`` -> ``planar``
+  (Pinocchio's JointModelPlanar, q = [x, y, cos, sin]): Pinocchio's URDF parser ignores
+  the axis and always moves in the joint frame's xy plane, so an ``<axis>`` other than
+  ``0 0 1`` is refused rather than silently replaced;
+* ``<mimic joint multiplier offset>`` (defaults 1, 0) is ignored unless ``mimic=True``
+  (Pinocchio's ``buildModelFromUrdf(path, mimic=...)``, default False); with it, a
+  revolute or prismatic mimic joint becomes a Pinocchio 3 ``JointModelMimic`` of the
+  named joint (:mod:`gen.model`: no coordinate of its own).  As Pinocchio, the mimicked
+  joint must come before it in the walk; a mimic on another joint type, of a joint that
+  is not a moving revolute/prismatic non-mimic joint, or with a locked primary is
+  refused;
 * ``floating_base=True`` adds a ``free`` joint named ``root_joint`` carrying the root
   link (``buildModelFromUrdf(path, JointModelFreeFlyer())``);
 * ``lock_joints`` turns the named moving joints into fixed joints at q = 0, as
@@ -39,11 +48,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import RbdgenError
-from .model import SE3, Body, Frame, Inertia, Model
+from .model import SE3, Body, Frame, Inertia, Mimic, Model
 from .portable import cos_sin, matmul, norm
 
 JOINT_TYPES = {"revolute": "revolute", "continuous": "revolute_unb", "prismatic": "prismatic",
-               "floating": "free", "fixed": "fixed"}
+               "floating": "free", "planar": "planar", "fixed": "fixed"}
 
 
 @dataclass
@@ -54,6 +63,7 @@ class _Joint:
     child: str
     origin: SE3
     axis: np.ndarray
+    mimic: tuple[str, float, float] | None = None    # (mimicked joint, multiplier, offset)
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
@@ -135,8 +145,22 @@ class _Parser:
         length = norm(axis)
         if length == 0.0 and JOINT_TYPES[jtype] in ("revolute", "revolute_unb", "prismatic"):
             raise self.error(f"{what} <axis>", "zero axis")
+        if jtype == "planar" and el.find("axis") is not None and \
+                (length == 0.0 or not np.array_equal(axis / length, [0.0, 0.0, 1.0])):
+            raise self.error(f"{what} <axis>", f"planar joint with normal {' '.join(map(repr, axis))}: Pinocchio's "
+                                               f"JointModelPlanar moves in the xy plane only (normal 0 0 1)")
         return _Joint(name, JOINT_TYPES[jtype], ends[0], ends[1], self.origin(el, what),
-                      axis / length if length > 0.0 else axis)
+                      axis / length if length > 0.0 else axis, self.mimic(el.find("mimic"), what))
+
+    def mimic(self, el, what: str):
+        """``(joint, multiplier, offset)`` of a ``<mimic>`` element (urdfdom's defaults 1, 0)."""
+        if el is None:
+            return None
+        if not el.get("joint"):
+            raise self.error(f"{what} <mimic>", "missing attribute 'joint'")
+        mult = float(self.numbers(el, "multiplier", 1, f"{what} <mimic>", (1.0,))[0])
+        off = float(self.numbers(el, "offset", 1, f"{what} <mimic>", (0.0,))[0])
+        return el.get("joint"), mult, off
 
 
 def _read(path: str):
@@ -188,10 +212,27 @@ def _tree(path: str, links, joints):
     return roots[0], children
 
 
-def load_urdf(path, *, floating_base: bool = False, lock_joints=(), name: str | None = None) -> Model:
+def _mimic(path: str, j: _Joint, bodies: list[Body], locked) -> Mimic:
+    """The :class:`~gen.model.Mimic` of joint ``j`` over the bodies built so far."""
+    primary, mult, off = j.mimic
+    index = {b.name: i for i, b in enumerate(bodies)}
+    if j.kind not in ("revolute", "prismatic"):
+        raise RbdgenError(f"{path}: joint '{j.name}': <mimic> on a {j.kind} joint; Pinocchio's mimic joints "
+                          f"are revolute or prismatic")
+    if primary in locked:
+        raise RbdgenError(f"{path}: joint '{j.name}' mimics locked joint '{primary}': lock both or neither")
+    if primary not in index:
+        raise RbdgenError(f"{path}: joint '{j.name}' mimics '{primary}', which is not a moving joint before "
+                          f"it in the tree (Pinocchio: the mimicked joint must already be in the model)")
+    return Mimic(index[primary], mult, off)
+
+
+def load_urdf(path, *, floating_base: bool = False, lock_joints=(), name: str | None = None,
+              mimic: bool = False) -> Model:
     """Build the :class:`~gen.model.Model` of a URDF file (see the module docstring for
     the conventions).  ``lock_joints``: names of moving joints fixed at q = 0.  ``name``
-    overrides the ``<robot name>`` attribute."""
+    overrides the ``<robot name>`` attribute.  ``mimic``: honour ``<mimic>`` tags
+    (Pinocchio's ``mimic=True``)."""
     path = os.fspath(path)
     lock_joints = set(lock_joints)
     robot_name, links, joints = _read(path)
@@ -225,7 +266,8 @@ def load_urdf(path, *, floating_base: bool = False, lock_joints=(), name: str | 
                 bodies[body].inertia = bodies[body].inertia + links[j.child].transformed(placement)
             link_frame[j.child] = (body, placement)
         else:
-            bodies.append(Body(j.name, j.child, body, j.kind, j.axis, placement, links[j.child]))
+            bodies.append(Body(j.name, j.child, body, j.kind, j.axis, placement, links[j.child],
+                               mimic=_mimic(path, j, bodies, lock_joints) if mimic and j.mimic else None))
             link_frame[j.child] = (len(bodies) - 1, SE3.identity())
             frames.append(Frame(j.name, len(bodies) - 1, SE3.identity(), "joint"))
         frames.append(Frame(j.child, link_frame[j.child][0], link_frame[j.child][1], "body"))

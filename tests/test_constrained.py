@@ -261,7 +261,6 @@ def test_phases_are_named_alike_and_partition_the_ops(alg):
     """The same phase names in the four solvers, one per iteration, each iteration
     non-empty (on talos, tracing's CSE of the outputs alone once left the marks on
     pre-CSE copies and gave iterations 2 and 3 no operations), summing to the total."""
-    import opcount
     try:
         model = gen.load_robot("talos")
     except RbdgenError as e:

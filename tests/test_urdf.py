@@ -252,11 +252,11 @@ def test_duplicate_link(tmp_path):
     assert_error(tmp_path, robot(link("a"), link("a")), r"link 'a': defined twice")
 
 
-@pytest.mark.parametrize("jtype", ["planar", "spherical", None])
+@pytest.mark.parametrize("jtype", ["ball", "spherical", None])
 def test_unsupported_joint_type(tmp_path, jtype):
     xml = robot(link("a"), link("b"), joint("j", jtype, "a", "b").replace(' type="None"', ""))
     assert_error(tmp_path, xml, rf"joint 'j': unsupported type '{jtype}' \(supported: revolute, continuous, "
-                                r"prismatic, floating, fixed\)")
+                                r"prismatic, floating, planar, fixed\)")
 
 
 def test_non_numeric_origin(tmp_path):

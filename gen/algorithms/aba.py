@@ -17,6 +17,10 @@ against one right-hand side in pass 3.  ``Ia S_i = U_i - U_i D_i^-1 D_i = 0``, s
 joint along a coordinate axis the matching row and column of ``Ia`` are set to
 structural zeros (CasADi's on-the-fly simplification finds this only on some trees:
 talos aba 15800 -> 15619 operations).
+With mimic joints (``gen.model``) the articulated recursion does not apply (one dof
+moves bodies on several branches; Pinocchio's ``aba`` refuses them): ``ddq`` is the
+dense solve ``M^-1 (tau - b)`` of :func:`~gen.algorithms.crba.crba` and
+:func:`~gen.algorithms.rnea.nle` (unrolled LDL^T, :mod:`gen.algorithms.dense`).
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1).
 """
 from __future__ import annotations
@@ -39,11 +43,15 @@ from ..spatial import (
     inv_motion,
     motion_subspace,
 )
+from .crba import crba
 from .dense import ldlt_factor, ldlt_solve
+from .rnea import nle
 
 
 def aba(model: Model, q, v, tau, *, be, fext=None):
     """``fext``: optional list of external spatial forces per body (LOCAL frame)."""
+    if model.has_mimic and fext is None:
+        return (mimic_solve(model, q, tau - nle(model, q, v, be=be)[0], be),)
     n = model.nbodies
     S = subspaces(model, be)
     Xup, vel, c = forward_velocities(model, q, v, S, be)
@@ -113,3 +121,10 @@ def articulated_inertia(IA, U, DinvUt, axis, be):
             Ia[r, col] = IA[r, col] - (U[r:r + 1, :] @ DinvUt[:, col:col + 1])[0, 0]
             Ia[col, r] = Ia[r, col]
     return Ia
+
+
+def mimic_solve(model: Model, q, rhs, be):
+    """``M(q)^-1 rhs`` by a dense LDL^T of CRBA's ``M`` (models with mimic joints)."""
+    M = crba(model, q, be=be)[0]
+    be.mark("crba", M)
+    return ldlt_solve(ldlt_factor(M, be), rhs, be)

@@ -16,7 +16,9 @@ kept per dof, so only structural non-zeros are computed:
    ``A_i = A'_i + S_i M^-1[i, j]``;
 3. the lower triangle is the upper one mirrored.
 
-Valid for any numbering with ``parent[i] < i``.  Shapes: q (nq,1) -> Minv (nv,nv).
+Valid for any numbering with ``parent[i] < i``.  With mimic joints (``gen.model``) the
+recursion does not apply: ``M^-1`` is the dense LDL^T solve of CRBA's ``M`` against the
+identity (:func:`~gen.algorithms.aba.mimic_solve`).  Shapes: q (nq,1) -> Minv (nv,nv).
 """
 from __future__ import annotations
 
@@ -31,12 +33,15 @@ from ..spatial import (
     inv_motion,
     parent_transform,
 )
-from .aba import articulated_inertia, null_axis
+from .aba import articulated_inertia, mimic_solve, null_axis
 from .dense import ldlt_factor, ldlt_solve
 
 
 def minv(model: Model, q, *, be):
     n, nv = model.nbodies, model.nv
+    if model.has_mimic:
+        Minv = mimic_solve(model, q, be.eye(nv), be)
+        return (0.5 * (Minv + Minv.T),)
     S = subspaces(model, be)
     Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
@@ -95,6 +100,10 @@ def _pivot_solver(body, D, be):
 
 
 def pinocchio_minv(pin, pm, pd, q, **_):
-    """Pinocchio's ``computeMinverse`` (upper triangle), symmetrised."""
+    """Pinocchio's ``computeMinverse`` (upper triangle), symmetrised; with mimic joints
+    (which it refuses) the inverse of its ``crba``."""
+    if len(pm.mimicking_joints) > 0:
+        M = np.array(pin.crba(pm, pd, q))
+        return np.linalg.inv(np.triu(M) + np.triu(M, 1).T)
     M = np.array(pin.computeMinverse(pm, pd, q))
     return np.triu(M) + np.triu(M, 1).T

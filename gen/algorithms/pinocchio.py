@@ -8,6 +8,9 @@ conditions under which each is a valid reference are the row's
 :class:`~gen.algorithms.registry.PinocchioRef` flags.
 
 * ``crba``: Pinocchio fills the upper triangle; it is symmetrised.
+* ``aba`` and ``minv`` on a model with mimic joints, which Pinocchio's ``aba`` and
+  ``computeMinverse`` refuse: ``M^-1 (tau - nle)`` and ``M^-1`` from its ``crba`` and
+  ``nonLinearEffects`` (NumPy's dense solve).
 * ``ltdl``: Pinocchio's ``M = U D U^T`` is rbdgen's ``L^T D L`` with ``L = U^T``;
   ``ltl``: ``L = sqrt(D) U^T``.
 * Constraints become ``pin.RigidConstraintModel`` with ``reference_frame = LOCAL``,
@@ -48,7 +51,13 @@ def crba(pin, pm, pd, q, **_):
     return symmetrise(np.array(pin.crba(pm, pd, q)))
 
 
+def has_mimic(pm) -> bool:
+    return len(pm.mimicking_joints) > 0
+
+
 def aba(pin, pm, pd, q, v, tau, **_):
+    if has_mimic(pm):
+        return np.linalg.solve(crba(pin, pm, pd, q), tau - nle(pin, pm, pd, q, v))
     return np.array(pin.aba(pm, pd, q, v, tau))
 
 

@@ -113,11 +113,13 @@ class PinocchioRef:
     ``joint1_only`` -- it reads only joint1's side of a constraint (none when frame A
     is on the world); ``unit_weights`` -- it has no per-constraint weights;
     ``iterate`` -- it is the K-th proximal iterate (a tolerance-driven run has none);
-    ``converged`` -- it is a converged solution: NumPy runs with these options."""
+    ``converged`` -- it is a converged solution: NumPy runs with these options;
+    ``mimic`` -- it applies to models with mimic joints (Pinocchio's JointModelMimic)."""
 
     fn: Callable
     call: str
     depth_first: bool = True
+    mimic: bool = False
     joint1_only: bool = False
     unit_weights: bool = False
     iterate: bool = False

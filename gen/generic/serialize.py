@@ -149,12 +149,17 @@ def inertia_params(inertia) -> np.ndarray:
 
 def serialize(model: Model) -> ModelArrays:
     """The struct arrays of ``model``.  The generic C implements the joint kinds of
-    :data:`JOINT_CODES` only; a model with another kind (a spherical joint) is refused."""
+    :data:`JOINT_CODES` only; a model with another kind (spherical, planar, helical) or
+    a mimic joint is refused."""
     bodies = model.bodies
     other = [b for b in bodies if b.kind not in JOINT_CODES]
     if other:
         raise RbdgenError(f"{model.name}: the generic C library has no '{other[0].kind}' joint "
                           f"(joint '{other[0].name}'); the specialized C (gen.build) supports it")
+    mimic = [b for b in bodies if b.mimic is not None]
+    if mimic:
+        raise RbdgenError(f"{model.name}: the generic C library has no mimic joints (joint '{mimic[0].name}'); "
+                          f"the specialized C (gen.build) supports them")
     ints = lambda xs: np.ascontiguousarray(xs, dtype=np.intc)
     flat = lambda xs, n: np.ascontiguousarray(np.reshape(xs, (len(bodies) * n,)) if bodies else np.zeros(0),
                                               dtype=np.float64)
