@@ -334,12 +334,20 @@ def _driver(prefix: str, dt: DriverTrace) -> tuple[list[ca.Function], dict]:
 _UNSET = object()
 
 
-def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET) -> dict:
+def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
+            batch: int | None = None) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
-    precomputed :func:`_opcount` of ``tr`` (computed here when not given)."""
+    precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
+    states per call (a batched kernel, symbol ``..._b<N>``), None for the scalar kernel."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
-    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr))
+    batch = check_batch(batch)
+    if batch and isinstance(tr, DriverTrace):
+        raise RbdgenError("a batched kernel runs a fixed number of iterations in every lane: build it with "
+                          "iterations=K, not a tolerance")
+    if batch and avoid_stack:
+        raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
+    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + (f"_b{batch}" if batch else "")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
     options = _jsonable(tr.options)
@@ -355,6 +363,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     cg_prefix = f"{prefix}_cg"
     oc = _opcount(tr) if opcount is _UNSET else opcount
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver)
+    if batch:
+        fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
              "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
@@ -367,8 +377,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "options": options,
         "layout": "column-major", "header": files["header"], "sources": sources,
         "cdef": files["cdef"], "library": f"lib{prefix}.a",
-        "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)",
+        "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)" if not batch else
+                         "non-finite input (the outputs of the lanes concerned set to NaN)",
                          "-2": "non-finite output"},
+        **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]"} if batch else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -387,8 +399,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
         "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
-        "pkgconfig": f"{prefix}.pc",
-        "kernel_code": _casadi_code(funcs, cg_prefix, avoid_stack),
+        "pkgconfig": f"{prefix}.pc", "batch": batch,
+        "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name()) if batch
+        else _casadi_code(funcs, cg_prefix, avoid_stack),
     }
 
 
@@ -628,10 +641,15 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+#: a batched kernel's own wrapper and kernel file
+BATCH_TEMPLATE_OF = {**TEMPLATE_OF, "wrapper": "wrapper_batch.c.j2", "kernel": "kernel_batch.c.j2"}
+
+
 def render(ctx: dict) -> dict[str, str]:
     """File name -> text for every file of the build folder."""
     env = _environment()
-    return {ctx["files"][key]: env.get_template(tpl).render(ctx) for key, tpl in TEMPLATE_OF.items()}
+    templates = BATCH_TEMPLATE_OF if ctx.get("batch") else TEMPLATE_OF
+    return {ctx["files"][key]: env.get_template(tpl).render(ctx) for key, tpl in templates.items()}
 
 
 @dataclass
@@ -677,15 +695,16 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
-               progress: Callable[[str], None] | None = None, under=None) -> BuildFolder:
+               progress: Callable[[str], None] | None = None, under=None, batch: int | None = None) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
-    options the name does not show (iterations, mu, gains, anchors) never share a folder."""
+    options the name does not show (iterations, mu, gains, anchors) never share a folder.
+    ``batch``: N states per call (see "batched kernels" below)."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
-        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc)
+        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -709,10 +728,12 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
 
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
-         avoid_stack: bool = False, progress=None, **options) -> BuildFolder:
-    """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``."""
+         avoid_stack: bool = False, progress=None, batch: int | None = None, **options) -> BuildFolder:
+    """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
+    (``batch=N``: the batched kernel, N states per call)."""
+    check_batch(batch)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
-    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress)
+    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch)
 
 
 # --- the committed reference set (generated/) --------------------------------------------
