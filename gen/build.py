@@ -240,20 +240,21 @@ class Kernel:
 
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
-          avoid_stack: bool = False, batch: int | None = None, **options) -> Kernel:
+          avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector", **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``; returns a :class:`Kernel`.
 
     ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>-<digest>``);
     ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
     ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
     ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
-    per call (a batched kernel, see the module docstring); other keyword
+    per call (a batched kernel, see the module docstring), ``batch_trig`` its sin and cos
+    ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`); other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
     build the early-exit driver)."""
 
     check_batch(batch)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,
-                        under=cache_dir(cache) / "build", batch=batch)
+                        under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig)
     module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset)

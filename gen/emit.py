@@ -335,10 +335,11 @@ _UNSET = object()
 
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None) -> dict:
+            batch: int | None = None, batch_trig: str = "vector") -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
-    states per call (a batched kernel, symbol ``..._b<N>``), None for the scalar kernel."""
+    states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
+    ``batch_trig="libm"``), None for the scalar kernel."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
@@ -347,7 +348,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                           "iterations=K, not a tolerance")
     if batch and avoid_stack:
         raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
-    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + (f"_b{batch}" if batch else "")
+    if batch_trig not in BATCH_TRIG:
+        raise RbdgenError(f"batch_trig={batch_trig!r}: choose from {', '.join(BATCH_TRIG)}")
+    tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else ""
+    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + tag
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
     options = _jsonable(tr.options)
@@ -380,7 +384,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)" if not batch else
                          "non-finite input (the outputs of the lanes concerned set to NaN)",
                          "-2": "non-finite output"},
-        **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]"} if batch else {}),
+        **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
+            "batch_trig": batch_trig} if batch else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -400,7 +405,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch,
-        "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name()) if batch
+        "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name(), batch_trig) if batch
         else _casadi_code(funcs, cg_prefix, avoid_stack),
     }
 
@@ -438,6 +443,11 @@ def _gains(cset) -> list[dict]:
 
 #: lanes per call a batched kernel accepts: GCC vector types hold a power of two elements
 BATCH_SIZES = (2, 4, 8, 16)
+#: how a batched kernel evaluates sin and cos: "vector" (default; within 2.3e-16 of glibc,
+#: see _batch_trig_code) or "libm" (glibc per lane: with -ffp-contract=off on both, every
+#: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
+#: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
+BATCH_TRIG = ("vector", "libm")
 #: element-wise operations on whole vectors ({0}, {1}: the operands)
 _VECTOR_OPS = {ca.OP_ASSIGN: "{0}", ca.OP_ADD: "{0} + {1}", ca.OP_SUB: "{0} - {1}", ca.OP_MUL: "{0} * {1}",
                ca.OP_DIV: "{0} / {1}", ca.OP_NEG: "-{0}", ca.OP_TWICE: "2. * {0}", ca.OP_SQ: "{0} * {0}",
@@ -556,16 +566,20 @@ static inline {v} {p}_cos({v} x) {{ return {p}_trig(x, 1); }}
 """
 
 
-def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str) -> str:
+def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "vector") -> str:
     """C of ``int <symbol>(const double **arg, double **res)``: the SX function ``f``
-    evaluated on ``lanes`` states at once (see the section comment above)."""
+    evaluated on ``lanes`` states at once (see the section comment above).  ``trig``:
+    "vector" (:func:`_batch_trig_code`) or "libm" (sin and cos per lane, bit for bit the
+    scalar kernel's)."""
+    if trig not in BATCH_TRIG:
+        raise RbdgenError(f"batch_trig={trig!r}: choose from {', '.join(BATCH_TRIG)}")
     if not f.is_a("SXFunction"):
         raise RbdgenError("a batched kernel is emitted from an SX function")
     v = f"{p}_v"
     const: dict[int, str] = {}                 # work slot -> the literal it holds
     used: set[int] = set()
     body: list[str] = []
-    trig = False
+    uses_trig = False
 
     def vec(r):
         return const.get(r, f"w{r}")
@@ -589,8 +603,11 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str) -> str:
             args = [vec(a) for a in ins]
             if all(a in const for a in ins):  # an operation of constants only: one vector operand
                 args[0] = splat(args[0])
-            if op in _TRIG_OPS:
-                trig = True
+            if op in _TRIG_OPS and trig == "libm":
+                arg = const[ins[0]] if ins[0] in const else f"w{ins[0]}[l]"
+                line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_TRIG_OPS[op]}({arg});"
+            elif op in _TRIG_OPS:
+                uses_trig = True
                 line = f"w{r} = {p}_{_TRIG_OPS[op]}({args[0]});"
             else:
                 line = f"w{r} = {_VECTOR_OPS[op].format(*args)};"
@@ -612,7 +629,7 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str) -> str:
             f"static inline {v} {p}_load(const double *x) {{ return *(const {p}_m *)x; }}",
             f"static inline void {p}_store(double *x, {v} y) {{ *({p}_m *)x = y; }}",
             ""]
-    if trig:
+    if uses_trig:
         head += _batch_trig_code(p, lanes).splitlines() + [""]
     lines = [*head,
              f"int {symbol}(const double **arg, double **res)",
@@ -695,16 +712,18 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
-               progress: Callable[[str], None] | None = None, under=None, batch: int | None = None) -> BuildFolder:
+               progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
+               batch_trig: str = "vector") -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
-    ``batch``: N states per call (see "batched kernels" below)."""
+    ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
+    below)."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
-        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch)
+        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -728,12 +747,14 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
 
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
-         avoid_stack: bool = False, progress=None, batch: int | None = None, **options) -> BuildFolder:
+         avoid_stack: bool = False, progress=None, batch: int | None = None, batch_trig: str = "vector",
+         **options) -> BuildFolder:
     """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
     (``batch=N``: the batched kernel, N states per call)."""
     check_batch(batch)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
-    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch)
+    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch,
+                      batch_trig=batch_trig)
 
 
 # --- the committed reference set (generated/) --------------------------------------------
