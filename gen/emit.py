@@ -50,6 +50,21 @@ sub-function; a call with k iterations costs ``setup + k step + finish`` and the
 manifest's ``total`` is the worst case, k = K.  The manifest has ``"iterations": null``,
 ``"tolerance": T`` and ``"max_iter": K``.
 
+Batched kernels
+---------------
+``batch=N`` (``gen.build(..., batch=N)``, ``rbdgen build --batch N``; N = 2, 4, 8, 16)
+emits ``P_b<N>``: one call evaluates N states, every input and output lane-innermost
+(element i of state l at ``x[i*N + l]``).  Its kernel file is not CasADi's code but the
+traced function's SX instruction tape written by :func:`_batch_code` as one GCC
+vector-extension statement per instruction over values of N doubles (``P_b<N>_kernel.c``,
+``kernel_batch.c.j2``), so gcc emits AVX2 / AVX-512 arithmetic directly; sin and cos are
+vectorised (:func:`_batch_trig_code`, within 2.3e-16 of glibc) or, with
+``batch_trig="libm"``, glibc per lane.  The wrapper (``wrapper_batch.c.j2``) voids only
+the lanes whose inputs are not finite.  Fixed iteration counts only (no early-exit
+driver), locals only (no ``avoid_stack``).  Measured on talos (gen.bench.batch,
+``bench/reports/2026-11-25-batched-kernels.md``): aba 4.6x (N = 4) and 8.1x (N = 8) the
+scalar kernel's throughput per state.
+
 Codegen options
 ---------------
 Measured on talos (nv = 50; CasADi 3.8.2, gcc 12.2, ``-march=native``, 2-core x86-64 VM
