@@ -6,7 +6,11 @@ a :class:`Kernel`: callable on NumPy arrays with the same inputs and outputs as
 ``.manifest``, ``.header_path`` and ``.sources``.  With a tolerance (``gen.build(robot,
 "prox_ltl", spec, tol=1e-10, max_iter=50)``) the kernel is the early-exit C driver of
 :mod:`gen.emit` and its call returns ``(ddq, lam, iterations, residual)`` like
-``gen.run(..., tol=1e-10, max_iter=50)``, iteration count included.
+``gen.run(..., tol=1e-10, max_iter=50)``, iteration count included.  With ``batch=N``
+(N = 2, 4, 8, 16) the C evaluates N states per call, lanes innermost (:mod:`gen.emit`,
+"batched kernels"), and the kernel takes stacked states: each input a ``(k, n)`` array
+or a list of k vectors, any k >= 1 (run N at a time, the last call padded with copies of
+the last state), and returns each output with a leading axis of k.
 
 Compiled extensions are cached by a content hash of the sources, header and cdef, the
 compiler flags and the Python/cffi ABI, in ``$RBDGEN_CACHE`` or ``~/.cache/rbdgen``:
@@ -34,7 +38,7 @@ import cffi
 import numpy as np
 
 from .api import check_inputs, get_algorithm, warn_not_converged
-from .emit import emit_trace, timed, trace_for
+from .emit import check_batch, emit_trace, timed, trace_for
 from .errors import RbdgenError
 
 # gen.emit (casadi, jinja2) is imported where it is used, so that importing gen stays
@@ -154,6 +158,8 @@ class Kernel:
         self.symbol: str = self.function["symbol"]
         self.work_size: int = self.function["work_size"]
         self._c = getattr(self.lib, self.symbol)
+        #: states per C call (None: the scalar kernel)
+        self.batch: int | None = self.manifest.get("batch")
 
     @property
     def header_path(self) -> Path:
@@ -185,6 +191,8 @@ class Kernel:
         return self._c(*[self._ptr(a) for a in arrays], *[self._ptr(o) for o in outputs], self._ptr(work))
 
     def __call__(self, *inputs):
+        if self.batch:
+            return self._call_batch(inputs)
         args = check_inputs(self.model, self.algorithm, inputs, self.cset)
         outs = [np.empty(o["size"]) for o in self.function["outputs"]]
         rc = self.call_raw([a.reshape(-1) for a in args], outs)
@@ -197,21 +205,65 @@ class Kernel:
                                                               "max_iter": self.manifest["max_iter"]}, shaped)
         return shaped[0] if len(shaped) == 1 else tuple(shaped)
 
+    def _call_batch(self, inputs):
+        """k stacked states (each input ``(k, n)`` or k vectors) through the N-lane C
+        function: outputs ``(k, size)`` for vectors, ``(k, rows, cols)`` for matrices."""
+        n_lanes = self.batch
+        stacks = []
+        for x in inputs:
+            try:
+                a = np.asarray(x, dtype=float)
+            except (TypeError, ValueError):
+                raise RbdgenError(f"{self.symbol}: every input must be k stacked states (a (k, n) array or a "
+                                  f"list of k vectors)") from None
+            if a.ndim == 3 and a.shape[2] == 1:
+                a = a[:, :, 0]
+            if a.ndim != 2 or a.shape[0] < 1:
+                raise RbdgenError(f"{self.symbol} evaluates {n_lanes} states per call: give each input as a "
+                                  f"(k, n) array or a list of k vectors, got shape {a.shape}")
+            stacks.append(a)
+        k = stacks[0].shape[0] if stacks else 0
+        if len({s.shape[0] for s in stacks}) > 1:
+            raise RbdgenError(f"{self.symbol}: the inputs hold different numbers of states "
+                              f"({', '.join(str(s.shape[0]) for s in stacks)})")
+        # every state checked as gen.run checks it (sizes, finite, unit quaternions)
+        states = [check_inputs(self.model, self.algorithm, [s[j] for s in stacks], self.cset) for j in range(k)]
+        specs = self.function["outputs"]
+        result = [np.empty((k, o["size"])) for o in specs]
+        for start in range(0, k, n_lanes):
+            idx = [min(j, k - 1) for j in range(start, start + n_lanes)]     # pad with the last state
+            # lanes innermost: element i of lane l at [i*N + l], i.e. the transpose of (N, n)
+            args = [np.ascontiguousarray(np.hstack([states[j][i] for j in idx]).reshape(-1, n_lanes))
+                    for i in range(len(stacks))]
+            outs = [np.empty(o["size"] * n_lanes) for o in specs]
+            rc = self.call_raw([a.reshape(-1) for a in args], outs)
+            if rc != 0:
+                raise RbdgenError(f"{self.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
+            take = min(n_lanes, k - start)
+            for r, o in zip(result, outs):
+                r[start:start + take] = o.reshape(-1, n_lanes).T[:take]
+        shaped = [r if spec["cols"] == 1 else r.reshape(k, spec["cols"], spec["rows"]).transpose(0, 2, 1)
+                  for r, spec in zip(result, specs)]
+        return shaped[0] if len(shaped) == 1 else tuple(shaped)
+
 
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
-          avoid_stack: bool = False, **options) -> Kernel:
+          avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector", **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``; returns a :class:`Kernel`.
 
     ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>-<digest>``);
     ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
     ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
-    ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); other keyword
+    ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
+    per call (a batched kernel, see the module docstring), ``batch_trig`` its sin and cos
+    ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`); other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
     build the early-exit driver)."""
 
+    check_batch(batch)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,
-                        under=cache_dir(cache) / "build")
+                        under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig)
     module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset)

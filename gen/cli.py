@@ -260,9 +260,9 @@ def cmd_build(args) -> int:
     opts = _algorithm_options(args.algorithm, args)
     t0 = time.perf_counter()
     k = build(model, args.algorithm, cset, out_dir=args.out, flags=args.flags, prefix=args.prefix,
-              progress=progress, avoid_stack=args.avoid_stack, **opts)
+              progress=progress, avoid_stack=args.avoid_stack, batch=args.batch, **opts)
     f = k.function
-    row = {"symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"),
+    row = {"symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"), "batch": k.batch or 1,
            "work_size": f["work_size"], "folder": str(k.path), "header": k.header_path.name,
            "seconds": round(time.perf_counter() - t0, 2)}
     print(render_table([row], list(row), args.format))
@@ -422,6 +422,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",
                    help="keep intermediates in the caller's work buffer instead of locals")
+    s.add_argument("--batch", type=int, metavar="N",
+                   help="batched kernel: N states per call (2, 4, 8, 16), lanes innermost "
+                        "(element i of state l at [i*N + l]); symbol ..._b<N>")
     s.add_argument("--prefix", help="C symbol of the kernel, its header, library and CMake package (default: "
                                     "rbd_<robot>_<algorithm>[_<constraints>][_v<hash of non-default options>])")
     _common(s)

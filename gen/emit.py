@@ -60,6 +60,21 @@ sub-function; a call with k iterations costs ``setup + k step + finish`` and the
 manifest's ``total`` is the worst case, k = K.  The manifest has ``"iterations": null``,
 ``"tolerance": T`` and ``"max_iter": K``.
 
+Batched kernels
+---------------
+``batch=N`` (``gen.build(..., batch=N)``, ``rbdgen build --batch N``; N = 2, 4, 8, 16)
+emits ``P_b<N>``: one call evaluates N states, every input and output lane-innermost
+(element i of state l at ``x[i*N + l]``).  Its kernel file is not CasADi's code but the
+traced function's SX instruction tape written by :func:`_batch_code` as one GCC
+vector-extension statement per instruction over values of N doubles (``P_b<N>_kernel.c``,
+``kernel_batch.c.j2``), so gcc emits AVX2 / AVX-512 arithmetic directly; sin and cos are
+vectorised (:func:`_batch_trig_code`, within 2.3e-16 of glibc) or, with
+``batch_trig="libm"``, glibc per lane.  The wrapper (``wrapper_batch.c.j2``) voids only
+the lanes whose inputs are not finite.  Fixed iteration counts only (no early-exit
+driver), locals only (no ``avoid_stack``).  Measured on talos (gen.bench.batch,
+``bench/reports/2026-11-25-batched-kernels.md``): aba 4.6x (N = 4) and 8.1x (N = 8) the
+scalar kernel's throughput per state.
+
 Codegen options
 ---------------
 Measured on talos (nv = 50; CasADi 3.8.2, gcc 12.2, ``-march=native``, 2-core x86-64 VM
@@ -113,6 +128,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
@@ -341,12 +357,24 @@ def _driver(prefix: str, dt: DriverTrace) -> tuple[list[ca.Function], dict]:
 _UNSET = object()
 
 
-def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET) -> dict:
+def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
+            batch: int | None = None, batch_trig: str = "vector") -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
-    precomputed :func:`_opcount` of ``tr`` (computed here when not given)."""
+    precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
+    states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
+    ``batch_trig="libm"``), None for the scalar kernel."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
-    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr))
+    batch = check_batch(batch)
+    if batch and isinstance(tr, DriverTrace):
+        raise RbdgenError("a batched kernel runs a fixed number of iterations in every lane: build it with "
+                          "iterations=K, not a tolerance")
+    if batch and avoid_stack:
+        raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
+    if batch_trig not in BATCH_TRIG:
+        raise RbdgenError(f"batch_trig={batch_trig!r}: choose from {', '.join(BATCH_TRIG)}")
+    tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else ""
+    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + tag
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
     options = _jsonable(tr.options)
@@ -362,6 +390,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     cg_prefix = f"{prefix}_cg"
     oc = _opcount(tr) if opcount is _UNSET else opcount
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver)
+    if batch:
+        fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
              "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
@@ -374,11 +404,14 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "options": options,
         "layout": "column-major", "header": files["header"], "sources": sources,
         "cdef": files["cdef"], "library": f"lib{prefix}.a",
-        "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)",
+        "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)" if not batch else
+                         "non-finite input (the outputs of the lanes concerned set to NaN)",
                          "-2": "non-finite output",
                          **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)",
                              "-4": "not converged: max_iter reached with residual > tol (outputs written)"}
                             if driver else {})},
+        **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
+            "batch_trig": batch_trig} if batch else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -397,8 +430,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
         "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
-        "pkgconfig": f"{prefix}.pc",
-        "kernel_code": _casadi_code(funcs, cg_prefix, avoid_stack),
+        "pkgconfig": f"{prefix}.pc", "batch": batch,
+        "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name(), batch_trig) if batch
+        else _casadi_code(funcs, cg_prefix, avoid_stack),
     }
 
 
@@ -417,6 +451,224 @@ def _gains(cset) -> list[dict]:
     return out
 
 
+# --- batched kernels ---------------------------------------------------------------------
+#
+# ``batch=N`` (issue 15 §1): one call evaluates N states, lanes innermost (element i of an
+# input or output of state l at ``x[i*N + l]``).  The kernel is not CasADi's C: the SX
+# instruction tape of the traced function (``instruction_id/input/output/constant``, the
+# tape CasADi's own code generator walks) is written out as straight-line code over GCC
+# vector-extension values of N doubles (``vector_size``; GCC manual, "Using Vector
+# Instructions through Built-in Functions"), one vector statement per instruction.  The
+# compiler maps them to AVX2 (N = 4) or AVX-512 (N = 8) registers as ``-march`` allows,
+# without relying on the auto-vectoriser; CasADi's register allocation (its work slots)
+# is kept, so a slot is one vector local.  +, -, *, / and sqrt are IEEE operations lane by
+# lane, so a lane rounds as the scalar kernel does (up to where gcc contracts a*b+c into
+# an FMA, which it may decide differently for the two).  sin and cos are
+# :func:`_batch_trig_code`'s vectorised routine (libm per lane beyond its range); the other
+# libm functions and the comparisons run per lane in scalar C, as CasADi writes them.
+
+#: lanes per call a batched kernel accepts: GCC vector types hold a power of two elements
+BATCH_SIZES = (2, 4, 8, 16)
+#: how a batched kernel evaluates sin and cos: "vector" (default; within 2.3e-16 of glibc,
+#: see _batch_trig_code) or "libm" (glibc per lane: with -ffp-contract=off on both, every
+#: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
+#: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
+BATCH_TRIG = ("vector", "libm")
+#: element-wise operations on whole vectors ({0}, {1}: the operands)
+_VECTOR_OPS = {ca.OP_ASSIGN: "{0}", ca.OP_ADD: "{0} + {1}", ca.OP_SUB: "{0} - {1}", ca.OP_MUL: "{0} * {1}",
+               ca.OP_DIV: "{0} / {1}", ca.OP_NEG: "-{0}", ca.OP_TWICE: "2. * {0}", ca.OP_SQ: "{0} * {0}",
+               ca.OP_INV: "1. / {0}"}
+#: per-lane scalar C (CasADi's own printing of the operation)
+_LANE_OPS = {ca.OP_SQRT: "sqrt({0})", ca.OP_FABS: "fabs({0})", ca.OP_EXP: "exp({0})", ca.OP_LOG: "log({0})",
+             ca.OP_TAN: "tan({0})", ca.OP_ASIN: "asin({0})", ca.OP_ACOS: "acos({0})", ca.OP_ATAN: "atan({0})",
+             ca.OP_SINH: "sinh({0})", ca.OP_COSH: "cosh({0})", ca.OP_TANH: "tanh({0})",
+             ca.OP_ASINH: "asinh({0})", ca.OP_ACOSH: "acosh({0})", ca.OP_ATANH: "atanh({0})",
+             ca.OP_FLOOR: "floor({0})", ca.OP_CEIL: "ceil({0})", ca.OP_ERF: "erf({0})",
+             ca.OP_EXPM1: "expm1({0})", ca.OP_LOG1P: "log1p({0})",
+             ca.OP_FMAX: "fmax({0}, {1})", ca.OP_FMIN: "fmin({0}, {1})", ca.OP_POW: "pow({0}, {1})",
+             ca.OP_CONSTPOW: "pow({0}, {1})", ca.OP_ATAN2: "atan2({0}, {1})", ca.OP_FMOD: "fmod({0}, {1})",
+             ca.OP_COPYSIGN: "copysign({0}, {1})", ca.OP_HYPOT: "hypot({0}, {1})",
+             ca.OP_LT: "({0} < {1})", ca.OP_LE: "({0} <= {1})", ca.OP_EQ: "({0} == {1})",
+             ca.OP_NE: "({0} != {1})", ca.OP_NOT: "(!{0})", ca.OP_AND: "({0} && {1})",
+             ca.OP_OR: "({0} || {1})", ca.OP_IF_ELSE_ZERO: "({0} ? {1} : 0)"}
+_TRIG_OPS = {ca.OP_SIN: "sin", ca.OP_COS: "cos"}
+#: |x| above which the vectorised sin/cos hand a lane to libm: the reduction's products
+#: k*C1, k*C2 are exact while |k| < 2^21 (k = round(2x/pi), C1, C2 of 32 bits)
+TRIG_LIMIT = 1e6
+
+
+def check_batch(batch) -> int | None:
+    """``batch`` as lanes per call (None: the scalar kernel); a clear error otherwise."""
+    if batch is None:
+        return None
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch not in BATCH_SIZES:
+        raise RbdgenError(f"batch={batch!r}: a batched kernel evaluates 2, 4, 8 or 16 states per call "
+                          f"(batch=None builds the scalar kernel)")
+    return batch
+
+
+def _c_double(x: float) -> str:
+    """A C double literal that reads back as exactly ``x`` (hexadecimal, C99)."""
+    x = float(x)
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    return f"({x.hex()})" if x < 0 or (x == 0 and math.copysign(1.0, x) < 0) else x.hex()
+
+
+def _pi_over_2_parts() -> tuple[float, float, float]:
+    """pi/2 = C1 + C2 + C3 (+ O(2^-118)): C1 and C2 with 32 significant bits (so k*C1 and
+    k*C2 are exact for |k| < 2^21), C3 the rounded rest (Cody & Waite, "Software Manual for
+    the Elementary Functions", 1980, ch. 8).  pi to 50 digits, exact rational arithmetic."""
+    half_pi = Fraction("1.5707963267948966192313216916397514420985846996875529")
+
+    def chop(x: Fraction, bits: int) -> float:
+        e = math.floor(math.log2(x)) if x > 0 else 0
+        scale = Fraction(2) ** (bits - 1 - e)
+        return float(Fraction(math.floor(x * scale)) / scale)
+
+    c1 = chop(half_pi, 32)
+    c2 = chop(half_pi - Fraction(c1), 32)
+    c3 = float(half_pi - Fraction(c1) - Fraction(c2))
+    return c1, c2, c3
+
+
+def _batch_trig_code(p: str, lanes: int) -> str:
+    """``static`` C of ``<p>_sin`` and ``<p>_cos`` on a vector of ``lanes`` doubles.
+
+    x = k pi/2 + r with k = round(2x/pi) (rounded by adding 1.5 * 2^52, whose low mantissa
+    bits then hold k mod 4) and r = ((x - k C1) - k C2) - k C3 (:func:`_pi_over_2_parts`;
+    x - k C1 is exact by Sterbenz' lemma), |r| <= pi/4; sin r and cos r by their Taylor
+    series to r^17 and r^18 (the first term left out is below 1e-19 on |r| <= pi/4),
+    Horner's scheme; the quadrant k mod 4 picks +-sin r or +-cos r by bit masks (cos x =
+    sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin and cos
+    (tests/test_batch.py): within 2.3e-16 absolute on |x| <= 1e6.  Lanes with |x| >
+    :data:`TRIG_LIMIT`, inf or NaN take libm's value."""
+    c1, c2, c3 = _pi_over_2_parts()
+    sin_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(3, 18, 2)]     # r^3 .. r^17
+    cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
+
+    def horner(coeffs):
+        expr = _c_double(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            expr = f"{_c_double(c)} + r2 * ({expr})"
+        return expr
+
+    def splat(c):
+        return "{" + ", ".join([c] * lanes) + "}"
+
+    v, u = f"{p}_v", f"{p}_u64"
+    return f"""/* sin and cos of each lane (see rbdgen's gen/emit.py, _batch_trig_code): Cody-Waite
+ * reduction by pi/2 in three parts, Taylor series on |r| <= pi/4, quadrant by bit masks;
+ * |x| > {TRIG_LIMIT:g}, inf and NaN lanes through libm. */
+static {v} {p}_trig({v} x, int cosine)
+{{
+    const {v} magic = {splat("0x1.8p+52")}, limit = {splat(_c_double(TRIG_LIMIT))};
+    const {u} sign = {splat("0x8000000000000000ULL")};
+    {v} t = x * {_c_double(2 / math.pi)} + magic;   /* low mantissa bits: k = round(2x/pi) */
+    {v} k = t - magic;
+    {v} r = ((x - k * {_c_double(c1)}) - k * {_c_double(c2)}) - k * {_c_double(c3)};
+    {v} r2 = r * r;
+    {v} s = r + (r * r2) * ({horner(sin_c)});
+    {v} c = (1.0 - 0.5 * r2) + (r2 * r2) * ({horner(cos_c)});
+    {u} q = ({u})t + ({u}){splat("(unsigned long long)cosine")};
+    {u} odd = -(q & 1);                         /* all ones in odd quadrants: +-cos r */
+    {u} y = (({u})s & ~odd) | (({u})c & odd);
+    {v} out, ax = ({v})(({u})x & ~sign);
+    {u} far = ({u})(ax <= limit);                /* all ones where the reduction applies */
+    int l, any = 0;
+    y ^= (q & 2) << 62;                         /* quadrants 2, 3: -sin r, -cos r */
+    out = ({v})y;
+    for (l = 0; l < {lanes}; ++l) any |= far[l] == 0;
+    if (any)
+        for (l = 0; l < {lanes}; ++l)
+            if (far[l] == 0) out[l] = cosine ? cos(x[l]) : sin(x[l]);
+    return out;
+}}
+
+static inline {v} {p}_sin({v} x) {{ return {p}_trig(x, 0); }}
+static inline {v} {p}_cos({v} x) {{ return {p}_trig(x, 1); }}
+"""
+
+
+def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "vector") -> str:
+    """C of ``int <symbol>(const double **arg, double **res)``: the SX function ``f``
+    evaluated on ``lanes`` states at once (see the section comment above).  ``trig``:
+    "vector" (:func:`_batch_trig_code`) or "libm" (sin and cos per lane, bit for bit the
+    scalar kernel's)."""
+    if trig not in BATCH_TRIG:
+        raise RbdgenError(f"batch_trig={trig!r}: choose from {', '.join(BATCH_TRIG)}")
+    if not f.is_a("SXFunction"):
+        raise RbdgenError("a batched kernel is emitted from an SX function")
+    v = f"{p}_v"
+    const: dict[int, str] = {}                 # work slot -> the literal it holds
+    used: set[int] = set()
+    body: list[str] = []
+    uses_trig = False
+
+    def vec(r):
+        return const.get(r, f"w{r}")
+
+    def splat(c):
+        return f"(({v}){{" + ", ".join([c] * lanes) + "})"
+
+    for k in range(f.n_instructions()):
+        op, ins, out = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
+        if op == ca.OP_CONST:
+            const[out[0]] = _c_double(f.instruction_constant(k))
+            continue
+        if op == ca.OP_OUTPUT:
+            src = vec(ins[0]) if ins[0] not in const else splat(const[ins[0]])
+            body.append(f"if (res[{out[0]}]) {p}_store(res[{out[0]}] + {out[1] * lanes}, {src});")
+            continue
+        r = out[0]
+        if op == ca.OP_INPUT:
+            line = f"w{r} = {p}_load(arg[{ins[0]}] + {ins[1] * lanes});"
+        elif op in _VECTOR_OPS or op in _TRIG_OPS:
+            args = [vec(a) for a in ins]
+            if all(a in const for a in ins):  # an operation of constants only: one vector operand
+                args[0] = splat(args[0])
+            if op in _TRIG_OPS and trig == "libm":
+                arg = const[ins[0]] if ins[0] in const else f"w{ins[0]}[l]"
+                line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_TRIG_OPS[op]}({arg});"
+            elif op in _TRIG_OPS:
+                uses_trig = True
+                line = f"w{r} = {p}_{_TRIG_OPS[op]}({args[0]});"
+            else:
+                line = f"w{r} = {_VECTOR_OPS[op].format(*args)};"
+        elif op in _LANE_OPS:
+            args = [const[a] if a in const else f"w{a}[l]" for a in ins]
+            line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_LANE_OPS[op].format(*args)};"
+        else:
+            names = {getattr(ca, n): n for n in dir(ca) if n.startswith("OP_")}
+            raise RbdgenError(f"a batched kernel cannot evaluate CasADi operation {names.get(op, op)}")
+        const.pop(r, None)
+        used.add(r)
+        body.append(line)
+    decl = ", ".join(f"w{r}" for r in sorted(used))
+    head = [f"typedef double {v} __attribute__((vector_size({8 * lanes})));",
+            "/* the same for loads and stores at any double-aligned address */",
+            f"typedef double {p}_m __attribute__((vector_size({8 * lanes}), aligned(8), may_alias));",
+            f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));",
+            "",
+            f"static inline {v} {p}_load(const double *x) {{ return *(const {p}_m *)x; }}",
+            f"static inline void {p}_store(double *x, {v} y) {{ *({p}_m *)x = y; }}",
+            ""]
+    if uses_trig:
+        head += _batch_trig_code(p, lanes).splitlines() + [""]
+    lines = [*head,
+             f"int {symbol}(const double **arg, double **res)",
+             "{",
+             *([f"    {v} {decl};"] if decl else []),
+             "    int l;",
+             "    (void)l;",
+             *(f"    {b}" for b in body),
+             "    return 0;",
+             "}"]
+    return "\n".join(lines)
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 TEMPLATE_OF = {"header": "header.h.j2", "wrapper": "wrapper.c.j2", "kernel": "kernel.c.j2",
@@ -432,10 +684,15 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+#: a batched kernel's own wrapper and kernel file
+BATCH_TEMPLATE_OF = {**TEMPLATE_OF, "wrapper": "wrapper_batch.c.j2", "kernel": "kernel_batch.c.j2"}
+
+
 def render(ctx: dict) -> dict[str, str]:
     """File name -> text for every file of the build folder."""
     env = _environment()
-    return {ctx["files"][key]: env.get_template(tpl).render(ctx) for key, tpl in TEMPLATE_OF.items()}
+    templates = BATCH_TEMPLATE_OF if ctx.get("batch") else TEMPLATE_OF
+    return {ctx["files"][key]: env.get_template(tpl).render(ctx) for key, tpl in templates.items()}
 
 
 @dataclass
@@ -481,15 +738,18 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
-               progress: Callable[[str], None] | None = None, under=None) -> BuildFolder:
+               progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
+               batch_trig: str = "vector") -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
-    options the name does not show (iterations, mu, gains, anchors) never share a folder."""
+    options the name does not show (iterations, mu, gains, anchors) never share a folder.
+    ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
+    below)."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
-        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc)
+        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -513,10 +773,14 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
 
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
-         avoid_stack: bool = False, progress=None, **options) -> BuildFolder:
-    """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``."""
+         avoid_stack: bool = False, progress=None, batch: int | None = None, batch_trig: str = "vector",
+         **options) -> BuildFolder:
+    """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
+    (``batch=N``: the batched kernel, N states per call)."""
+    check_batch(batch)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
-    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress)
+    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch,
+                      batch_trig=batch_trig)
 
 
 # --- the committed reference set (generated/) --------------------------------------------

@@ -1,0 +1,181 @@
+"""Batched kernels (issue 15 §1; gen/emit.py "batched kernels", gen/build.py): every lane of
+an N-state call equals the scalar kernel on that state, the vectorised sin/cos against
+libm, the per-lane return codes, the layout, and the refusals."""
+import json
+import math
+import os
+
+import casadi as ca
+import numpy as np
+import pytest
+
+import gen
+from gen.algorithms import ALGORITHMS
+from gen.build import build, compile_cached, compile_flags
+from gen.cli import main as cli_main
+from gen.emit import TRIG_LIMIT, _batch_code
+from gen.errors import RbdgenError
+from tests.named import load_or_skip
+
+LANE_TOL = 1e-14         # relative: max|lane - scalar| / max(1, max|scalar|), the issue's bound
+ALM_LANE_TOL = 1e-7     # constrained_aba at mu = 1e-6, default build: its floor (see its test)
+TRIG_TOL = 2.3e-16       # absolute, vectorised sin/cos against glibc on |x| <= TRIG_LIMIT
+FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+SOLES = "6D:left_sole_link,6D:right_sole_link"
+
+
+@pytest.fixture(scope="session")
+def cache(request):
+    env = os.environ.get("RBDGEN_CACHE")
+    return env if env else str(request.config.cache.mkdir("rbdgen-build"))
+
+
+def relerr(got, ref):
+    return float(np.max(np.abs(np.asarray(got) - np.asarray(ref)))) / max(1.0, float(np.max(np.abs(ref))))
+
+
+def stacked_inputs(model, algorithm, k, rng, cset=None):
+    """k random states per input: q a random configuration (with angles far beyond pi for
+    revolute joints, to exercise the trigonometric reduction), the others normal."""
+    out = []
+    for name, n in ALGORITHMS[algorithm].inputs(model, cset):
+        if name == "q":
+            out.append(np.array([model.random_q(rng) for _ in range(k)]))
+        else:
+            out.append(rng.normal(size=(k, n)))
+    return out
+
+
+def check_lanes(model, algorithm, lanes, cache, spec=None, k=None, tol=LANE_TOL, flags=None,
+                batch_trig="vector", **options):
+    """k states (not a multiple of the lanes: the last call is padded) through the batched
+    kernel equal the scalar kernel state by state to ``tol``; returns the largest difference."""
+    cset = ALGORITHMS[algorithm].constraint_set(model, spec) if spec else None
+    scalar = build(model, algorithm, cset, cache=cache, flags=flags, **options)
+    batched = build(model, algorithm, cset, cache=cache, batch=lanes, flags=flags, batch_trig=batch_trig,
+                    **options)
+    assert batched.batch == lanes and f"_b{lanes}" in batched.symbol
+    rng = np.random.default_rng(lanes + len(algorithm))
+    k = k or lanes + 3
+    ins = stacked_inputs(model, algorithm, k, rng, cset)
+    got = batched(*ins)
+    got = got if isinstance(got, tuple) else (got,)
+    worst = 0.0
+    for j in range(k):
+        ref = scalar(*[x[j] for x in ins])
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        for name, g, r in zip([o["name"] for o in scalar.function["outputs"]], got, ref):
+            assert g[j].shape == np.shape(r), f"{algorithm} output {name}: shape {g[j].shape} vs {np.shape(r)}"
+            e = relerr(g[j], r)
+            assert e <= tol, f"{model.name}/{algorithm} batch={lanes}: state {j} output {name} differs by {e:.3g}"
+            worst = max(worst, e)
+    return worst
+
+
+@pytest.mark.parametrize("lanes", [4, 8])
+@pytest.mark.parametrize("robot", ["ur5", "solo12"])
+@pytest.mark.parametrize("algorithm", ["rnea", "aba", "crba"])
+def test_lanes_equal_scalar_kernel(robot, algorithm, lanes, cache):
+    check_lanes(load_or_skip(robot), algorithm, lanes, cache)
+
+
+@pytest.mark.parametrize("lanes", [4, 8])
+@pytest.mark.parametrize("robot,spec", [("ur5", "6D:tool0"), ("solo12", FEET)])
+def test_constrained_aba_fixed_iterations(robot, spec, lanes, cache):
+    """constrained_aba (K = 3, mu = 1e-6) amplifies a rounding difference by ~1 / (mu
+    lambda_min(M)) (its Floor in the registry; ur5 6D tool0: one ulp in sin/cos or one
+    FMA contraction decided differently moves lam by ~1e-10 relative).  Lanes therefore
+    equal the scalar kernel to 1e-14 when both round alike -- contraction off and libm's
+    sin/cos in the lanes: bit for bit -- and by default (vector sin/cos, gcc's
+    contraction) within ALM_LANE_TOL, the kernel's own floor against NumPy
+    (tests/test_build.py ALM_TOL; measured: ur5 6e-11, solo12 4 feet 1.4e-9)."""
+    model = load_or_skip(robot)
+    exact = check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3,
+                        flags="-O3 -march=native -ffp-contract=off", batch_trig="libm")
+    assert exact == 0.0
+    check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3, tol=ALM_LANE_TOL)
+
+
+def test_talos_aba(cache):
+    check_lanes(load_or_skip("talos"), "aba", 8, cache, k=16)
+
+
+def test_vectorised_sin_cos_against_libm(cache):
+    """The kernel's own sin and cos (gen.emit._batch_trig_code) within TRIG_TOL of glibc's
+    on |x| <= TRIG_LIMIT, including near multiples of pi/2; libm's value beyond, for inf
+    and NaN."""
+    lanes = 8
+    x = ca.SX.sym("x", 1)
+    f = ca.Function("f", [x], [ca.vertcat(ca.sin(x), ca.cos(x))])
+    code = "#include <math.h>\n" + _batch_code(f, "trigtest", lanes, "trigtest_kernel")
+    files = {"trigtest.c": code.encode(), "trigtest.h": b"int trigtest_kernel(const double **arg, double **res);\n"}
+    mod = compile_cached("_rbdgen_trigtest", files, "int trigtest_kernel(const double **arg, double **res);",
+                         "trigtest.h", ["trigtest.c"], compile_flags(), cache=cache, what="compiling the trig test")
+    ffi, lib = mod.ffi, mod.lib
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.uniform(-4, 4, 4000), rng.uniform(-200, 200, 4000),
+                         rng.uniform(-TRIG_LIMIT, TRIG_LIMIT, 4000),
+                         np.arange(-2000, 2000) * (math.pi / 2) + rng.uniform(-1e-9, 1e-9, 4000),
+                         rng.uniform(-1e-6, 1e-6, 800), [0.0, -0.0, 1e-300, math.pi, -math.pi / 2],
+                         [TRIG_LIMIT * 1.5, -3e7, 1e300, math.inf, -math.inf, math.nan, 2.0 ** 60]])
+    xs = np.concatenate([xs, np.zeros((-len(xs)) % lanes)])
+    sins, coss = np.empty_like(xs), np.empty_like(xs)
+    for start in range(0, len(xs), lanes):
+        inp = np.ascontiguousarray(xs[start:start + lanes])
+        out = np.empty(2 * lanes)
+        arg = ffi.new("const double *[1]", [ffi.cast("double *", inp.ctypes.data)])
+        res = ffi.new("double *[1]", [ffi.cast("double *", out.ctypes.data)])
+        lib.trigtest_kernel(arg, res)
+        sins[start:start + lanes], coss[start:start + lanes] = out[:lanes], out[lanes:]
+    finite = np.isfinite(xs)
+    assert np.all(np.isnan(sins[~finite])) and np.all(np.isnan(coss[~finite]))
+    ds = np.abs(sins[finite] - np.sin(xs[finite]))
+    dc = np.abs(coss[finite] - np.cos(xs[finite]))
+    assert ds.max() <= TRIG_TOL and dc.max() <= TRIG_TOL, f"sin {ds.max():.3g}, cos {dc.max():.3g}"
+
+
+def test_layout_and_nonfinite_lane(cache):
+    """Lanes innermost (element i of state l at [i*N + l]); a NaN in one lane's input
+    voids that lane only (RBDGEN_ERR_NONFINITE_INPUT), the other lanes are computed."""
+    model = load_or_skip("ur5")
+    lanes = 4
+    scalar = build(model, "rnea", cache=cache)
+    k = build(model, "rnea", cache=cache, batch=lanes)
+    man = k.manifest
+    assert man["batch"] == lanes and man["functions"][0]["inputs"][0] == {"name": "q", "size": model.nq}
+    header = k.header_path.read_text()
+    assert f"#define {k.symbol.upper()}_BATCH {lanes}" in header and "lanes innermost" in header
+    rng = np.random.default_rng(7)
+    q, v, a = stacked_inputs(model, "rnea", lanes, rng)
+    ins = [np.ascontiguousarray(x.T).reshape(-1) for x in (q, v, a)]
+    ins[1][2 * lanes + 1] = math.nan                       # element 2 of v in lane 1
+    out = np.empty(model.nv * lanes)
+    assert k.call_raw(ins, [out]) == -1
+    tau = out.reshape(model.nv, lanes)
+    assert np.all(np.isnan(tau[:, 1]))
+    for lane in (0, 2, 3):
+        assert relerr(tau[:, lane], scalar(q[lane], v[lane], a[lane])) <= LANE_TOL
+
+
+def test_refusals(cache):
+    model = gen.load_robot("chain:3")
+    for bad in (1, 3, 32, "8"):
+        with pytest.raises(RbdgenError, match="states per call"):
+            build(model, "aba", cache=cache, batch=bad)
+    solo = load_or_skip("solo12")
+    with pytest.raises(RbdgenError, match="fixed number of iterations"):
+        build(solo, "prox_ltl", FEET, cache=cache, batch=4, tol=1e-10, max_iter=20)
+    with pytest.raises(RbdgenError, match="avoid_stack"):
+        build(model, "aba", cache=cache, batch=4, avoid_stack=True)
+    k = build(model, "aba", cache=cache, batch=4)
+    with pytest.raises(RbdgenError, match=r"\(k, n\)"):
+        k(np.zeros(3), np.zeros(3), np.zeros(3))
+
+
+def test_cli_batch(tmp_path, capsys):
+    assert cli_main(["build", "chain:3", "-a", "rnea", "--batch", "8", "--out", str(tmp_path / "k"),
+                     "--format", "json", "--quiet"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["symbol"] == "rbd_chain3_rnea_b8" and row["batch"] == 8
+    man = json.loads((tmp_path / "k" / "manifest.json").read_text())
+    assert man["batch"] == 8 and "#pragma" not in (tmp_path / "k" / "rbd_chain3_rnea_b8_kernel.c").read_text()
