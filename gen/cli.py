@@ -71,25 +71,70 @@ class _Progress:
 # --- helpers -------------------------------------------------------------------------------
 
 def _algorithms(spec: str, constraints=None) -> list[str]:
+    """The algorithms of ``-a`` (names, comma lists, ``all``).  ``all`` without a
+    constraint set leaves the constrained algorithms out and says so on stderr."""
     names = []
     for name in spec.split(","):
         name = name.strip()
         if name == "all":
             names += [a for a, alg in ALGORITHMS.items() if constraints or not alg.constrained]
+            if not constraints:
+                left = [a for a, alg in ALGORITHMS.items() if alg.constrained]
+                print(f"rbdgen: note: -a all without -c leaves out the constrained algorithms "
+                      f"({', '.join(left)}); give a constraint set to include them", file=sys.stderr)
         else:
             names.append(get_algorithm(name).name)
     return list(dict.fromkeys(names))
 
 
-def _algorithm_options(algorithm: str, args) -> dict:
-    """``--iterations``, ``--tol``, ``--max-iter``, ``--mu``, ``--restitution`` as algorithm
-    options, checked by the row's one option checker (an option the algorithm does not
-    take is an error naming its options)."""
-    given = {k: v for k in ("iterations", "tol", "max_iter", "mu", "restitution")
-             if (v := getattr(args, k, None)) is not None}
+OPTION_FLAGS = ("iterations", "tol", "max_iter", "mu", "restitution")
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def _given_options(args) -> dict:
+    given = {k: v for k in OPTION_FLAGS if (v := getattr(args, k, None)) is not None}
     if "max_iter" in given and "tol" not in given:
         raise RbdgenError("--max-iter caps the early-exit driver: give it with --tol (or use --iterations K)")
-    return ALGORITHMS[algorithm].check_options(given, spell=lambda k: "--" + k.replace("_", "-"))
+    return given
+
+
+def _algorithm_options(algorithm: str, args) -> dict:
+    """``--iterations``, ``--tol``, ``--max-iter``, ``--mu``, ``--restitution`` as the
+    options of one algorithm, checked by the row's one option checker (an option the
+    algorithm does not take is an error naming its options)."""
+    return ALGORITHMS[algorithm].check_options(_given_options(args), spell=_flag)
+
+
+def _options_of(algorithms: list[str], args) -> dict[str, dict]:
+    """Per algorithm, the options it takes among those given (one algorithm: every given
+    option must be its own); an option none of them takes is an error."""
+    if len(algorithms) == 1:
+        return {algorithms[0]: _algorithm_options(algorithms[0], args)}
+    given = _given_options(args)
+    out = {}
+    for name in algorithms:
+        row = ALGORITHMS[name]
+        out[name] = row.check_options({k: v for k, v in given.items() if any(o.name == k for o in row.options)},
+                                      spell=_flag)
+    unused = [_flag(k) for k in given if not any(k in o for o in out.values())]
+    if unused:
+        raise RbdgenError(f"{', '.join(unused)} applies to none of {', '.join(algorithms)}")
+    return out
+
+
+def _solver_option_args(s) -> None:
+    """The algorithm options shared by opcount, build and verify."""
+    s.add_argument("--iterations", type=int, help="fixed iteration count (proximal solvers; default 3)")
+    s.add_argument("--tol", type=float,
+                   help="early-exit C driver: iterate until |J ddq - a_c*|_inf <= TOL (proximal solvers)")
+    s.add_argument("--max-iter", type=int, help="iteration cap of the driver (with --tol)")
+    s.add_argument("--mu", type=float, help="proximal damping, Pinocchio's sense (Sathya's penalty is 1/mu): "
+                                            "proximal solvers and damped Delassus inverses")
+    s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
+                                                     "(default 0, plastic)")
 
 
 def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:
@@ -249,7 +294,7 @@ def cmd_opcount(args) -> int:
     model = _load(args)
     cset = constraint_set(model, args)
     algorithms = _algorithms(args.algorithm, cset)
-    print(render_opcount(model, algorithms, args.format, constraints=cset))
+    print(render_opcount(model, algorithms, args.format, constraints=cset, options_of=_options_of(algorithms, args)))
     return 0
 
 
@@ -276,11 +321,12 @@ def _load(args, robot=None):
 
 def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list[dict]:
     rows = []
+    options_of = _options_of(algorithms, args)
     for name in algorithms:
         cons = cset if ALGORITHMS[name].constrained else None
         t0 = time.perf_counter()
         out_dir = None if out_root is None else Path(out_root) / name
-        k = build(model, name, cons, out_dir=out_dir, flags=args.flags, progress=progress)
+        k = build(model, name, cons, out_dir=out_dir, flags=args.flags, progress=progress, **options_of[name])
         build_s = time.perf_counter() - t0
         with timed(progress, f"verify {model.name}/{name} on {args.samples} random states"):
             w = verify_kernel(k, args.samples, args.seed)
@@ -403,6 +449,7 @@ def parser() -> argparse.ArgumentParser:
     _robot_args(s)
     s.add_argument("--algorithm", "-a", default="all", help="algorithm name, comma list, or 'all' (default)")
     _constraint_args(s)
+    _solver_option_args(s)
     _common(s)
     s.set_defaults(func=cmd_opcount)
 
@@ -410,14 +457,7 @@ def parser() -> argparse.ArgumentParser:
     _robot_args(s)
     s.add_argument("--algorithm", "-a", required=True)
     _constraint_args(s)
-    s.add_argument("--iterations", type=int, help="fixed iteration count (proximal solvers; default 3)")
-    s.add_argument("--tol", type=float,
-                   help="early-exit C driver: iterate until |J ddq - a_c*|_inf <= TOL (proximal solvers)")
-    s.add_argument("--max-iter", type=int, help="iteration cap of the driver (with --tol; default --iterations)")
-    s.add_argument("--mu", type=float, help="proximal damping, Pinocchio's sense (default 1e-6; Sathya's "
-                                            "penalty is 1/mu): proximal solvers and damped Delassus inverses")
-    s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
-                                                     "(default 0, plastic)")
+    _solver_option_args(s)
     s.add_argument("--out", "-o", required=True, help="build folder to write")
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",
@@ -437,6 +477,7 @@ def parser() -> argparse.ArgumentParser:
             _robot_args(s)
             s.add_argument("--algorithm", "-a", default="all", help="algorithm, comma list or 'all' (default)")
             _constraint_args(s)
+            _solver_option_args(s)
         else:
             s.add_argument("--robot", default=DEFAULT_ROBOT, help=f"robot (default: {DEFAULT_ROBOT})")
             s.add_argument("--out", "-o", default="rbdgen-demo", help="folder for the build folders (default: ./rbdgen-demo)")

@@ -566,9 +566,11 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
 
 
 def _frame(model: Model, tok: str, name: str):
-    for f in model.frames:
-        if f.name == name:
-            return f
+    if any(f.name == name for f in model.frames):
+        try:
+            return model.frame(name)              # the one lookup: refuses an ambiguous name
+        except RbdgenError as e:
+            raise RbdgenError(f"constraint '{tok}': {e}") from None
     names = model.frame_names
     close = difflib.get_close_matches(name, names, n=8, cutoff=0.6)
     close += [n for n in names if name.lower() in n.lower() and n not in close][:8 - len(close)]

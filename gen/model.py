@@ -254,9 +254,19 @@ class Model:
         return lam
 
     def frame(self, name: str) -> Frame:
-        for f in self.frames:
-            if f.name == name:
-                return f
+        """The frame called ``name``.  Several frames of one name (a URDF link and a joint
+        may share it) are the same frame when they sit on one body at one placement;
+        otherwise the name is ambiguous and refused, listing them."""
+        found = [f for f in self.frames if f.name == name]
+        if found:
+            f0 = found[0]
+            if any(f.body != f0.body or not np.allclose(f.placement.R, f0.placement.R, rtol=0, atol=1e-12)
+                   or not np.allclose(f.placement.p, f0.placement.p, rtol=0, atol=1e-12) for f in found[1:]):
+                where = "; ".join(f"{f.kind} on {'world' if f.body < 0 else repr(self.bodies[f.body].link)} at "
+                                  f"p = {np.round(np.asarray(f.placement.p, float), 6).tolist()}" for f in found)
+                raise RbdgenError(f"{self.name}: frame name '{name}' is ambiguous ({len(found)} frames: {where}); "
+                                  f"rename one in {self.source or 'the model'}")
+            return f0
         close = [n for n in self.frame_names if name.lower() in n.lower()][:8]
         hint = f"; similar: {', '.join(close)}" if close else f"; {len(self.frames)} frames, see `rbdgen robots --frames {self.name}`"
         raise RbdgenError(f"{self.name}: unknown frame '{name}'{hint}")

@@ -68,18 +68,20 @@ def resolve_algorithms(algorithms, constraints=None) -> list[str]:
     return out
 
 
-def robot_counts(robot, algorithms, constraints=None, **options) -> dict:
-    """Op counts of several algorithms on one robot, as one JSON-ready dict."""
-
+def robot_counts(robot, algorithms, constraints=None, options_of: dict | None = None) -> dict:
+    """Op counts of several algorithms on one robot, as one JSON-ready dict;
+    ``options_of``: algorithm name -> its options (``iterations``, ``mu``, ``tol``, ...)."""
     model = _model(robot)
     rows = {}
     for name in resolve_algorithms(algorithms, constraints):
         cons = constraints if get_algorithm(name).constrained else None
-        r = opcount(model, name, cons, **options)
+        opts = (options_of or {}).get(name, {})
+        r = opcount(model, name, cons, **opts)
         rows[name] = {k: r[k] for k in ("total", "classes", "phases") + (("m",) if "m" in r else ())}
+        if opts:
+            rows[name]["options"] = {k: opts[k] for k in sorted(opts)}
     spec = constraints if constraints is None or isinstance(constraints, str) else str(constraints)
-    return {"robot": model.name, "nq": model.nq, "nv": model.nv, "constraints": spec,
-            "options": {k: options[k] for k in sorted(options)}, "algorithms": rows}
+    return {"robot": model.name, "nq": model.nq, "nv": model.nv, "constraints": spec, "algorithms": rows}
 
 
 def to_csv(data: dict) -> str:
@@ -114,13 +116,14 @@ def to_md(data: dict, stamp: bool = False) -> str:
     return "\n".join(head + [_md_table(["algorithm", *COLUMNS, "phases"], rows, "l" + "r" * len(COLUMNS) + "l")])
 
 
-def render(robot, algorithms, fmt: str = "md", constraints=None, **options) -> str:
+def render(robot, algorithms, fmt: str = "md", constraints=None, options_of: dict | None = None) -> str:
     """The op-count table of ``algorithms`` (names, or ``["all"]``) on ``robot`` in
-    format ``fmt`` (``md``, ``csv`` or ``json``); used by ``rbdgen opcount``."""
+    format ``fmt`` (``md``, ``csv`` or ``json``), each with its options from
+    ``options_of``; used by ``rbdgen opcount``."""
 
     if fmt not in FORMATS:
         raise RbdgenError(f"unknown format '{fmt}' (choose from {', '.join(FORMATS)})")
-    data = robot_counts(robot, algorithms, constraints, **options)
+    data = robot_counts(robot, algorithms, constraints, options_of)
     return {"md": to_md, "csv": to_csv, "json": to_json}[fmt](data)
 
 

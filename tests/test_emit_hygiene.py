@@ -89,3 +89,36 @@ def test_cli_prefix(tmp_path, capsys):
     assert (tmp_path / "k" / "my_rnea.h").exists() and "my_rnea" in capsys.readouterr().out
     assert main(["build", "chain:3", "-a", "rnea", "--prefix", "1bad", "-o", str(tmp_path / "j"), "-q"]) == 2
     assert "not a C identifier" in capsys.readouterr().err
+
+
+@needs_cc
+@pytest.mark.parametrize("robot, algorithm, spec, options", [
+    ("ur5", "aba", None, {}),
+    ("ur5", "crba", None, {"avoid_stack": True}),
+    ("ur5", "constrained_aba", "3D:tool0", {}),
+    ("ur5", "prox_ltl", "3D:tool0", {"tol": 1e-9, "max_iter": 20}),
+])
+def test_c_is_warning_free(tmp_path, robot, algorithm, spec, options):
+    """The emitted C compiles without a warning under -std=c99 -Wall -Wextra -pedantic."""
+    bf = emit(robot, algorithm, spec, out_dir=tmp_path / "k", **options)
+    for src in bf.manifest["sources"]:
+        out = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-O1", "-c",
+                              str(bf.path / src), "-o", str(tmp_path / (src + ".o"))],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, f"{src}: {out.stderr[-2000:]}"
+
+
+@needs_cc
+@pytest.mark.parametrize("spec, options", [(None, {"avoid_stack": True}),
+                                           ("3D:tool0", {"tol": 1e-9, "max_iter": 20})])
+def test_null_work_is_an_error_code_not_a_crash(tmp_path, spec, options):
+    """work == NULL with a non-zero work size: RBDGEN_ERR_INVALID_ARGUMENT (-3), outputs NaN."""
+    model = gen.load_robot("ur5")
+    algorithm = "crba" if spec is None else "prox_ltl"
+    k = gen.build(model, algorithm, spec, out_dir=tmp_path / "k", **options)
+    assert k.work_size > 0
+    rng = np.random.default_rng(1)
+    ins = [model.random_q(rng)] + [rng.normal(size=model.nv) for _ in range(len(k.function["inputs"]) - 1)]
+    outs = [np.zeros(o["size"]) for o in k.function["outputs"]]
+    rc = k._c(*[k._ptr(np.ascontiguousarray(a)) for a in ins], *[k._ptr(o) for o in outs], k.ffi.NULL)
+    assert rc == -3 and all(np.isnan(o).all() for o in outs)

@@ -23,8 +23,9 @@
  *     and every output is filled with NaN;
  *   RBDGEN_ERR_NONFINITE_OUTPUT (-2): an output is NaN or inf (a singular model or
  *     an extreme state); the outputs hold what was computed;
- *   RBDGEN_ERR_INVALID_ARGUMENT (-3): a run-time option out of range (tol < 0 or NaN,
- *     max_iter < 1; early-exit drivers); every output is filled with NaN;
+ *   RBDGEN_ERR_INVALID_ARGUMENT (-3): work is NULL although the work size is not 0, or
+ *     a run-time option is out of range (tol < 0 or NaN, max_iter < 1; early-exit
+ *     drivers); nothing is computed and every output is filled with NaN;
  *   RBDGEN_ERR_NOT_CONVERGED (-4): an early-exit driver stopped at max_iter with a
  *     residual above tol; the outputs hold the last iterate, its iteration count and
  *     its true residual.
