@@ -29,6 +29,7 @@ from opcount.report import render as render_opcount
 
 from . import pinref
 from .algorithms import ALGORITHMS
+from .algorithms.registry import ROUTES
 from .api import get_algorithm, run
 from .backend import NUMPY
 from .bench.cli import add_parser as add_bench_parser
@@ -82,10 +83,10 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
 
 
 def _algorithm_options(algorithm: str, args) -> dict:
-    """``--iterations``, ``--tol``, ``--max-iter``, ``--mu``, ``--restitution`` as algorithm
+    """``--iterations``, ``--tol``, ``--max-iter``, ``--mu``, ``--restitution``, ``--route`` as algorithm
     options, checked by the row's one option checker (an option the algorithm does not
     take is an error naming its options)."""
-    given = {k: v for k in ("iterations", "tol", "max_iter", "mu", "restitution")
+    given = {k: v for k in ("iterations", "tol", "max_iter", "mu", "restitution", "route")
              if (v := getattr(args, k, None)) is not None}
     if "max_iter" in given and "tol" not in given:
         raise RbdgenError("--max-iter caps the early-exit driver: give it with --tol (or use --iterations K)")
@@ -402,6 +403,9 @@ def parser() -> argparse.ArgumentParser:
                                             "penalty is 1/mu): proximal solvers and damped Delassus inverses")
     s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
                                                      "(default 0, plastic)")
+    s.add_argument("--route", choices=ROUTES, help="derivative algorithms: analytical algorithm or automatic "
+                                                   "differentiation of the value algorithm (default: the one "
+                                                   "with fewer operations; the manifest records which)")
     s.add_argument("--out", "-o", required=True, help="build folder to write")
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",

@@ -30,8 +30,8 @@ from .prox_ltl import prox_ltl
 from .prox_ltls import prox_ltls
 from .prox_pv import prox_pv
 from .proximal import constrained_inputs, constrained_outputs
-from .registry import (ALM_FLOOR, ITERATIONS, MU, PROXIMAL, RESTITUTION, Algorithm, Floor, GenericC, Option,  # noqa: F401
-                       PinocchioRef)
+from .registry import (ALM_FLOOR, ITERATIONS, MU, PROXIMAL, RESTITUTION, ROUTE, ADRoute, Algorithm, Floor,  # noqa: F401
+                       GenericC, Option, PinocchioRef)
 from .rnea import nle, rnea
 from .rnea_derivatives import pinocchio_rnea_derivatives, rnea_derivatives
 
@@ -126,12 +126,12 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "partial derivatives of inverse dynamics (dtau/dq, dtau/dv, M), world-frame recursion",
               "Carpentier & Mansard, RSS 2018, Alg. 1", docs=DERIV_DOCS,
               pinocchio=PinocchioRef(pinocchio_rnea_derivatives, "computeRNEADerivatives (M symmetrised)"),
-              generic_note=NO_GENERIC_DERIV),
+              generic_note=NO_GENERIC_DERIV, options=(ROUTE,), ad=ADRoute("rnea", 1)),
     Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv"), "dynamics",
               "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) at a = ddq",
               "Carpentier & Mansard, RSS 2018, §IV", docs=DERIV_DOCS,
               pinocchio=PinocchioRef(pinocchio_aba_derivatives, "computeABADerivatives (Minv symmetrised)"),
-              generic_note=NO_GENERIC_DERIV),
+              generic_note=NO_GENERIC_DERIV, options=(ROUTE,), ad=ADRoute("aba", 1)),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
@@ -175,20 +175,20 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               constrained_derivatives_outputs, "solver",
               "partial derivatives of constrained forward dynamics (ddq and lam w.r.t. q, v, tau) by implicit "
               "differentiation of the KKT conditions at the K-th proximal iterate, Pinocchio's semantics",
-              "Carpentier & Mansard RSS 2018; Carpentier 2021 eq. 18", docs=DERIV_DOCS, options=(ITERATIONS, MU),
+              "Carpentier & Mansard RSS 2018; Carpentier 2021 eq. 18", docs=DERIV_DOCS, options=(ITERATIONS, MU, ROUTE),
               pinocchio=PinocchioRef(pinocchio_constraint_derivatives,
                                      "constraintDynamics (K iterations, same mu) + computeConstraintDynamicsDerivatives",
                                      joint1_only=True, **SOLVER_REF),
-              generic_note=NO_GENERIC_DERIV),
+              generic_note=NO_GENERIC_DERIV, ad=ADRoute("constrained_aba", 2)),
     Algorithm("impulse_derivatives", impulse_derivatives, impulse_inputs, impulse_derivatives_outputs, "event",
               "partial derivatives of the impact map (v_plus and impulse w.r.t. q, v_minus) by implicit "
               "differentiation of M (v+ - v-) = J^T impulse, J v+ = -e J v-",
               "Carpentier & Mansard RSS 2018; Tedrake 2012 §3.2", docs=DERIV_DOCS,
-              options=(ITERATIONS, MU, RESTITUTION),
+              options=(ITERATIONS, MU, RESTITUTION, ROUTE),
               pinocchio=PinocchioRef(pinocchio_impulse_derivatives,
                                      "impulseDynamics (exact) + computeImpulseDynamicsDerivatives (ddq_dv + I)",
                                      joint1_only=True, unit_weights=True, converged={"iterations": 30}),
-              generic_note=NO_GENERIC_DERIV),
+              generic_note=NO_GENERIC_DERIV, ad=ADRoute("impulse", 2)),
     Algorithm("delassus", delassus, delassus_inputs("delassus"), matrix_output("Delassus"), "delassus",
               "Delassus matrix J M^-1 J^T by CRBA, sparse LTDL and sparse back-substitution",
               "Featherstone 2005 §5", docs=DELASSUS_DOC, pinocchio=DELASSUS_REF,
