@@ -249,7 +249,8 @@ int pinshim_last_iterations(const pinshim *s, int family)
 static void copy_vec(const Eigen::VectorXd &x, double *out) { std::memcpy(out, x.data(), sizeof(double) * x.size()); }
 
 /* Full symmetric n x n, row-major, from Pinocchio's upper triangle. */
-static void copy_sym_upper(const Eigen::MatrixXd &M, double *out)
+template <typename Mat>
+static void copy_sym_upper(const Eigen::MatrixBase<Mat> &M, double *out)
 {
     const Eigen::Index n = M.rows();
     for (Eigen::Index i = 0; i < n; ++i)
@@ -257,8 +258,9 @@ static void copy_sym_upper(const Eigen::MatrixXd &M, double *out)
             out[i * n + j] = (j >= i) ? M(i, j) : M(j, i);
 }
 
-/* Any rows x cols matrix, row-major. */
-static void copy_mat(const Eigen::MatrixXd &A, double *out)
+/* Any rows x cols matrix (Pinocchio stores some derivatives row-major), row-major. */
+template <typename Mat>
+static void copy_mat(const Eigen::MatrixBase<Mat> &A, double *out)
 {
     for (Eigen::Index i = 0; i < A.rows(); ++i)
         for (Eigen::Index j = 0; j < A.cols(); ++j)
@@ -316,12 +318,15 @@ void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impu
 void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym)
 {
     const pin::Data &d = *s->data;
-    if (dq)
-        copy_mat(aba ? d.ddq_dq : d.dtau_dq, dq);
-    if (dv)
-        copy_mat(aba ? d.ddq_dv : d.dtau_dv, dv);
-    if (sym)
-        copy_sym_upper(aba ? d.Minv : d.M, sym);
+    if (aba) {
+        if (dq) copy_mat(d.ddq_dq, dq);
+        if (dv) copy_mat(d.ddq_dv, dv);
+        if (sym) copy_sym_upper(d.Minv, sym);
+    } else {
+        if (dq) copy_mat(d.dtau_dq, dq);
+        if (dv) copy_mat(d.dtau_dv, dv);
+        if (sym) copy_sym_upper(d.M, sym);
+    }
 }
 
 /* computeConstraintDynamicsDerivatives' outputs (family FAM_CDD) or, impulse != 0,
@@ -342,10 +347,12 @@ void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse,
         if (out[3]) copy_mat(d.dlambda_dv, out[3]);
         return;
     }
-    const Eigen::MatrixXd *m[6] = {&d.ddq_dq, &d.ddq_dv, &d.ddq_dtau, &d.dlambda_dq, &d.dlambda_dv, &d.dlambda_dtau};
-    for (int k = 0; k < 6; ++k)
-        if (out[k])
-            copy_mat(*m[k], out[k]);
+    if (out[0]) copy_mat(d.ddq_dq, out[0]);
+    if (out[1]) copy_mat(d.ddq_dv, out[1]);
+    if (out[2]) copy_mat(d.ddq_dtau, out[2]);
+    if (out[3]) copy_mat(d.dlambda_dq, out[3]);
+    if (out[4]) copy_mat(d.dlambda_dv, out[4]);
+    if (out[5]) copy_mat(d.dlambda_dtau, out[5]);
 }
 
 }  /* extern "C" */
