@@ -93,7 +93,7 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
     ``casadi.jacobian(y, x)``; for ``x = q`` composed with the tangent map
     ``T(q) = d integrate(q, d)/dd`` at 0 (:func:`gen.configuration.tangent_map`), since
     ``d/dd y(integrate(q, d)) = dy/dq T(q)`` (chain rule; Pinocchio's tangent-space
-    convention).  Phases: ``value`` (the value outputs), then the Jacobians."""
+    convention).  Phases: ``value`` (the value outputs), ``jacobian``."""
     value = get_algorithm(algo.ad.value)
     tr = _trace_fn(model, value, cset, algo.fn_options(options))
     ins = [s for _, s in tr.inputs]
@@ -104,7 +104,7 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
     names = [n for n, _, _ in algo.outputs(model, cset)]
     if len(names) != len(outs):
         raise RuntimeError(f"{algo.name}: {len(outs)} Jacobians of {value.name} for {len(names)} outputs")
-    exprs, phases = _cse(outs, [("value", values)])
+    exprs, phases = _cse(outs, [("value", values), ("jacobian", outs)])
     return Trace(model, algo, cset, dict(options), tr.inputs, list(zip(names, exprs)), phases)
 
 
