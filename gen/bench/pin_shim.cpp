@@ -249,6 +249,7 @@ int pinshim_last_iterations(const pinshim *s, int family)
 static void copy_vec(const Eigen::VectorXd &x, double *out) { std::memcpy(out, x.data(), sizeof(double) * x.size()); }
 
 /* Full symmetric n x n, row-major, from Pinocchio's upper triangle. */
+extern "C++" {   /* templates inside the extern "C" block */
 template <typename Mat>
 static void copy_sym_upper(const Eigen::MatrixBase<Mat> &M, double *out)
 {
@@ -266,6 +267,7 @@ static void copy_mat(const Eigen::MatrixBase<Mat> &A, double *out)
         for (Eigen::Index j = 0; j < A.cols(); ++j)
             out[i * A.cols() + j] = A(i, j);
 }
+}  /* extern "C++" */
 
 void pinshim_detail_fetch_tau(const pinshim *s, double *out) { copy_vec(s->data->tau, out); }
 void pinshim_detail_fetch_nle(const pinshim *s, double *out) { copy_vec(s->data->nle, out); }
