@@ -74,7 +74,9 @@ def run(robot, algorithm: str, *inputs, constraints=None, **options):
     """Evaluate ``algorithm`` on ``robot`` with the NumPy backend.  Vectors come back 1-D,
     matrices 2-D; several outputs come back as a tuple.  Inputs, options
     (:meth:`~gen.algorithms.registry.Algorithm.check_options`) and constraints
-    (required by the constrained algorithms, refused by the others) are checked."""
+    (required by the constrained algorithms, refused by the others) are checked.  A
+    derivative row's ``route`` selects the traced graph (:func:`gen.trace.trace`); the
+    NumPy path is always the row's analytical algorithm."""
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
@@ -82,7 +84,7 @@ def run(robot, algorithm: str, *inputs, constraints=None, **options):
     args = check_inputs(model, algo, inputs, cset)
     extra = {"cset": cset} if algo.constrained else {}
     with np.errstate(all="ignore"):          # a non-finite result is refused below, with its name
-        outs = algo.fn(model, *args, be=NUMPY, **extra, **options)
+        outs = algo.fn(model, *args, be=NUMPY, **extra, **algo.fn_options(options))
     for (name, _, _), o in zip(algo.outputs(model, cset), outs):
         if not np.all(np.isfinite(o)):
             raise RbdgenError(f"{algo.name} on {model.name}: output '{name}' is NaN or inf "

@@ -29,6 +29,7 @@ from opcount.report import render as render_opcount
 
 from . import pinref
 from .algorithms import ALGORITHMS
+from .algorithms.registry import ROUTES
 from .api import get_algorithm, run
 from .backend import NUMPY
 from .bench.cli import add_parser as add_bench_parser
@@ -87,7 +88,7 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-OPTION_FLAGS = ("iterations", "tol", "max_iter", "mu", "restitution")
+OPTION_FLAGS = ("iterations", "tol", "max_iter", "mu", "restitution", "route")
 
 
 def _flag(option: str) -> str:
@@ -135,6 +136,9 @@ def _solver_option_args(s) -> None:
                                             "proximal solvers and damped Delassus inverses")
     s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
                                                      "(default 0, plastic)")
+    s.add_argument("--route", choices=ROUTES, help="derivative algorithms: analytical algorithm or automatic "
+                                                   "differentiation of the value algorithm (default: the one "
+                                                   "with fewer operations; the manifest records which)")
 
 
 def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:

@@ -6,6 +6,13 @@ backend, from which :mod:`opcount` attributes operations to phases and :mod:`gen
 generates C.  Structure (parents, joint kinds, constraint placement, iteration counts)
 is resolved here, at trace time, which is what makes the emitted code robot-specific.
 
+A derivative row (``Algorithm.ad``) has two routes to the same matrices, option
+``route``: ``"analytical"`` traces the row's own algorithm, ``"ad"`` takes CasADi's
+symbolic Jacobian of the traced value algorithm (:func:`trace_ad`, the hook through
+which automatic differentiation enters; algorithms never import casadi).  Without the
+option both are traced and the one with fewer operations is kept; ``Trace.route``
+records the route used, why, and both operation counts (the manifest carries it).
+
 ``trace_driver(model, "prox_ltl", cset, tol=1e-10, max_iter=50)`` traces a proximal
 solver for the early-exit C driver (DESIGN §3.3) as three functions, see
 :class:`DriverTrace`.
@@ -21,6 +28,7 @@ from .algorithms import Algorithm
 from .algorithms.proximal import ProximalSolver, norm_inf
 from .api import get_algorithm
 from .backend import SXBackend
+from .configuration import tangent_map
 from .errors import RbdgenError
 from .model import Model
 
@@ -34,6 +42,10 @@ class Trace:
     inputs: list[tuple[str, ca.SX]]
     outputs: list[tuple[str, ca.SX]]
     phases: list[tuple[str, list[ca.SX]]] = field(default_factory=list)
+    #: a derivative row's route: {"used": "analytical" | "ad", "chosen": "fewer operations"
+    #: | "requested", "ops": {"analytical": n, "ad": n}, "ad_of": value algorithm}; None
+    #: for the other rows
+    route: dict | None = None
 
     def function(self, name: str | None = None) -> ca.Function:
         """The whole algorithm as one ``casadi.Function`` (inputs -> outputs)."""
@@ -53,15 +65,65 @@ def _cse(outputs: list, phases: list) -> tuple[list[ca.SX], list[tuple[str, list
     return merged[:len(outputs)], [(name, [next(rest) for _ in vals]) for name, vals in phases]
 
 
-def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Trace:
-    algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
+FREE_OPS = frozenset({ca.OP_INPUT, ca.OP_OUTPUT, ca.OP_CONST, ca.OP_PARAMETER})
+
+
+def operations(tr: Trace) -> int:
+    """The operations of the C emitted for ``tr``: the instructions of the tape of
+    ``inputs -> outputs`` (after the trace's CSE) but inputs, outputs and constants
+    (the op counter's total, :func:`opcount.count_trace`)."""
+    f = ca.Function("ops", [s for _, s in tr.inputs], [ca.densify(ca.SX(e)) for _, e in tr.outputs])
+    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
+
+
+def _trace_fn(model: Model, algo: Algorithm, cset, options: dict) -> Trace:
     be = SXBackend()
     syms = [(name, be.sym(name, n)) for name, n in algo.inputs(model, cset)]
     extra = {"cset": cset} if algo.constrained else {}
-    outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **options)
+    outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **algo.fn_options(options))
     names = [n for n, _, _ in algo.outputs(model, cset)]
     exprs, phases = _cse(outs, be.phases)
     return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs)), phases)
+
+
+def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
+    """The AD route of derivative row ``algo`` (:class:`~gen.algorithms.registry.ADRoute`):
+    trace the value algorithm ``algo.ad.value`` with the same options, and for each of
+    its first ``algo.ad.outputs`` outputs ``y`` and each input ``x`` take
+    ``casadi.jacobian(y, x)``; for ``x = q`` composed with the tangent map
+    ``T(q) = d integrate(q, d)/dd`` at 0 (:func:`gen.configuration.tangent_map`), since
+    ``d/dd y(integrate(q, d)) = dy/dq T(q)`` (chain rule; Pinocchio's tangent-space
+    convention).  Phases: ``value`` (the value outputs), ``jacobian``."""
+    value = get_algorithm(algo.ad.value)
+    tr = _trace_fn(model, value, cset, algo.fn_options(options))
+    ins = [s for _, s in tr.inputs]
+    values = [e for _, e in tr.outputs[:algo.ad.outputs]]
+    T = tangent_map(model, ins[0], SXBackend())
+    outs = [ca.mtimes(ca.jacobian(y, x), T) if k == 0 else ca.jacobian(y, x)
+            for y in values for k, x in enumerate(ins)]
+    names = [n for n, _, _ in algo.outputs(model, cset)]
+    if len(names) != len(outs):
+        raise RuntimeError(f"{algo.name}: {len(outs)} Jacobians of {value.name} for {len(names)} outputs")
+    exprs, phases = _cse(outs, [("value", values), ("jacobian", outs)])
+    return Trace(model, algo, cset, dict(options), tr.inputs, list(zip(names, exprs)), phases)
+
+
+def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Trace:
+    """Trace ``algorithm`` on SX symbols.  For a derivative row, ``route`` (option)
+    picks the analytical algorithm or :func:`trace_ad`; both are traced to record their
+    operation counts, and without ``route`` the one with fewer operations is returned
+    (ties: analytical)."""
+    algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
+    if algo.ad is None:
+        return _trace_fn(model, algo, cset, options)
+    requested = options.get("route")
+    routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
+    ops = {name: operations(tr) for name, tr in routes.items()}
+    used = requested or min(routes, key=lambda r: (ops[r], r != "analytical"))
+    tr = routes[used]
+    tr.route = {"used": used, "chosen": "requested" if requested else "fewer operations", "ops": ops,
+                "ad_of": algo.ad.value}
+    return tr
 
 
 # --- the early-exit driver ------------------------------------------------------------------

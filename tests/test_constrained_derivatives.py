@@ -141,3 +141,32 @@ def test_traced_and_compiled_constrained_derivatives_equal_numpy(setname):
             assert rel_err(np.array(o), r) <= SX_TOL, f"{setname} {algo}: SX vs NumPy"
         for o, r in zip(kernel(*ins), ref):
             assert rel_err(o, r) <= C_TOL, f"{setname} {algo}: C vs NumPy"
+
+
+ROUTE_TOL = 1e-8        # AD of the K-th iterate vs implicit differentiation at it (equal at convergence)
+
+
+@pytest.mark.parametrize("setname", ("ur5_3d_tool0", "solo12_3d_4feet"))
+def test_ad_route_equals_analytical_and_pinocchio(setname):
+    """Issue 13 §2: route="ad" (CasADi jacobian of the traced constrained_aba / impulse graph
+    at the same iterations and mu, tangent map for q), compiled, against the analytical
+    kernel and Pinocchio; the impact map at a converged iteration count, as Pinocchio's is
+    an exact solve."""
+    from gen import pinref
+    robot, spec = CONSTRAINED_SETS[setname]
+    model = load_or_skip(robot)
+    pm = pinref.pin_model(model) if pinref.available() else None
+    rng = np.random.default_rng(26)
+    cases = (("constrained_derivatives", {}, 3), ("impulse_derivatives", {"restitution": 0.4, "iterations": 12}, 2))
+    for algo, opts, nin in cases:
+        kernels = {r: gen.build(model, algo, spec, route=r, **opts) for r in ("analytical", "ad")}
+        assert kernels["ad"].manifest["route"]["used"] == "ad"
+        for _ in range(2):
+            ins = _state(model, rng)[:nin]
+            an, ad = kernels["analytical"](*ins), kernels["ad"](*ins)
+            for o_an, o_ad in zip(an, ad):
+                assert rel_err(o_ad, o_an) <= ROUTE_TOL, f"{setname} {algo}: AD vs analytical"
+            if pm is not None:
+                ref = pinref.reference(model, algo, *ins, pmodel=pm, cset=spec, options=opts)
+                for o, r in zip(ad, ref):
+                    assert rel_err(o, r) <= PIN_TOL, f"{setname} {algo}: AD route vs Pinocchio"

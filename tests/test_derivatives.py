@@ -106,3 +106,52 @@ def test_derivatives_through_the_cli(tmp_path, capsys):
     assert (tmp_path / "b" / "rbd_ur5_aba_derivatives.h").is_file()
     assert main(["verify", "ur5", "-a", "rnea_derivatives", "-n", "3", "-q"]) == 0
     assert "ok" in capsys.readouterr().out
+
+
+ROUTE_TOL = 1e-10       # analytical vs AD, compiled, relative to max(1, max|ref|)
+
+
+@pytest.mark.parametrize("name", ("ur5", "solo12"))
+def test_ad_route_equals_analytical_and_pinocchio(name):
+    """Issue 13 §2: route="ad" (CasADi jacobian of the traced rnea / aba graph, tangent
+    map for q) compiles to the analytical kernel's matrices and Pinocchio's; the default
+    build takes the route with fewer operations and the manifest records both counts."""
+    from gen import pinref
+    model = load_or_skip(name)
+    rng = np.random.default_rng(31)
+    pm = pinref.pin_model(model) if pinref.available() else None
+    for algo in ("rnea_derivatives", "aba_derivatives"):
+        kernels = {r: gen.build(model, algo, route=r) for r in ("analytical", "ad")}
+        default = gen.build(model, algo)
+        ops = {r: k.manifest["route"]["ops"][r] for r, k in kernels.items()}
+        assert default.manifest["route"]["used"] == min(ops, key=lambda r: (ops[r], r != "analytical"))
+        assert default.manifest["route"]["chosen"] == "fewer operations"
+        for r, k in kernels.items():
+            assert k.manifest["route"] == {"used": r, "chosen": "requested", "ops": ops,
+                                           "ad_of": algo.replace("_derivatives", "")}
+            assert k.function["opcount"]["total"] == ops[r], f"{name} {algo} {r}: manifest counts disagree"
+        for _ in range(3):
+            q, v, x = _state(model, rng)
+            an, ad = kernels["analytical"](q, v, x), kernels["ad"](q, v, x)
+            for o_an, o_ad in zip(an, ad):
+                assert rel_err(o_ad, o_an) <= ROUTE_TOL, f"{name} {algo}: AD vs analytical"
+            if pm is not None:
+                ref = pinref.reference(model, algo, q, v, x, pmodel=pm)
+                for o, r in zip(ad, ref):
+                    assert rel_err(o, r) <= PIN_TOL, f"{name} {algo}: AD route vs Pinocchio"
+
+
+def test_route_option_is_checked(tmp_path):
+    model = load_or_skip("ur5")
+    with pytest.raises(gen.RbdgenError, match="route"):
+        gen.build(model, "rnea_derivatives", route="numeric")
+    with pytest.raises(gen.RbdgenError, match="no option route"):
+        gen.run(model, "rnea", np.zeros(6), np.zeros(6), np.zeros(6), route="ad")
+    q, v, a = _state(model, np.random.default_rng(2))
+    assert all(np.array_equal(x, y) for x, y in zip(gen.run(model, "rnea_derivatives", q, v, a, route="ad"),
+                                                    gen.run(model, "rnea_derivatives", q, v, a)))
+    assert main(["build", "ur5", "-a", "aba_derivatives", "--route", "ad", "--out", str(tmp_path / "b"), "-q"]) == 0
+    import json
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert manifest["route"]["used"] == "ad" and manifest["options"] == {"route": "ad"}
+    assert "route: automatic differentiation" in (tmp_path / "b" / "rbd_ur5_aba_derivatives.h").read_text()

@@ -46,21 +46,27 @@ COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint accelera
 @dataclass(frozen=True)
 class Option:
     """A keyword option: ``kind`` int or float, the closed (or, with ``open_low``, open
-    at ``low``) range ``[low, high]``, ``default`` (None: absent), a one-line doc."""
+    at ``low``) range ``[low, high]``, ``default`` (None: absent), a one-line doc; or,
+    with ``choices``, ``kind`` str and one of ``choices``."""
 
     name: str
     kind: type
     default: object
-    low: float
+    low: float = -math.inf
     high: float = math.inf
     open_low: bool = False
     doc: str = ""
     floor: str = ""          # why values below ``low`` are refused (an accuracy floor), if so
+    choices: tuple[str, ...] = ()
 
     def check(self, algorithm: str, value, spelled: str | None = None):
         """``value`` converted to ``kind``, or an :class:`RbdgenError` naming the option
         (as ``spelled``, default its name)."""
         what = f"{algorithm}: option {spelled or self.name}={value!r}"
+        if self.choices:
+            if not isinstance(value, str) or value not in self.choices:
+                raise RbdgenError(f"{what} is not one of {', '.join(self.choices)}")
+            return value
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
             raise RbdgenError(f"{what} is not a number")
         x = float(value)
@@ -99,6 +105,27 @@ MAX_ITER = Option("max_iter", int, None, 1, doc="iteration cap with tol")
 RESTITUTION = Option("restitution", float, 0.0, 0.0, 1.0, doc="coefficient of restitution e (0: plastic)")
 PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER)                # the dual formulations
 PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER)        # the augmented-Lagrangian ones
+#: the derivative rows' route (issue 13 §2): the analytical algorithm (the row's ``fn``)
+#: or automatic differentiation of its value algorithm (:class:`ADRoute`); absent, the
+#: trace takes the one with fewer operations (gen.trace.trace)
+ROUTES = ("analytical", "ad")
+ROUTE = Option("route", str, None, choices=ROUTES,
+               doc="analytical | ad (default: the one with fewer operations, decided when tracing)")
+#: options that select the traced graph and are not passed to the row's ``fn``
+TRACE_OPTIONS = frozenset({"route"})
+
+
+@dataclass(frozen=True)
+class ADRoute:
+    """The automatic-differentiation route of a derivative row: CasADi's symbolic
+    Jacobian of the traced graph of the value algorithm ``value`` (its first ``outputs``
+    outputs) with respect to each of its inputs, the q-columns composed with the tangent
+    map of :func:`gen.configuration.tangent_map` (Pinocchio's ``q + d = integrate(q, d)``).
+    The row's outputs are, per value output, the Jacobians in input order.  Taken by
+    :func:`gen.trace.trace` (algorithms never import casadi)."""
+
+    value: str
+    outputs: int
 
 
 # --- references, generic C, tolerances ----------------------------------------------------
@@ -187,6 +214,7 @@ class Algorithm:
     pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
+    ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -195,6 +223,8 @@ class Algorithm:
             raise ValueError(f"{self.name}: unknown reports {set(self.reports) - set(REPORTS)}")
         if self.generic is None and not self.generic_note:
             raise ValueError(f"{self.name}: no generic C and no note saying why")
+        if (self.ad is not None) != (ROUTE in self.options):
+            raise ValueError(f"{self.name}: the route option goes with an AD route, and only with one")
 
     @property
     def constrained(self) -> bool:
@@ -218,6 +248,11 @@ class Algorithm:
             valid = ", ".join(map(spell, known)) or "none"
             raise RbdgenError(f"{self.name} has no option {', '.join(map(spell, unknown))} (options: {valid})")
         return {k: (None if v is None else known[k].check(self.name, v, spell(k))) for k, v in options.items()}
+
+    def fn_options(self, options: dict) -> dict:
+        """``options`` without those that select the traced graph (:data:`TRACE_OPTIONS`):
+        what ``fn`` takes."""
+        return {k: v for k, v in options.items() if k not in TRACE_OPTIONS}
 
     def constraint_set(self, model: Model, constraints) -> ConstraintSet | None:
         """The one constraint resolution: a spec string or a parsed set for a constrained

@@ -91,9 +91,16 @@ IMPLEMENTATIONS = ("specialized", "generic", "pinocchio")
 #: fixed K > 1 has no Pinocchio counterpart and the peer is skipped with that reason
 #: (measured at mu = 1e-4, impulses relative: K = 1 agrees to 2e-11 on solo12's feet and
 #: 3e-12 on talos's soles, K = 3 differs by 1e-4 and 5e-3; converged, 1e-10).
-CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv", "impulse_dynamics")
+#: The derivative rows are timed against Pinocchio's analytical derivatives as a user calls
+#: them: ``computeRNEADerivatives``, ``computeABADerivatives``, ``constraintDynamics`` +
+#: ``computeConstraintDynamicsDerivatives`` (the forward solve the derivatives are taken at,
+#: then the derivatives, timed together as rbdgen's kernel computes both) and
+#: ``impulseDynamics`` + ``computeImpulseDynamicsDerivatives`` (one damped solve, as above).
+CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv", "impulse_dynamics",
+                     "constraint_dynamics_derivatives", "impulse_dynamics_derivatives")
 #: constrained peers that run proximal iterations (their count is reported)
-ITERATIVE_PEERS = ("constraint_dynamics", "contact_aba", "lcaba")
+ITERATIVE_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "constraint_dynamics_derivatives")
+IMPULSE_PEERS = ("impulse_dynamics", "impulse_dynamics_derivatives")
 #: outputs that are bookkeeping, not results: never compared across implementations
 NOT_COMPARED = ("iterations", "residual")
 #: outputs a Pinocchio peer computes differently, so only its other outputs are checked:
@@ -138,10 +145,13 @@ def impulse_peer_settings(manifest: dict, options: dict) -> tuple[float | None, 
 
     if manifest.get("tolerance") is not None:
         return IMPULSE_EXACT_MU, None
-    if manifest.get("iterations") == 1:
+    # the impact map's iteration count is its traced `iterations` output; its derivative
+    # row has none, its `iterations` option is the count
+    iterations = manifest.get("iterations") or options.get("iterations", DEFAULT_ITERATIONS)
+    if iterations == 1:
         return float(options.get("mu", DEFAULT_MU)), None
     return None, (f"Pinocchio's impulseDynamics performs one damped solve (rbdgen's first iterate), not "
-                  f"{manifest.get('iterations')} iterations: benchmark impulse with iterations=1 or a tolerance")
+                  f"{iterations} iterations: benchmark impulse with iterations=1 or a tolerance")
 
 
 def make_states(model, inputs, n: int, seed: int) -> np.ndarray:
@@ -320,7 +330,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         if reason is None and not algo.constrained and not pinref.supports(model, algorithm):
             reason = f"Pinocchio's {peer} needs depth-first joint numbering ({model.name} is not)"
         impulse_mu = None
-        if reason is None and peer == "impulse_dynamics":
+        if reason is None and peer in IMPULSE_PEERS:
             impulse_mu, reason = impulse_peer_settings(man, options)
         if reason is None:
             pmodel = pinshim.pin_model(model)
@@ -465,6 +475,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         "robot": model.name, "algorithm": algorithm,
         "constraints": ctx["constraints"], "nq": model.nq, "nv": model.nv, "m": int(man.get("m") or 0),
         "iterations": man.get("iterations"),
+        "opcount": (fn.get("opcount") or {}).get("total"),
+        **({"route": man["route"]} if man.get("route") else {}),
         "implementations": result_impls, "ratios": ratios, "ratios_paired": paired,
         "skipped": skipped, "verify": verify,
         "settings": {"n_states": n_states, "rounds": rounds, "batch": batch, "warmup": warmup, "seed": seed,

@@ -16,6 +16,10 @@
  *   PINSHIM_PART_CONSTRAINED  constraintDynamics, contactABA, lcaba,
  *                             computeDampedDelassusMatrixInverse
  *   PINSHIM_PART_IMPULSE      impulseDynamics
+ *   PINSHIM_PART_DERIVATIVES  computeRNEADerivatives, computeABADerivatives
+ *   PINSHIM_PART_CONSTRAINED_DERIVATIVES
+ *                             constraintDynamics + computeConstraintDynamicsDerivatives,
+ *                             impulseDynamics + computeImpulseDynamicsDerivatives
  *
  * Timed entry points do exactly Pinocchio's call; results stay in pinocchio::Data
  * unless an output pointer is non-NULL, in which case they are copied out (crba:
@@ -62,6 +66,16 @@
 #if defined(PINSHIM_PART_IMPULSE)
 #include "pinocchio/algorithm/impulse-dynamics.hpp"
 #endif
+#if defined(PINSHIM_PART_DERIVATIVES)
+#include "pinocchio/algorithm/rnea-derivatives.hpp"
+#include "pinocchio/algorithm/aba-derivatives.hpp"
+#endif
+#if defined(PINSHIM_PART_CONSTRAINED_DERIVATIVES)
+#include "pinocchio/algorithm/constrained-dynamics.hpp"
+#include "pinocchio/algorithm/constrained-dynamics-derivatives.hpp"
+#include "pinocchio/algorithm/impulse-dynamics.hpp"
+#include "pinocchio/algorithm/impulse-dynamics-derivatives.hpp"
+#endif
 
 namespace pin = pinocchio;
 
@@ -76,7 +90,7 @@ typedef std::vector<CData, Eigen::aligned_allocator<CData>> CDatas;
 
 /* One Data (and one constraint-data vector) per algorithm family: each family's
  * init routine shapes its Data, so sharing one could let one family disturb another. */
-enum { FAM_CD = 0, FAM_CABA = 1, FAM_LCABA = 2, FAM_DEL = 3, FAM_IMP = 4, NFAM = 5 };
+enum { FAM_CD = 0, FAM_CABA = 1, FAM_LCABA = 2, FAM_DEL = 3, FAM_IMP = 4, FAM_CDD = 5, FAM_IMPD = 6, NFAM = 7 };
 
 struct pinshim {
     pin::Model model;
@@ -201,6 +215,8 @@ int pinshim_init_constraints(pinshim *s, double mu, int max_iter, double accurac
     pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_CD], s->cmodels, s->cdatas[FAM_CD]);
     pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_CABA], s->cmodels, s->cdatas[FAM_CABA]);
     pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_IMP], s->cmodels, s->cdatas[FAM_IMP]);
+    pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_CDD], s->cmodels, s->cdatas[FAM_CDD]);
+    pin::initConstraintDynamics(s->model, *s->cdata_fam[FAM_IMPD], s->cmodels, s->cdatas[FAM_IMPD]);
     pin::computeJointMinimalOrdering(s->model, *s->cdata_fam[FAM_LCABA], s->cmodels);
     pin::initPvDelassus(s->model, *s->cdata_fam[FAM_DEL], s->cmodels);
     s->delassus_inv = Eigen::MatrixXd::Zero(s->m, s->m);
@@ -220,8 +236,9 @@ int pinshim_set_restitution(pinshim *s, double r_coeff)
     return 0;
 }
 
-/* Proximal iterations of the last call of a constrained family (0..4: constraintDynamics,
- * contactABA, lcaba, delassus, impulse). */
+/* Proximal iterations of the last call of a constrained family (0..6: constraintDynamics,
+ * contactABA, lcaba, delassus, impulse, constraintDynamics + derivatives, impulse +
+ * derivatives). */
 int pinshim_last_iterations(const pinshim *s, int family)
 {
     return (family >= 0 && family < NFAM) ? s->settings[family].iter : -1;
@@ -232,13 +249,25 @@ int pinshim_last_iterations(const pinshim *s, int family)
 static void copy_vec(const Eigen::VectorXd &x, double *out) { std::memcpy(out, x.data(), sizeof(double) * x.size()); }
 
 /* Full symmetric n x n, row-major, from Pinocchio's upper triangle. */
-static void copy_sym_upper(const Eigen::MatrixXd &M, double *out)
+extern "C++" {   /* templates inside the extern "C" block */
+template <typename Mat>
+static void copy_sym_upper(const Eigen::MatrixBase<Mat> &M, double *out)
 {
     const Eigen::Index n = M.rows();
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = 0; j < n; ++j)
             out[i * n + j] = (j >= i) ? M(i, j) : M(j, i);
 }
+
+/* Any rows x cols matrix (Pinocchio stores some derivatives row-major), row-major. */
+template <typename Mat>
+static void copy_mat(const Eigen::MatrixBase<Mat> &A, double *out)
+{
+    for (Eigen::Index i = 0; i < A.rows(); ++i)
+        for (Eigen::Index j = 0; j < A.cols(); ++j)
+            out[i * A.cols() + j] = A(i, j);
+}
+}  /* extern "C++" */
 
 void pinshim_detail_fetch_tau(const pinshim *s, double *out) { copy_vec(s->data->tau, out); }
 void pinshim_detail_fetch_nle(const pinshim *s, double *out) { copy_vec(s->data->nle, out); }
@@ -285,6 +314,49 @@ void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impu
         copy_vec(d.impulse_c, impulse);
 }
 
+/* Derivative outputs (row-major): rnea_derivatives (dtau_dq, dtau_dv, M), aba_derivatives
+ * (ddq_dq, ddq_dv, Minv); M and Minv are filled by Pinocchio on and above the diagonal
+ * only: the copy mirrors the upper triangle.  Any pointer may be NULL. */
+void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym)
+{
+    const pin::Data &d = *s->data;
+    if (aba) {
+        if (dq) copy_mat(d.ddq_dq, dq);
+        if (dv) copy_mat(d.ddq_dv, dv);
+        if (sym) copy_sym_upper(d.Minv, sym);
+    } else {
+        if (dq) copy_mat(d.dtau_dq, dq);
+        if (dv) copy_mat(d.dtau_dv, dv);
+        if (sym) copy_sym_upper(d.M, sym);
+    }
+}
+
+/* computeConstraintDynamicsDerivatives' outputs (family FAM_CDD) or, impulse != 0,
+ * computeImpulseDynamicsDerivatives' (FAM_IMPD: its ddq_dv is dv+/dv- - I; the copy adds
+ * I so that it is rbdgen's dvplus_dv).  out: ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv,
+ * dlam_dtau (impulse: dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv); NULL skips. */
+void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse, double **out)
+{
+    const pin::Data &d = *s->cdata_fam[impulse ? FAM_IMPD : FAM_CDD];
+    if (impulse) {
+        if (out[0]) copy_mat(d.ddq_dq, out[0]);
+        if (out[1]) {
+            copy_mat(d.ddq_dv, out[1]);
+            for (int i = 0; i < s->model.nv; ++i)
+                out[1][i * s->model.nv + i] += 1.0;
+        }
+        if (out[2]) copy_mat(d.dlambda_dq, out[2]);
+        if (out[3]) copy_mat(d.dlambda_dv, out[3]);
+        return;
+    }
+    if (out[0]) copy_mat(d.ddq_dq, out[0]);
+    if (out[1]) copy_mat(d.ddq_dv, out[1]);
+    if (out[2]) copy_mat(d.ddq_dtau, out[2]);
+    if (out[3]) copy_mat(d.dlambda_dq, out[3]);
+    if (out[4]) copy_mat(d.dlambda_dv, out[4]);
+    if (out[5]) copy_mat(d.dlambda_dtau, out[5]);
+}
+
 }  /* extern "C" */
 
 #endif /* PINSHIM_PART_CORE */
@@ -298,6 +370,8 @@ void pinshim_detail_fetch_ddq(const pinshim *s, double *out);
 void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq, double *lam);
 void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out);
 void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impulse);
+void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym);
+void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse, double **out);
 }
 
 /* ===================================================================== */
@@ -356,6 +430,36 @@ int pinshim_aba(pinshim *s, const double *q, const double *v, const double *tau,
     PINSHIM_CATCH
 }
 #endif
+
+#if defined(PINSHIM_PART_DERIVATIVES)
+/* (dtau/dq, dtau/dv, M) = computeRNEADerivatives(q, v, a) (Carpentier & Mansard, RSS 2018,
+ * Alg. 1; results in data.dtau_dq, data.dtau_dv, data.M; dq in the tangent space). */
+int pinshim_rnea_derivatives(pinshim *s, const double *q, const double *v, const double *a, double *dtau_dq,
+                             double *dtau_dv, double *M)
+{
+    PINSHIM_TRY
+    const int nq = s->model.nq, nv = s->model.nv;
+    pin::computeRNEADerivatives(s->model, *s->data, CVec(q, nq), CVec(v, nv), CVec(a, nv));
+    if (dtau_dq || dtau_dv || M)
+        pinshim_detail_fetch_derivatives(s, 0, dtau_dq, dtau_dv, M);
+    return 0;
+    PINSHIM_CATCH
+}
+
+/* (dddq/dq, dddq/dv, M^-1) = computeABADerivatives(q, v, tau) (RSS 2018 §IV; results in
+ * data.ddq_dq, data.ddq_dv, data.Minv). */
+int pinshim_aba_derivatives(pinshim *s, const double *q, const double *v, const double *tau, double *ddq_dq,
+                            double *ddq_dv, double *Minv)
+{
+    PINSHIM_TRY
+    const int nq = s->model.nq, nv = s->model.nv;
+    pin::computeABADerivatives(s->model, *s->data, CVec(q, nq), CVec(v, nv), CVec(tau, nv));
+    if (ddq_dq || ddq_dv || Minv)
+        pinshim_detail_fetch_derivatives(s, 1, ddq_dq, ddq_dv, Minv);
+    return 0;
+    PINSHIM_CATCH
+}
+#endif /* PINSHIM_PART_DERIVATIVES */
 
 /* ===================================================================== */
 /*  Constrained algorithms (after pinshim_init_constraints)              */
@@ -459,5 +563,47 @@ int pinshim_impulse_dynamics(pinshim *s, const double *q, const double *v_minus,
     PINSHIM_CATCH
 }
 #endif /* PINSHIM_PART_IMPULSE */
+
+#if defined(PINSHIM_PART_CONSTRAINED_DERIVATIVES)
+/* The derivatives of the constrained forward dynamics as a user gets them from Pinocchio:
+ * constraintDynamics (K proximal iterations at mu, the forward solve the derivatives are
+ * taken at), then computeConstraintDynamicsDerivatives with the same settings (its
+ * proximal solve of the derivative system).  Both calls are timed together (issue 13 §5). */
+int pinshim_constraint_dynamics_derivatives(pinshim *s, const double *q, const double *v, const double *tau,
+                                            double *ddq_dq, double *ddq_dv, double *ddq_dtau, double *dlam_dq,
+                                            double *dlam_dv, double *dlam_dtau)
+{
+    PINSHIM_TRY
+    PINSHIM_NEED_CONSTRAINTS
+    const int nq = s->model.nq, nv = s->model.nv;
+    pin::Data &d = *s->cdata_fam[FAM_CDD];
+    pin::constraintDynamics(s->model, d, CVec(q, nq), CVec(v, nv), CVec(tau, nv), s->cmodels, s->cdatas[FAM_CDD],
+                            s->settings[FAM_CDD]);
+    pin::computeConstraintDynamicsDerivatives(s->model, d, s->cmodels, s->cdatas[FAM_CDD], s->settings[FAM_CDD]);
+    double *out[6] = {ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv, dlam_dtau};
+    pinshim_detail_fetch_constrained_derivatives(s, 0, out);
+    return 0;
+    PINSHIM_CATCH
+}
+
+/* impulseDynamics (one damped solve, see pinshim_impulse_dynamics) then
+ * computeImpulseDynamicsDerivatives at the same restitution and settings. */
+int pinshim_impulse_dynamics_derivatives(pinshim *s, const double *q, const double *v_minus, double *dvplus_dq,
+                                         double *dvplus_dv, double *dimpulse_dq, double *dimpulse_dv)
+{
+    PINSHIM_TRY
+    PINSHIM_NEED_CONSTRAINTS
+    const int nq = s->model.nq, nv = s->model.nv;
+    pin::Data &d = *s->cdata_fam[FAM_IMPD];
+    pin::impulseDynamics(s->model, d, CVec(q, nq), CVec(v_minus, nv), s->cmodels, s->cdatas[FAM_IMPD],
+                         s->restitution, s->settings[FAM_IMPD]);
+    pin::computeImpulseDynamicsDerivatives(s->model, d, s->cmodels, s->cdatas[FAM_IMPD], s->restitution,
+                                           s->settings[FAM_IMPD]);
+    double *out[4] = {dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv};
+    pinshim_detail_fetch_constrained_derivatives(s, 1, out);
+    return 0;
+    PINSHIM_CATCH
+}
+#endif /* PINSHIM_PART_CONSTRAINED_DERIVATIVES */
 
 }  /* extern "C" */
