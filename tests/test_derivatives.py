@@ -154,4 +154,4 @@ def test_route_option_is_checked(tmp_path):
     import json
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["route"]["used"] == "ad" and manifest["options"] == {"route": "ad"}
-    assert "route: automatic differentiation" in (tmp_path / "b" / "rbd_ur5_aba_derivatives.h").read_text()
+    assert "route: automatic differentiation" in (tmp_path / "b" / manifest["header"]).read_text()
