@@ -12,7 +12,7 @@ from gen.configuration import integrate
 from gen.constraints import parse_constraints
 from gen.trace import trace
 from opcount.constrained import CONSTRAINED_SETS
-from tests.named import load_or_skip
+from conftest import load_or_skip, rel_err
 
 PIN_TOL = 1e-8          # relative to max(1, max|ref|)
 REDUNDANT_TOL = 1e-7    # sets with repeated rows: J M^-1 J^T singular, rounding ~ eps / mu
@@ -21,10 +21,6 @@ SX_TOL = 1e-11
 C_TOL = 1e-11
 REDUNDANT = ("talos_6d_soles_x2", "talos_6d_soles_hand_x2")
 CONVERGED = {"iterations": 40}
-
-
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 def _state(model, rng):

@@ -21,9 +21,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import load_or_skip, rel_err
 from random_trees import random_tree
 from test_constrained import states
-from test_constraints import rel_err
 from test_driver import cache  # noqa: F401  (fixture)
 from test_emit import needs_cc
 

@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from named import load_or_skip
+from conftest import load_or_skip
 from pin_models import shim_part_ready
 from test_constraints import (
     HUMANOID_CONTACTS,

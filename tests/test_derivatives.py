@@ -10,7 +10,7 @@ import gen
 from gen.cli import main
 from gen.configuration import integrate
 from gen.trace import trace
-from tests.named import load_or_skip
+from conftest import load_or_skip, rel_err
 
 PIN_TOL = 1e-8          # relative to max(1, max|ref|)
 FD_TOL = 1e-6           # central differences, h = 1e-6, relative to max(1, max|J|)
@@ -19,10 +19,6 @@ SX_TOL = 1e-12
 C_TOL = 1e-12
 NAMED = ("ur5", "panda", "solo12", "anymal_c", "go1", "talos", "icub", "g1")
 SYNTHETIC = ("chain:5", "humanoid30", "fourbar")
-
-
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 def _state(model, rng):

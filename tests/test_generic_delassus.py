@@ -20,7 +20,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from named import load_or_skip
+from conftest import load_or_skip
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 import gen

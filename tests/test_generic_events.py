@@ -22,12 +22,11 @@ import subprocess
 
 import numpy as np
 import pytest
-from named import SOLVERS, load_or_skip
+from conftest import SOLVERS, load_or_skip, rel_err
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 from test_generic_constrained import (
     CANARY,
     check_init_stays_within_iwork,
-    rel_err,
     states,
 )
 from test_unilateral import CASES

@@ -11,10 +11,10 @@ import itertools
 
 import numpy as np
 import pytest
-from named import SOLVERS
+from conftest import SOLVERS, load_or_skip, rel_err
 from random_trees import random_inertia, random_tree
 from test_constrained import states
-from test_constraints import loop_tree, rel_err
+from test_constraints import loop_tree
 from test_driver import loop_in_python
 
 import gen
