@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import load_or_skip
+from conftest import load_or_skip, needs_pin
 from pin_models import shim_part_ready
 from test_constraints import (
     HUMANOID_CONTACTS,
@@ -268,7 +268,7 @@ def pin_reference_model(model):
     return pin_model(model.name) if model.name in NAMED_ROBOTS else to_pinocchio(model)
 
 
-@pytest.mark.skipif(pin is None, reason="pinocchio not installed")
+@needs_pin
 def test_delassus_equals_pinocchio(case):
     from test_constraints import pin_constraints
 

@@ -3,9 +3,10 @@ against Pinocchio's computeMinverse, the identity minv . crba = I, the traced SX
 and the compiled C; and through the CLI (opcount, build, verify) by its registry row alone."""
 import numpy as np
 import pytest
-from conftest import load_or_skip, rel_err
+from conftest import load_or_skip, needs_pin, rel_err
 
 import gen
+from gen import pinref
 from gen.cli import main
 from gen.trace import trace
 
@@ -29,10 +30,9 @@ def test_minv_is_the_inverse_of_crba(name):
         assert err <= IDENTITY_TOL, f"{name}: |Minv M - I| = {err:.1e}"
 
 
+@needs_pin
 @pytest.mark.parametrize("name", NAMED + SYNTHETIC)
 def test_minv_matches_pinocchio(name):
-    pytest.importorskip("pinocchio")
-    from gen import pinref
 
     model = load_or_skip(name)
     pm = pinref.pin_model(model)
