@@ -3,6 +3,7 @@ ABA = CRBA + LTDL solve, RNEA(ABA(tau)) = tau, L^T D L = M with no fill-in outsi
 branch-induced pattern, L^T L = M, the L products against dense algebra."""
 import numpy as np
 import pytest
+from conftest import rel_err
 from random_trees import random_state, random_tree
 
 import gen
@@ -12,10 +13,6 @@ from gen.robots.synthetic import bintree, chain, humanoid30
 
 REL_TOL = 1e-10        # exact algorithms in float64 on well-conditioned random trees
 SEEDS = range(6)
-
-
-def rel_err(x, ref):
-    return np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref)))
 
 
 def models():

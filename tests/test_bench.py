@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 import pytest
-from named import SOLVERS
+from conftest import SOLVERS, needs_pin
 from pin_models import shim_part_ready
 
 import gen
@@ -25,12 +25,10 @@ from gen.bench import harness, report
 SMALL = {"n_states": 8, "rounds": 5, "batch": 10, "warmup": 10, "seed": 0}
 SHIM_TOL = 1e-12          # relative to max(1, max |reference|)
 
-pin_available = True
 try:
     import pinocchio as pin
-except ImportError:       # pragma: no cover - the test extra installs pin
-    pin_available = False
-needs_pin = pytest.mark.skipif(not pin_available, reason="pinocchio (pin) is not installed")
+except ImportError:       # pragma: no cover - the test extra installs pin (needs_pin)
+    pin = None
 
 
 def _check_result(r: dict, impls) -> None:

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import load_or_skip
 
 import gen
 from gen.algorithms import ALGORITHMS
@@ -34,13 +35,6 @@ def relerr(got, ref):
 def inputs_for(model, algorithm, rng, cset=None):
     return [model.random_q(rng) if n == "q" else rng.normal(size=k)
             for n, k in ALGORITHMS[algorithm].inputs(model, cset)]
-
-
-def load_or_skip(robot):
-    try:
-        return gen.load_robot(robot)
-    except RbdgenError as e:
-        pytest.skip(f"{robot}: {e}")
 
 
 def check_against_numpy(kernel, model, algorithm, samples=3, tol=C_TOL, constraints=None, **options):
@@ -90,8 +84,6 @@ CONSTRAINED = {"humanoid30": "6D:left_foot,3D:right_foot", "solo12": "3D:FL_FOOT
 @pytest.mark.parametrize("algorithm,tol", [("prox_ltl", C_TOL), ("prox_pv", C_TOL),
                                            ("prox_ltls", ALM_TOL), ("constrained_aba", ALM_TOL)])
 def test_compiled_constrained_equals_numpy(robot, algorithm, tol, cache):
-    if algorithm not in ALGORITHMS:
-        pytest.skip(f"{algorithm} is not registered")
     model = load_or_skip(robot)
     spec = CONSTRAINED[robot]
     k = gen.build(model, algorithm, spec, cache=cache, iterations=4)

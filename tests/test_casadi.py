@@ -11,17 +11,12 @@ from gen.api import get_algorithm
 from gen.backend import NUMPY
 from gen.configuration import tangent_map
 from gen.errors import RbdgenError
-from tests.named import load_or_skip
+from conftest import load_or_skip, rel_err
 from tests.random_trees import random_tree
 
 AD_TOL = 1e-8          # relative to max(1, max|ref|): AD of the SX graph vs the derivative kernels
 VALUE_TOL = 1e-12
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
-
-
-def rel_err(x, ref):
-    ref = np.asarray(ref, dtype=float)
-    return float(np.max(np.abs(np.asarray(x, dtype=float) - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 def state(model, seed=0):

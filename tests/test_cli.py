@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from named import SOLVERS
+from conftest import HAVE_PIN, SOLVERS, load_or_skip, needs_pin
 
 from gen.cli import main, render_table
-from gen.pinref import available as pinref_available
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,12 +87,7 @@ def test_build(capsys, tmp_path):
 
 
 def test_build_early_exit_driver(capsys, tmp_path):
-    from gen import RbdgenError, load_robot
-
-    try:
-        load_robot("solo12")
-    except RbdgenError as e:
-        pytest.skip(str(e))
+    load_or_skip("solo12")
     spec = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
     rc, out, err = run(capsys, "build", "solo12", "-a", "constrained_aba", "-c", spec, "--tol", "1e-10",
                        "--max-iter", "50", "--out", str(tmp_path / "k"), "--format", "json")
@@ -140,17 +134,10 @@ def test_demo(capsys, tmp_path):
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 DUAL_PIN_TOL = 1e-9      # prox_ltl, prox_pv: the same iterate as Pinocchio (--tol default)
 ALM_PIN_TOL = 1e-6       # prox_ltls, constrained_aba, impulse: the 1/mu rounding floor (gen/cli.py PIN_TOL_FLOOR)
-HAVE_PIN = pinref_available()
-needs_pin = pytest.mark.skipif(not HAVE_PIN, reason="pinocchio not installed")
 
 
 def needs_robot(name):
-    from gen import RbdgenError, load_robot
-
-    try:
-        load_robot(name)
-    except RbdgenError as e:
-        pytest.skip(str(e))
+    load_or_skip(name)
 
 
 def verify_rows(capsys, *argv):

@@ -11,17 +11,16 @@ which bounds their accuracy to ~eps/(mu lambda_min(M)) (~5e-9 at 1e-6 on solo12)
 their tight comparisons run at mu = 1e-4 (see gen/algorithms/proximal.py, "Accuracy")."""
 import numpy as np
 import pytest
-from named import SOLVERS
+from conftest import SOLVERS, load_or_skip, needs_pin, rel_err
 from random_trees import random_tree
 from test_constraints import (
     HUMANOID_CONTACTS,
     HUMANOID_LOOPS,
+    depth_first,
     loop_tree,
     named,
-    needs_pin,
     pin_constraint_dynamics,
     random_state,
-    rel_err,
     to_pinocchio,
 )
 
@@ -70,6 +69,25 @@ def applicable(alg, cset):
     return alg not in WORLD_ONLY or all(c.anchored for c in cset.constraints)
 
 
+def refuses_loop(alg, cset, call) -> bool:
+    """False when ``alg`` handles ``cset``; else asserts that ``call()`` (a world-only
+    solver on a loop between two moving bodies) raises a one-line RbdgenError naming the
+    loop, and returns True."""
+    if applicable(alg, cset):
+        return False
+    with pytest.raises(RbdgenError, match=f"{alg} handles constraints relative to the world only.*"
+                                          "closes a loop between two moving bodies") as e:
+        call()
+    assert "\n" not in str(e.value), f"{alg}: a multi-line refusal: {e.value}"
+    return True
+
+
+def refused(model, alg, cset) -> bool:
+    """:func:`refuses_loop` on ``gen.run`` at a random state."""
+    q, v, tau = random_state(model, np.random.default_rng(0))
+    return refuses_loop(alg, cset, lambda: solve(model, alg, q, v, tau, cset))
+
+
 # (model factory, spec, Kp, Kd, pinocchio can load it)
 CASES = [
     ("humanoid30", humanoid30, HUMANOID_CONTACTS, 0.0, 0.0),
@@ -114,8 +132,8 @@ def states(model, seed, n=2, cset=None):
 @pytest.mark.parametrize("alg", SOLVERS)
 def test_solvers_match_a_dense_kkt_solve(case, alg):
     model, cset = case
-    if not applicable(alg, cset):
-        pytest.skip("loop between moving bodies")
+    if refused(model, alg, cset):
+        return
     for q, v, tau in states(model, 31, cset=cset):
         ddq, lam, K = dense_kkt(model, cset, q, v, tau)
         got = solve(model, alg, q, v, tau, cset, **CONVERGED)
@@ -127,13 +145,10 @@ def test_solvers_match_a_dense_kkt_solve(case, alg):
 @needs_pin
 @pytest.mark.parametrize("alg", SOLVERS)
 def test_solvers_match_pinocchio_on_synthetic_trees(case, alg):
-    from test_constraints import depth_first
-
     model, cset = case
-    if not applicable(alg, cset):
-        pytest.skip("loop between moving bodies")
-    if not depth_first(model):
-        pytest.skip(f"{model.name} is not numbered depth-first, which Pinocchio requires")
+    if refused(model, alg, cset):
+        return
+    assert depth_first(model), f"{model.name} is not numbered depth-first, which Pinocchio requires"
     pm = to_pinocchio(model)
     for q, v, tau in states(model, 32, cset=cset):
         ddq, lam, _, _ = pin_constraint_dynamics(pm, cset, q, v, tau, mu=MU[alg])
@@ -202,8 +217,8 @@ def test_with_no_constraints_each_solver_is_aba(alg, model):
 def test_lambda_fed_back_into_aba_reproduces_ddq(case, alg):
     """M ddq_k + b = tau + J^T lam_k holds at every iterate, converged or not."""
     model, cset = case
-    if not applicable(alg, cset):
-        pytest.skip("loop between moving bodies")
+    if refused(model, alg, cset):
+        return
     for q, v, tau in states(model, 37, cset=cset):
         ddq, lam, _, _ = solve(model, alg, q, v, tau, cset, iterations=2)
         fext = cset.body_forces(model, evaluate(model, cset, q, v), lam.reshape(-1, 1), NUMPY)
@@ -214,8 +229,8 @@ def test_lambda_fed_back_into_aba_reproduces_ddq(case, alg):
 @pytest.mark.parametrize("alg", SOLVERS)
 def test_constraint_residual_vanishes_and_is_reported(case, alg):
     model, cset = case
-    if not applicable(alg, cset):
-        pytest.skip("loop between moving bodies")
+    if refused(model, alg, cset):
+        return
     for q, v, tau in states(model, 38, cset=cset):
         # tol 1e-12: the reported residual is the true |J ddq - a_c*| (issue 12 §2), whose
         # rounding floor on humanoid30 is ~2e-13 for prox_ltl (1e-13 is never reached; the
@@ -239,8 +254,8 @@ SX_CASES = [("humanoid30", HUMANOID_CONTACTS), ("fourbar", "3D:tip~anchor"),
 def test_sx_trace_equals_numpy(robot, spec, alg):
     model = gen.load_robot(robot)
     cset = parse_constraints(model, spec, Kd=1.0)
-    if not applicable(alg, cset):
-        pytest.skip("loop between moving bodies")
+    if refuses_loop(alg, cset, lambda: trace(model, alg, cset, iterations=3, mu=MU[alg])):
+        return
     tr = trace(model, alg, cset, iterations=3, mu=MU[alg])
     assert [n for n, _ in tr.outputs] == ["ddq", "lam", "iterations", "residual"]
     f = tr.function()
@@ -261,10 +276,7 @@ def test_phases_are_named_alike_and_partition_the_ops(alg):
     """The same phase names in the four solvers, one per iteration, each iteration
     non-empty (on talos, tracing's CSE of the outputs alone once left the marks on
     pre-CSE copies and gave iterations 2 and 3 no operations), summing to the total."""
-    try:
-        model = gen.load_robot("talos")
-    except RbdgenError as e:
-        pytest.skip(str(e))
+    model = load_or_skip("talos")
     oc = gen.opcount(model, alg, constraints="6D:left_sole_link,6D:right_sole_link", iterations=3)
     names = [p["name"] for p in oc["phases"]]
     loop = ["iteration_1", "iteration_2", "iteration_3", "acceleration"]

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 import gen
+from gen import pinref
 from gen.backend import NUMPY
 from gen.configuration import integrate
 from gen.constraints import parse_constraints
 from gen.trace import trace
 from opcount.constrained import CONSTRAINED_SETS
-from tests.named import load_or_skip
+from conftest import load_or_skip, needs_pin, rel_err
 
 PIN_TOL = 1e-8          # relative to max(1, max|ref|)
 REDUNDANT_TOL = 1e-7    # sets with repeated rows: J M^-1 J^T singular, rounding ~ eps / mu
@@ -23,18 +24,13 @@ REDUNDANT = ("talos_6d_soles_x2", "talos_6d_soles_hand_x2")
 CONVERGED = {"iterations": 40}
 
 
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
-
-
 def _state(model, rng):
     return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
+@needs_pin
 @pytest.mark.parametrize("setname", list(CONSTRAINED_SETS))
 def test_constrained_derivatives_match_pinocchio(setname):
-    pytest.importorskip("pinocchio")
-    from gen import pinref
 
     robot, spec = CONSTRAINED_SETS[setname]
     model = load_or_skip(robot)
@@ -51,13 +47,12 @@ def test_constrained_derivatives_match_pinocchio(setname):
             assert err <= tol, f"{setname} {name}: {err:.1e} against Pinocchio"
 
 
+@needs_pin
 @pytest.mark.parametrize("setname", [s for s in CONSTRAINED_SETS if s not in REDUNDANT])
 @pytest.mark.parametrize("e", (0.0, 0.4))
 def test_impulse_derivatives_match_pinocchio(setname, e):
     """Pinocchio's impact map is one solve at damping 1e-12: compared with our converged
     iteration (redundant sets excluded: there its single solve is not the minimum-norm map)."""
-    pytest.importorskip("pinocchio")
-    from gen import pinref
 
     robot, spec = CONSTRAINED_SETS[setname]
     model = load_or_skip(robot)

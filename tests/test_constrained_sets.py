@@ -14,6 +14,7 @@ singular (rank-deficient by 18) and a plain solve of it fails.  (talos with both
 duplicated, m = 24, is in tests/test_constrained.py.)"""
 import numpy as np
 import pytest
+from conftest import needs_pin, rel_err
 from test_constrained import (
     ABA_TOL,
     AGREE_DEFAULT_TOL,
@@ -29,7 +30,7 @@ from test_constrained import (
     solve,
     states,
 )
-from test_constraints import named, needs_pin, pin_constraint_dynamics, rel_err
+from test_constraints import named, pin_constraint_dynamics
 
 import gen
 from gen.algorithms.aba import aba

@@ -8,6 +8,7 @@ Also holds the helpers the solver tests share: a Pinocchio twin of a synthetic m
 the Pinocchio constraint models of a ConstraintSet."""
 import numpy as np
 import pytest
+from conftest import load_or_skip, needs_pin, rel_err
 from random_trees import random_rotation, random_tree
 
 import gen
@@ -19,9 +20,8 @@ from gen.robots.synthetic import fourbar, humanoid30
 
 try:
     import pinocchio as pin
-except ImportError:          # the test extra installs it; skip only when absent
+except ImportError:          # the test extra installs it; skip only when absent (needs_pin)
     pin = None
-needs_pin = pytest.mark.skipif(pin is None, reason="pinocchio not installed")
 
 KIN_TOL = 1e-11        # J, drift, a_c*: exact kinematics in float64 (relative; log6 of far placements)
 SX_TOL = 1e-12
@@ -30,21 +30,11 @@ HUMANOID_CONTACTS = "6D:left_foot,6D:right_foot,3D:left_hand,3D:right_hand"
 HUMANOID_LOOPS = "3D:left_hand~right_hand,6D:left_foot~right_hand,6D:torso~left_foot"
 
 
-def rel_err(x, ref):
-    x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
-    if ref.size == 0:
-        return 0.0
-    return float(np.max(np.abs(x.reshape(ref.shape) - ref)) / max(1.0, np.max(np.abs(ref))))
-
-
 # --- shared helpers --------------------------------------------------------------------
 
 def named(name):
     """A named robot and its Pinocchio model, skipping when example-robot-data is absent."""
-    try:
-        model = gen.load_robot(name)
-    except RbdgenError as e:
-        pytest.skip(str(e))
+    model = load_or_skip(name)
     if pin is None:
         return model, None
     from pin_models import pin_model

@@ -21,9 +21,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import load_or_skip, rel_err
 from random_trees import random_tree
 from test_constrained import states
-from test_constraints import rel_err
 from test_driver import cache  # noqa: F401  (fixture)
 from test_emit import needs_cc
 
@@ -63,10 +63,7 @@ def load(robot):
         return humanoid30()
     if robot.startswith("random:"):
         return random_tree(12, int(robot.split(":")[1]))
-    try:
-        return gen.load_robot(robot)
-    except RbdgenError as e:
-        pytest.skip(str(e))
+    return load_or_skip(robot)
 
 
 def exact_kkt(M, J, rhs_dyn, rhs_con):
@@ -107,10 +104,6 @@ def run(model, alg, q, v, tau, cset, **options):
         return gen.run(model, alg, *args, constraints=cset, **options)
 
 
-def applicable(alg, cset):
-    return alg in ("prox_ltl", "prox_ltls") or all(c.anchored for c in cset.constraints)
-
-
 # --- the reported residual --------------------------------------------------------------
 
 @pytest.mark.parametrize("alg", ALL)
@@ -139,8 +132,6 @@ def test_reported_residual_is_the_true_residual(robot, spec, alg):
 def test_tol_with_default_options_matches_the_exact_kkt_solution(robot, spec, alg):
     model = load(robot)
     cset = parse_constraints(model, spec)
-    if not applicable(alg, cset):
-        pytest.skip("loop between moving bodies")
     for q, v, tau in states(model, 41, n=3, cset=cset):
         if delassus_condition(model, cset, q) > MAX_CONDITION:
             continue

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import gen
+from gen import pinref
 from gen.cli import main
 from gen.configuration import integrate
 from gen.trace import trace
-from tests.named import load_or_skip
+from conftest import load_or_skip, needs_pin, rel_err
 
 PIN_TOL = 1e-8          # relative to max(1, max|ref|)
 FD_TOL = 1e-6           # central differences, h = 1e-6, relative to max(1, max|J|)
@@ -21,18 +22,13 @@ NAMED = ("ur5", "panda", "solo12", "anymal_c", "go1", "talos", "icub", "g1")
 SYNTHETIC = ("chain:5", "humanoid30", "fourbar")
 
 
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
-
-
 def _state(model, rng):
     return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
+@needs_pin
 @pytest.mark.parametrize("name", NAMED + SYNTHETIC)
 def test_derivatives_match_pinocchio(name):
-    pytest.importorskip("pinocchio")
-    from gen import pinref
 
     model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
     pm = pinref.pin_model(model)

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import load_or_skip, rel_err
 from random_trees import random_inertia, random_rotation, random_state, random_tree
 
 import gen
@@ -27,6 +28,7 @@ from gen.generic import (
 from gen.generic.binding import load_library
 from gen.generic.serialize import ALGO_IDS, inertia_params
 from gen.model import SE3, Body, Frame, Inertia, Model
+from gen.robots.named import NAMED_ROBOTS
 from gen.robots.synthetic import bintree, chain, fourbar, humanoid30
 
 REL_TOL = 1e-10          # max|x - ref| / max(1, max|ref|), C vs NumPy float64
@@ -34,11 +36,6 @@ N_STATES = 4
 CANARY = -1.2345e300
 RBG_EINPUT, RBG_ESINGULAR, RBG_EMODEL = 1, 2, 4
 MAX_ERR: dict[tuple[str, str], float] = {}      # (model, algorithm) -> worst error seen
-
-
-def rel_err(x, ref) -> float:
-    x, ref = np.asarray(x), np.asarray(ref)
-    return float(np.max(np.abs(x - ref)) / max(1.0, float(np.max(np.abs(ref)))))
 
 
 def prismatic_continuous() -> Model:
@@ -116,32 +113,9 @@ def test_random_trees_match_numpy(model):
     check_against_numpy(model, seed=3)
 
 
-def _require_named(name: str) -> None:
-    """Skip unless gen.robots.named, example-robot-data and this robot's URDF exist."""
-    if name not in _named_robots():
-        pytest.skip("gen.robots.named not available")
-    from gen.robots.named import NAMED_ROBOTS, robots_dir
-
-    try:
-        root = robots_dir()
-    except RbdgenError as e:
-        pytest.skip(str(e))
-    if not (root / NAMED_ROBOTS[name][0]).exists():
-        pytest.skip(f"{name}: URDF not shipped by this example-robot-data")
-
-
-def _named_robots():
-    try:
-        from gen.robots.named import NAMED_ROBOTS
-    except ImportError:
-        return []
-    return list(NAMED_ROBOTS)
-
-
-@pytest.mark.parametrize("name", _named_robots() or ["<none>"])
+@pytest.mark.parametrize("name", list(NAMED_ROBOTS))
 def test_named_robot_matches_numpy(name):
-    _require_named(name)
-    check_against_numpy(gen.load_robot(name), seed=5, n_states=2)
+    check_against_numpy(load_or_skip(name), seed=5, n_states=2)
 
 
 # --- return codes and workspace -----------------------------------------------------------
@@ -307,8 +281,7 @@ def test_model_to_c_in_a_standalone_program(tmp_path, robot):
     """model_to_c output + rbg.c build as strict C99 and reproduce NumPy (talos: the
     largest named robot, when example-robot-data is available)."""
     if robot == "talos":
-        _require_named("talos")
-        model = gen.load_robot("talos")
+        model = load_or_skip("talos")
     else:
         model = prismatic_continuous() if robot == "prismatic_continuous" else humanoid30()
     q, v, a = random_state(model, np.random.default_rng(6))

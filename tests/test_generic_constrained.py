@@ -23,7 +23,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from named import SOLVERS, load_or_skip
+from conftest import SOLVERS, load_or_skip, rel_err
 from test_constrained import states
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 
@@ -52,13 +52,6 @@ RBG_EINPUT, RBG_ESINGULAR, RBG_EMODEL, RBG_ELOOP = 1, 2, 4, 5
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 NAMED = [("ur5", "6D:tool0"), ("solo12", FEET), ("talos", "6D:left_sole_link,6D:right_sole_link")]
 HUMANOID_LOOP = "6D:left_foot,6D:right_foot,3D:left_hand~right_hand"
-
-
-def rel_err(x, ref) -> float:
-    x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
-    if ref.size == 0:
-        return 0.0
-    return float(np.max(np.abs(x - ref)) / max(1.0, float(np.max(np.abs(ref)))))
 
 
 def applicable(alg: str, cset) -> bool:

@@ -9,9 +9,9 @@ import difflib
 import os
 
 import pytest
+from conftest import load_or_skip
 
 from gen.emit import GENERATED_DIR, REFERENCE_SET, render_reference, update_generated
-from gen.errors import RbdgenError
 
 UPDATE = os.environ.get("RBDGEN_UPDATE_GOLDEN") == "1"
 HOW = ("update with `RBDGEN_UPDATE_GOLDEN=1 pytest tests/test_golden.py` "
@@ -19,10 +19,8 @@ HOW = ("update with `RBDGEN_UPDATE_GOLDEN=1 pytest tests/test_golden.py` "
 
 
 def _render_or_skip(robot, algorithm):
-    try:
-        return render_reference(robot, algorithm)
-    except RbdgenError as e:
-        pytest.skip(f"{robot}: {e}")
+    load_or_skip(robot)               # skips a named robot without example-robot-data only
+    return render_reference(robot, algorithm)
 
 
 @pytest.mark.parametrize("robot,algorithm", REFERENCE_SET, ids=[f"{r}-{a}" for r, a in REFERENCE_SET])

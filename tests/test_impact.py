@@ -10,14 +10,13 @@ mu: the map runs constrainedABA's augmented-Lagrangian sweeps, whose rounding fl
 comparisons run at mu = 1e-4, as tests/test_constrained.py does for the ALM solvers."""
 import numpy as np
 import pytest
+from conftest import needs_pin, rel_err
 from test_constrained import states
 from test_constraints import (
     HUMANOID_CONTACTS,
     named,
-    needs_pin,
     pin,
     pin_constraints,
-    rel_err,
 )
 
 import gen

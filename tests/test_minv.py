@@ -1,12 +1,12 @@
 """minv: M(q)^-1 by the ABA-based algorithm of Carpentier & Mansard (RSS 2018, §IV),
 against Pinocchio's computeMinverse, the identity minv . crba = I, the traced SX graph
 and the compiled C; and through the CLI (opcount, build, verify) by its registry row alone."""
-import importlib.metadata
-
 import numpy as np
 import pytest
+from conftest import load_or_skip, needs_pin, rel_err
 
 import gen
+from gen import pinref
 from gen.cli import main
 from gen.trace import trace
 
@@ -18,22 +18,9 @@ NAMED = ("ur5", "panda", "solo12", "anymal_c", "go1", "talos", "icub", "g1")
 SYNTHETIC = ("chain:5", "bintree:12", "humanoid30", "fourbar")
 
 
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
-
-
-def _robot(name):
-    if name in NAMED:
-        try:
-            importlib.metadata.distribution("example-robot-data")
-        except importlib.metadata.PackageNotFoundError:
-            pytest.skip("example-robot-data is not installed")
-    return gen.load_robot(name)
-
-
 @pytest.mark.parametrize("name", NAMED + SYNTHETIC)
 def test_minv_is_the_inverse_of_crba(name):
-    model = _robot(name)
+    model = load_or_skip(name)
     rng = np.random.default_rng(7)
     for _ in range(3):
         q = model.random_q(rng)
@@ -43,12 +30,11 @@ def test_minv_is_the_inverse_of_crba(name):
         assert err <= IDENTITY_TOL, f"{name}: |Minv M - I| = {err:.1e}"
 
 
+@needs_pin
 @pytest.mark.parametrize("name", NAMED + SYNTHETIC)
 def test_minv_matches_pinocchio(name):
-    pytest.importorskip("pinocchio")
-    from gen import pinref
 
-    model = _robot(name)
+    model = load_or_skip(name)
     pm = pinref.pin_model(model)
     rng = np.random.default_rng(8)
     for _ in range(3):
@@ -59,7 +45,7 @@ def test_minv_matches_pinocchio(name):
 
 @pytest.mark.parametrize("name", ("ur5", "solo12", "bintree:12"))
 def test_traced_and_compiled_minv_equal_numpy(name):
-    model = _robot(name)
+    model = load_or_skip(name)
     f = trace(model, "minv").function()
     kernel = gen.build(model, "minv")
     rng = np.random.default_rng(9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import HAVE_PIN, HAVE_ROBOTS, rel_err
 from test_urdf import joint, link, robot, write
 
 import gen
@@ -12,12 +13,7 @@ from gen.cli import main
 from gen.errors import RbdgenError
 from gen.robots.named import robots_dir
 
-try:
-    robots_dir()
-    HAVE_ROBOTS = pinref.available()
-except RbdgenError:
-    HAVE_ROBOTS = False
-needs_robots = pytest.mark.skipif(not HAVE_ROBOTS, reason="needs example-robot-data and pin")
+needs_robots_and_pin = pytest.mark.skipif(not (HAVE_ROBOTS and HAVE_PIN), reason="needs example-robot-data and pin")
 
 REL_TOL = 1e-9
 #: example-robot-data files whose <robot name> is a named robot's (or close to one) but
@@ -27,11 +23,7 @@ FILES = ["panda_description/urdf/panda.urdf", "go1_description/urdf/go1.urdf",
          "talos_data/robots/talos_reduced.urdf"]
 
 
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.ravel(x) - np.ravel(ref))) / max(1.0, np.max(np.abs(ref))))
-
-
-@needs_robots
+@needs_robots_and_pin
 @pytest.mark.parametrize("rel", FILES)
 @pytest.mark.parametrize("floating", [False, True])
 def test_reference_is_built_from_the_same_file(rel, floating):
@@ -45,7 +37,7 @@ def test_reference_is_built_from_the_same_file(rel, floating):
         assert err < REL_TOL, f"{rel} floating={floating}: {alg} vs Pinocchio {err:.1e}"
 
 
-@needs_robots
+@needs_robots_and_pin
 def test_locked_joints_reach_the_reference():
     path = str(robots_dir() / FILES[0])
     fingers = ("panda_finger_joint1", "panda_finger_joint2")
@@ -53,7 +45,7 @@ def test_locked_joints_reach_the_reference():
     assert model.locked == fingers and pinref.pin_model(model).nv == model.nv == 7
 
 
-@needs_robots
+@needs_robots_and_pin
 def test_cli_verify_with_lock_and_floating_base(capsys):
     path = str(robots_dir() / FILES[0])
     rc = main(["verify", path, "--lock", "panda_finger_joint1,panda_finger_joint2", "--floating-base",

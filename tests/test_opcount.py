@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import casadi as ca
 import numpy as np
 import pytest
+from conftest import load_or_skip
 from random_trees import random_tree
 
 import gen
@@ -320,10 +321,7 @@ def test_dense_ldlt_numerically_correct():
 
 
 def test_table1_on_named_robot_talos():
-    try:
-        lam = gen.load_robot("talos").dof_parents()
-    except RbdgenError as e:                                 # example-robot-data missing
-        pytest.skip(str(e))
+    lam = load_or_skip("talos").dof_parents()
     r = ltdl_costs(lam)
     D1, D2 = featherstone_D(lam)
     assert r["factor"] == {"div": D1, "mul": D2, "add": D2, "total": D1 + 2 * D2, "rest": 0}

@@ -5,6 +5,7 @@ import io
 import json
 
 import pytest
+from conftest import load_or_skip
 
 import gen
 from gen.errors import RbdgenError
@@ -14,16 +15,9 @@ REFRESH = "run `python -m gen.regenerate` to refresh the committed reports in op
 GOLDEN_ROBOTS = ["ur5", "solo12"]
 
 
-def _named_or_skip(name):
-    try:
-        return gen.load_robot(name)
-    except RbdgenError as e:                       # example-robot-data missing
-        pytest.skip(str(e))
-
-
 @pytest.mark.parametrize("robot", GOLDEN_ROBOTS)
 def test_committed_robot_json_is_current(robot, tmp_path):
-    model = _named_or_skip(robot)
+    model = load_or_skip(robot)
     committed = report.REPORTS_DIR / f"{robot}.json"
     assert committed.exists(), f"{committed} missing: {REFRESH}"
     report.write_robot(model, tmp_path, plot=False)
@@ -115,7 +109,7 @@ def test_committed_constrained_json_is_current(name, tmp_path):
     from opcount.constrained import CONSTRAINED_SETS, write_set
 
     robot, spec = CONSTRAINED_SETS[name]
-    model = _named_or_skip(robot)
+    model = load_or_skip(robot)
     committed = _committed_set(name)
     write_set(name, model, spec, tmp_path, plot=False)
     assert (tmp_path / f"{name}.json").read_text() == committed.read_text(), \
@@ -139,7 +133,7 @@ def test_committed_constrained_reports_cover_every_set_and_add_up():
         data = json.loads(_committed_set(name).read_text())
         assert (CONSTRAINED_DIR / f"{name}.md").exists(), f"{name}.md missing: {REFRESH}"
         assert f"| {name} |" in summary.read_text(), f"{name} not in the summary: {REFRESH}"
-        model = _named_or_skip(robot)
+        model = load_or_skip(robot)
         assert (data["robot"], data["constraints"], data["nv"]) == (robot, spec, model.nv), f"{name}: {REFRESH}"
         assert data["m"] == parse_constraints(model, spec).m and data["iterations"] == list(ITERATIONS)
         assert list(data["algorithms"]) == sorted(SOLVERS)

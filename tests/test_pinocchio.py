@@ -6,10 +6,16 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
+from conftest import SOLVERS, load_or_skip, rel_err  # noqa: E402
 from pin_models import pin_model  # noqa: E402
+from random_trees import random_tree  # noqa: E402
+from test_constrained import states  # noqa: E402
 
 import gen  # noqa: E402
+from gen import RbdgenError, pinref  # noqa: E402
+from gen.algorithms import ALGORITHMS  # noqa: E402
 from gen.backend import NUMPY  # noqa: E402
+from gen.constraints import parse_constraints  # noqa: E402
 from gen.kinematics import (  # noqa: E402
     classical_drift,
     frame_jacobian,
@@ -38,11 +44,6 @@ FRAMES = {
 
 FRAME_KINDS = {pin.FrameType.BODY: "body", pin.FrameType.FIXED_JOINT: "fixed_joint",
                pin.FrameType.JOINT: "joint"}
-
-
-def rel_err(x, ref):
-    ref = np.asarray(ref)
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 class Robot:
@@ -140,14 +141,6 @@ def test_frame_kinematics_match_pinocchio(robot):
 
 # --- gen.pinref: references of the constrained algorithms (rbdgen verify) ---------------------
 
-from named import SOLVERS  # noqa: E402
-from random_trees import random_tree  # noqa: E402
-from test_constrained import states  # noqa: E402
-
-from gen import pinref  # noqa: E402
-from gen.algorithms import ALGORITHMS  # noqa: E402
-from gen.constraints import parse_constraints  # noqa: E402
-
 ITERATE_TOL = 1e-11      # K-th proximal iterate vs Pinocchio's K-th (mu = 1e-2: no 1/mu rounding)
 ITERATE_GAP = 1e-8       # ... the (K-1)-th differs by more than this at mu = 1e-2
 IMPULSE_TOL = 1e-8       # converged impact map (mu = 1e-4) vs impulseDynamics (tests/test_impact.py)
@@ -169,13 +162,6 @@ CONSTRAINED = [("solo12", FEET, {}),
 CONSTRAINED_IDS = [f"{r}-{s.split(',')[0]}-{'K' if g else '0'}" for r, s, g in CONSTRAINED]
 
 
-def load(name):
-    try:
-        return gen.load_robot(name)
-    except gen.RbdgenError as e:
-        pytest.skip(str(e))
-
-
 def leading_errors(got, ref):
     return [rel_err(g, r) for g, r in zip(got, ref)]
 
@@ -185,13 +171,15 @@ def test_solver_references_are_the_same_iterate(robot, spec, gains):
     """Pinocchio's constraintDynamics with accuracy 0 and max_iter K is rbdgen's K-th
     proximal iterate (ddq and lam), for every solver, gains and velocity constraints
     included; iterate K - 1 is measurably different (the comparison resolves it)."""
-    model = load(robot)
+    model = load_or_skip(robot)
     cset = parse_constraints(model, spec, **gains)
     pm = pinref.pin_model(model)
     for q, v, tau in states(model, 61, cset=cset):
         ref = pinref.reference(model, "prox_ltl", q, v, tau, pmodel=pm, cset=cset, options=ITERATE)
         for alg in SOLVERS:
             if alg in ("constrained_aba", "prox_pv") and not all(c.anchored for c in cset.constraints):
+                with pytest.raises(RbdgenError, match=f"{alg} handles constraints relative to the world only"):
+                    gen.run(model, alg, q, v, tau, constraints=cset, **ITERATE)
                 continue
             got = gen.run(model, alg, q, v, tau, constraints=cset, **ITERATE)
             for name, err in zip(("ddq", "lam"), leading_errors(got, ref)):
@@ -204,7 +192,7 @@ def test_solver_references_are_the_same_iterate(robot, spec, gains):
                                          ("talos", "6D:left_sole_link,6D:right_sole_link"),
                                          ("fourbar", "3D:tip~anchor")])
 def test_impulse_and_delassus_references(robot, spec):
-    model = load(robot)
+    model = load_or_skip(robot)
     cset = parse_constraints(model, spec)
     pm = pinref.pin_model(model)
     for q, v, _ in states(model, 62, cset=cset):
@@ -223,7 +211,7 @@ def test_impulse_and_delassus_references(robot, spec):
 def test_what_has_no_reference():
     """n/a: weights (solvers, impulse), one-sided rows, prox_lcp, the damped Delassus
     inverses, a tolerance-driven solver, frame A on the world (impulse, Delassus), no set."""
-    model = load("fourbar")
+    model = load_or_skip("fourbar")
     plain = parse_constraints(model, "3D:tip~anchor")
     weighted = parse_constraints(model, "3D:tip~anchor", weights=[2.0])
     reversed_loop = parse_constraints(model, "3D:anchor~tip")
@@ -236,7 +224,7 @@ def test_what_has_no_reference():
     for alg in ("prox_lcp", "caba_osim", "caba_osimf", "ltl_osim", "kkt_osim"):
         assert not pinref.supports(model, alg, plain), alg
     assert not pinref.supports(model, "prox_ltl", None)
-    solo = load("solo12")
+    solo = load_or_skip("solo12")
     assert not pinref.supports(solo, "prox_ltl", parse_constraints(solo, "3D+:FL_FOOT,3D:FR_FOOT"))
     q = model.random_q(np.random.default_rng(0))
     assert pinref.reference(model, "prox_ltl", q, np.zeros(3), np.zeros(3), cset=weighted) is None

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_robots
 
 from gen.emit import render_reference
-from gen.errors import RbdgenError
 from gen.portable import cos_sin, matmul, norm
 from gen.robots import load_robot
 from gen.robots.named import NAMED_ROBOTS
@@ -136,15 +136,8 @@ def test_matmul_sums_left_to_right_with_numpy_shapes():
         matmul(A, A)
 
 
-def _skip_without_robots():
-    try:
-        load_robot("solo12")
-    except RbdgenError as e:
-        pytest.skip(str(e))
-
-
+@needs_robots
 def test_model_constants_are_cpu_independent():
-    _skip_without_robots()
     here, child = constants(MODELS), in_baseline_child("constants", MODELS)
     for robot in MODELS:
         diff = [f"{k}: {v} vs {child[robot].get(k)}" for k, v in here[robot].items() if child[robot].get(k) != v]
@@ -152,8 +145,8 @@ def test_model_constants_are_cpu_independent():
             f"{robot}: {len(diff)} constants depend on the CPU (default vs baseline dispatch), e.g.\n" + "\n".join(diff[:8])
 
 
+@needs_robots
 def test_emitted_c_is_cpu_independent():
-    _skip_without_robots()
     here, child = rendered(KERNELS), in_baseline_child("rendered", KERNELS)
     for key in KERNELS:
         assert here[key].keys() == child[key].keys()

@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import load_or_skip
 
 import gen
 from gen.backend import NUMPY
@@ -59,13 +60,6 @@ SOLO = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 def compile_cache(request, monkeypatch):
     if not os.environ.get("RBDGEN_CACHE"):
         monkeypatch.setenv("RBDGEN_CACHE", str(request.config.cache.mkdir("rbdgen-build")))
-
-
-def load_or_skip(robot):
-    try:
-        return gen.load_robot(robot)
-    except gen.RbdgenError as e:
-        pytest.skip(f"{robot}: {e}")
 
 
 def continuous_chain() -> Model:

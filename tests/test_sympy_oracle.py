@@ -5,8 +5,8 @@ four proximal constrained-dynamics solvers."""
 import numpy as np
 import pytest
 import sympy as sp
+from conftest import rel_err
 from sympy.physics import mechanics as me
-from test_constraints import rel_err
 
 import gen
 from gen.backend import NUMPY

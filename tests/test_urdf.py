@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import rel_err
 
 import gen
 from gen.errors import RbdgenError
@@ -70,10 +71,6 @@ def pin_from_xml(pin, xml, floating_base=False):
     if floating_base:
         return pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
     return pin.buildModelFromXML(xml)
-
-
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 def assert_matches_pin(model, pm, pin, states=5):

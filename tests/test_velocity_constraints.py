@@ -4,12 +4,10 @@ constraint with gain Kv is Pinocchio's constraint with corrector (Kp, Kd) = (0, 
 against a dense solve of the mixed position/velocity set with every proximal solver."""
 import numpy as np
 import pytest
-from named import SOLVERS
+from conftest import SOLVERS, needs_pin, rel_err
 from test_constraints import (
-    needs_pin,
     pin_constraint_dynamics,
     random_state,
-    rel_err,
     to_pinocchio,
 )
 

@@ -1,0 +1,63 @@
+"""Helpers shared by the test modules (issue 11 §6): the relative error, the optional
+dependencies and their skip markers, the named robots, the solver list; and the ``slow``
+marker.
+
+A test is skipped only when an optional dependency is missing (``pin``,
+``example-robot-data``), never because an :class:`~gen.errors.RbdgenError` was raised:
+:func:`load_or_skip` skips for a named robot without example-robot-data and lets every
+other error fail the test."""
+import importlib.metadata
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import gen
+from gen.algorithms import ALGORITHMS, of_family
+from gen.robots.named import NAMED_ROBOTS, ROBOTS_DIR_ENV
+
+#: pinocchio can be imported (found without importing it here: the tests that load the
+#: Pinocchio shim must do so in a process that has not imported pinocchio)
+HAVE_PIN = importlib.util.find_spec("pinocchio") is not None
+
+
+def _have_robots() -> bool:
+    if os.environ.get(ROBOTS_DIR_ENV):
+        return True
+    try:
+        importlib.metadata.distribution("example-robot-data")   # not importable as a module
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+#: the named robots' URDFs are available (example-robot-data installed, or $RBDGEN_ROBOTS_DIR)
+HAVE_ROBOTS = _have_robots()
+
+needs_pin = pytest.mark.skipif(not HAVE_PIN, reason="pinocchio (pin) is not installed")
+needs_robots = pytest.mark.skipif(not HAVE_ROBOTS, reason="example-robot-data is not installed")
+
+#: the bilateral constrained forward-dynamics solvers (iterative rows of the "solver"
+#: family), from the registry
+SOLVERS = tuple(n for n in of_family("solver") if ALGORITHMS[n].iterative)
+
+
+def rel_err(x, ref) -> float:
+    """``max|x - ref| / max(1, max|ref|)``, both raveled; 0.0 for an empty ``ref``."""
+    x, ref = np.asarray(x, dtype=float).ravel(), np.asarray(ref, dtype=float).ravel()
+    if ref.size == 0:
+        return 0.0
+    return float(np.max(np.abs(x - ref)) / max(1.0, float(np.max(np.abs(ref)))))
+
+
+def load_or_skip(name: str, **options):
+    """``gen.load_robot(name, **options)``; skips the test only when ``name`` is a named
+    robot and example-robot-data is missing (any RbdgenError otherwise fails the test)."""
+    if name in NAMED_ROBOTS and not HAVE_ROBOTS:
+        pytest.skip(f"{name}: example-robot-data is not installed")
+    return gen.load_robot(name, **options)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a test outside the fast tier (deselect with -m 'not slow')")
