@@ -15,7 +15,7 @@ from gen.build import build, compile_cached, compile_flags
 from gen.cli import main as cli_main
 from gen.emit import TRIG_LIMIT, _batch_code
 from gen.errors import RbdgenError
-from tests.named import load_or_skip
+from conftest import load_or_skip
 
 LANE_TOL = 1e-14         # relative: max|lane - scalar| / max(1, max|scalar|), the bound
 ALM_LANE_TOL = 1e-7     # constrained_aba at mu = 1e-6, default build: its floor (see its test)
