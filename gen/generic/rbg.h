@@ -9,7 +9,8 @@
  * parameters, 1-DoF joints special-cased (axis-aligned axes pick a column) and free
  * joints handled as 6-DoF blocks.  RNEA and ABA run in LOCAL frames; CRBA runs in
  * world coordinates (as Pinocchio's crba does), so each entry of M is one 6-term dot
- * product instead of a force transform per ancestor.
+ * product instead of a force transform per ancestor.  The analytical derivatives
+ * (rbg_rnea_derivatives, rbg_aba_derivatives) run in world coordinates too (RSS 2018).
  *
  * Conventions are Pinocchio's (rbdgen DESIGN §4):
  *   - bodies numbered parents first, parent[i] < i, -1 = world; body i moves with
@@ -45,6 +46,8 @@
  * Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA, Table 2.5 spatial arithmetic);
  * R. Featherstone, Efficient Factorization of the Joint-Space Inertia Matrix for
  * Branched Kinematic Trees, IJRR 24(6) 2005 (Table 2 LTDL / LTL, §5 solves);
+ * J. Carpentier, N. Mansard, Analytical Derivatives of Rigid Body Dynamics Algorithms,
+ * RSS 2018 (Alg. 1, §IV);
  * J. Carpentier et al., Proximal and Sparse Resolution of Constrained Dynamic
  * Equations, RSS 2021; A. Sathya, J. Carpentier, Constrained Articulated Body Dynamics
  * Algorithms, 2024;  R. Tedrake, Underactuated Robotics notes (2012), §3.1 (unilateral
