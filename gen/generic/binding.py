@@ -233,6 +233,23 @@ class GenericModel:
                                             self._in("aba", "tau", tau, self.nv), dp, self._w))
         return ddq
 
+    def rnea_derivatives(self, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(dtau/dq, dtau/dv, M)`` at ``(q, v, a)``, dtau/dq in the tangent space
+        (Carpentier & Mansard RSS 2018 Alg. 1)."""
+        return self._derivatives("rnea_derivatives", q, v, a, "a")
+
+    def aba_derivatives(self, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(dddq/dq, dddq/dv, M^-1)`` at ``(q, v, tau)`` = ``-M^-1 dtau/d(q, v)`` at
+        ``a = aba(q, v, tau)`` (RSS 2018 §IV)."""
+        return self._derivatives("aba_derivatives", q, v, tau, "tau")
+
+    def _derivatives(self, algo: str, q, v, x, xname: str):
+        outs = [self._out(self.nv, self.nv) for _ in range(3)]
+        fn = getattr(self.lib, ALGORITHMS[algo].generic.entry)
+        self._check(algo, fn(self.c_model, self._in(algo, "q", q, self.nq), self._in(algo, "v", v, self.nv),
+                             self._in(algo, xname, x, self.nv), *(p for _, p in outs), self._w))
+        return tuple(o for o, _ in outs)
+
     # --- proximal constrained solvers -----------------------------------------------------
     def prox_ltl(self, q, v, tau, **options):
         """(ddq, lam, iterations, residual) by the sparse KKT factorisation (Carpentier

@@ -42,6 +42,8 @@ size_t rbg_work_size(const rbg_model *m, rbg_algo algo)
     case RBG_ALGO_LTL: return RBG_WORK_LTL(nb, nv);
     case RBG_ALGO_CRBA_SOLVE: return RBG_WORK_CRBA_SOLVE(nb, nv);
     case RBG_ALGO_ABA: return RBG_WORK_ABA(nb, nv);
+    case RBG_ALGO_RNEA_DERIVATIVES: return RBG_WORK_RNEA_DERIVATIVES(nb, nv);
+    case RBG_ALGO_ABA_DERIVATIVES: return RBG_WORK_ABA_DERIVATIVES(nb, nv);
     default: return 0;      /* unknown, or a constrained solver (rbg_constrained_work_size) */
     }
 }
@@ -474,5 +476,305 @@ int rbg_aba(const rbg_model *RST m, const double *RST q, const double *RST v,
     /* pass 3 (forward): accelerations, a_0 = -g */
     for (int i = 0; i < m->nbodies; ++i)
         rbgi_aba_rollout(m, i, &w, ddq);
+    return RBG_OK;
+}
+
+/* ===================================================================== */
+/*  Analytical derivatives (Carpentier & Mansard, RSS 2018)              */
+/* ===================================================================== */
+
+/*
+ * Everything here is in WORLD coordinates (world axes, body 0's origin, as rbg_crba;
+ * tau and its derivatives do not depend on the origin, and a_0 = -g is a pure linear
+ * acceleration, the same at every origin).  With p = parent(i), a_0 = -g, J_r = oX_i
+ * S_i e_k the subspace of dof r of body i (RSS 2018 §III, Pinocchio's oMi-quantities;
+ * the derivation is gen/algorithms/world.py's):
+ *
+ *   ov_i = ov_p + J_i v_i,   oa_i = oa_p + J_i a_i + ov_i x (J_i v_i)
+ *   oI_i = oX_i^* I_i oX_i^-1,   h_i = oI_i ov_i,   of_i = oI_i oa_i + ov_i x* h_i
+ *   B_i w = ov_i x* (oI_i w) - oI_i (ov_i x w) + w x* h_i       (body Coriolis matrix)
+ *   per dof column u = J_r of body i:
+ *     dVdq_r = ov_p x u,   dAdq_r = oa_p x u + ov_p x dVdq_r,   dAdv_r = (ov_p + ov_i) x u
+ *   backward subtree sums: Ycrb_i = sum oI_k, Bc_i = sum B_k, F_i = sum of_k  (k in subtree(i))
+ *   for j an ancestor of i or i itself (RSS 2018 Alg. 1, projections):
+ *     dtau_i/dq_j = J_i^T (Ycrb_i dAdq_j + Bc_i dVdq_j)
+ *     dtau_i/dv_j = J_i^T (Ycrb_i dAdv_j + Bc_i J_j)
+ *     M_ij        = J_i^T Ycrb_i J_j
+ *   and for j a strict ancestor of i (the transposed blocks):
+ *     dtau_j/dq_i = J_j^T (J_i x* F_i + Ycrb_i dAdq_i + Bc_i dVdq_i)
+ *     dtau_j/dv_i = J_j^T (Ycrb_i dAdv_i + Bc_i J_i)
+ *
+ * Layout of the workspace (RBG_WORK_RNEA_DERIVATIVES = 76 nb + 24 nv):
+ *   oX[12 nb] ov[6 nb] oa[6 nb] Yc[10 nb] F[6 nb] Bc[36 nb] (column-major 6x6),
+ *   J[6 nv] dVdq[6 nv] dAdq[6 nv] dAdv[6 nv].
+ */
+typedef struct rbgi_deriv {
+    double *oX, *ov, *oa, *Yc, *F, *Bc, *J, *dVdq, *dAdq, *dAdv;
+} rbgi_deriv;
+
+static rbgi_deriv deriv_layout(const rbg_model *RST m, double *RST work)
+{
+    const int nb = m->nbodies, nv = m->nv;
+    rbgi_deriv w;
+    w.oX = work;
+    w.ov = w.oX + 12 * nb;
+    w.oa = w.ov + 6 * nb;
+    w.Yc = w.oa + 6 * nb;
+    w.F = w.Yc + 10 * nb;
+    w.Bc = w.F + 6 * nb;
+    w.J = w.Bc + 36 * nb;
+    w.dVdq = w.J + 6 * nv;
+    w.dAdq = w.dVdq + 6 * nv;
+    w.dAdv = w.dAdq + 6 * nv;
+    return w;
+}
+
+static inline double dot6(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+/* out = B x for B column-major 6x6 */
+static inline void mat6_apply(const double *RST B, const double *RST x, double *RST out)
+{
+    for (int r = 0; r < 6; ++r)
+        out[r] = 0.0;
+    for (int c = 0; c < 6; ++c)
+        for (int r = 0; r < 6; ++r)
+            out[r] += B[6 * c + r] * x[c];
+}
+
+/* Forward pass and subtree sums (the formulas above) at (q, v, a). */
+static void deriv_forward_backward(const rbg_model *RST m, const double *RST q, const double *RST v,
+                                   const double *RST a, const rbgi_deriv *RST w)
+{
+    const int nb = m->nbodies;
+    const double a0[6] = {-m->gravity[0], -m->gravity[1], -m->gravity[2], 0.0, 0.0, 0.0};
+    const double zero[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double o[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < nb; ++i) {
+        const int p = m->parent[i], iv = m->idx_v[i], n = m->nvj[i];
+        double Xi[12];
+        double *Xo = w->oX + 12 * i, *vi = w->ov + 6 * i, *ai = w->oa + 6 * i;
+        double *Ii = w->Yc + 10 * i, *fi = w->F + 6 * i, *Bi = w->Bc + 36 * i;
+        const double *vp = p < 0 ? zero : w->ov + 6 * p, *ap = p < 0 ? a0 : w->oa + 6 * p;
+        joint_transform(m, i, q, Xi);
+        world_placement(m, i, Xi, w->oX, o);
+        world_subspace(m, i, Xo, w->J + 6 * iv);
+        /* vJ = J_i v_i;  ov_i = ov_p + vJ;  oa_i = oa_p + J_i a_i + ov_i x vJ */
+        double vJ[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, c[6];
+        for (int k = 0; k < n; ++k)
+            for (int e = 0; e < 6; ++e)
+                vJ[e] += w->J[6 * (iv + k) + e] * v[iv + k];
+        for (int e = 0; e < 6; ++e)
+            vi[e] = vp[e] + vJ[e];
+        cross_motion(vi, vJ, c);
+        for (int e = 0; e < 6; ++e)
+            ai[e] = ap[e] + c[e];
+        for (int k = 0; k < n; ++k)
+            for (int e = 0; e < 6; ++e)
+                ai[e] += w->J[6 * (iv + k) + e] * a[iv + k];
+        /* oI_i = oX_i^* I_i oX_i^-1 (10 parameters about the frame origin) */
+        memset(Ii, 0, 10 * sizeof(double));
+        rbi_act_add(Xo, m->inertia + RBG_INERTIA_STRIDE * i, Ii);
+        /* h = oI ov;  of_i = oI oa + ov x* h */
+        double h[6];
+        rbi_apply(Ii, vi, h);
+        rbi_apply(Ii, ai, fi);
+        cross_force_add(vi, h, fi);
+        /* B_i e_c = ov x* (oI e_c) - oI (ov x e_c) + e_c x* h, column by column */
+        for (int col = 0; col < 6; ++col) {
+            double e[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, Ie[6], ve[6], Ive[6];
+            double *Bcol = Bi + 6 * col;
+            e[col] = 1.0;
+            rbi_apply(Ii, e, Ie);
+            cross_motion(vi, e, ve);
+            rbi_apply(Ii, ve, Ive);
+            for (int r = 0; r < 6; ++r)
+                Bcol[r] = -Ive[r];
+            cross_force_add(vi, Ie, Bcol);
+            cross_force_add(e, h, Bcol);
+        }
+        /* per dof: dVdq = ov_p x u, dAdq = oa_p x u + ov_p x dVdq, dAdv = (ov_p + ov_i) x u */
+        double vs[6];
+        for (int e = 0; e < 6; ++e)
+            vs[e] = vp[e] + vi[e];
+        for (int k = 0; k < n; ++k) {
+            const int r = iv + k;
+            const double *u = w->J + 6 * r;
+            double *dV = w->dVdq + 6 * r, *dA = w->dAdq + 6 * r, t[6];
+            cross_motion(vp, u, dV);
+            cross_motion(ap, u, dA);
+            cross_motion(vp, dV, t);
+            for (int e = 0; e < 6; ++e)
+                dA[e] += t[e];
+            cross_motion(vs, u, w->dAdv + 6 * r);
+        }
+    }
+    /* subtree sums, leaves to root (same frame: plain sums) */
+    for (int i = nb - 1; i > 0; --i) {
+        const int p = m->parent[i];
+        if (p < 0)
+            continue;
+        for (int e = 0; e < 10; ++e)
+            w->Yc[10 * p + e] += w->Yc[10 * i + e];
+        for (int e = 0; e < 6; ++e)
+            w->F[6 * p + e] += w->F[6 * i + e];
+        for (int e = 0; e < 36; ++e)
+            w->Bc[36 * p + e] += w->Bc[36 * i + e];
+    }
+}
+
+/* The projections (formulas above) into dq, dv (row-major nv x nv, zeroed by the caller
+ * or not: every entry on an ancestor pattern is written) and the lower triangle of M
+ * (M == NULL: skipped; `mirror`: the upper triangle too). */
+static void deriv_project(const rbg_model *RST m, const rbgi_deriv *RST w, double *RST dq, double *RST dv,
+                          double *RST M, int mirror)
+{
+    const int nb = m->nbodies;
+    const size_t nv = (size_t)m->nv;
+    for (int i = 0; i < nb; ++i) {
+        const int iv = m->idx_v[i], n = m->nvj[i];
+        const double *Yi = w->Yc + 10 * i, *Bi = w->Bc + 36 * i, *Fi = w->F + 6 * i;
+        double G[36], H[36], YJ[36], BJ[36];
+        for (int k = 0; k < n; ++k) {
+            const int r = iv + k;
+            const double *u = w->J + 6 * r;
+            double t[6];
+            /* rows: YJ_r = Ycrb_i J_r (Ycrb symmetric), BJ_r = Bc_i^T J_r */
+            rbi_apply(Yi, u, YJ + 6 * k);
+            for (int c = 0; c < 6; ++c)
+                BJ[6 * k + c] = dot6(Bi + 6 * c, u);
+            /* columns seen from the strict ancestors:
+               G_r = J_r x* F_i + Ycrb_i dAdq_r + Bc_i dVdq_r,  H_r = Ycrb_i dAdv_r + Bc_i J_r */
+            double *Gr = G + 6 * k, *Hr = H + 6 * k;
+            rbi_apply(Yi, w->dAdq + 6 * r, Gr);
+            mat6_apply(Bi, w->dVdq + 6 * r, t);
+            for (int e = 0; e < 6; ++e)
+                Gr[e] += t[e];
+            cross_force_add(u, Fi, Gr);
+            rbi_apply(Yi, w->dAdv + 6 * r, Hr);
+            mat6_apply(Bi, u, t);
+            for (int e = 0; e < 6; ++e)
+                Hr[e] += t[e];
+        }
+        for (int j = i; j >= 0; j = m->parent[j]) {
+            const int jv = m->idx_v[j], nj = m->nvj[j];
+            for (int k = 0; k < n; ++k) {
+                const size_t r = (size_t)(iv + k);
+                const double *YJr = YJ + 6 * k, *BJr = BJ + 6 * k;
+                for (int l = 0; l < nj; ++l) {
+                    const size_t c = (size_t)(jv + l);
+                    const double *Jc = w->J + 6 * c;
+                    /* dtau_r/dq_c = J_r^T (Ycrb_i dAdq_c + Bc_i dVdq_c), same for v */
+                    dq[nv * r + c] = dot6(YJr, w->dAdq + 6 * c) + dot6(BJr, w->dVdq + 6 * c);
+                    dv[nv * r + c] = dot6(YJr, w->dAdv + 6 * c) + dot6(BJr, Jc);
+                    /* M_rc = J_r^T Ycrb_i J_c: lower triangle (c <= r) */
+                    if (M && c <= r) {
+                        const double e = dot6(YJr, Jc);
+                        M[nv * r + c] = e;
+                        if (mirror)
+                            M[nv * c + r] = e;
+                    }
+                    if (j != i) {
+                        /* dtau_c/dq_r = J_c^T G_r,  dtau_c/dv_r = J_c^T H_r */
+                        dq[nv * c + r] = dot6(Jc, G + 6 * k);
+                        dv[nv * c + r] = dot6(Jc, H + 6 * k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+int rbg_rnea_derivatives(const rbg_model *RST m, const double *RST q, const double *RST v,
+                         const double *RST a, double *RST dtau_dq, double *RST dtau_dv,
+                         double *RST M, double *RST work)
+{
+    const size_t nn = (size_t)m->nv * (size_t)m->nv;
+    if (!all_finite(q, m->nq) || !all_finite(v, m->nv) || !all_finite(a, m->nv))
+        return RBG_EINPUT;
+    const rbgi_deriv w = deriv_layout(m, work);
+    memset(dtau_dq, 0, nn * sizeof(double));
+    memset(dtau_dv, 0, nn * sizeof(double));
+    memset(M, 0, nn * sizeof(double));
+    deriv_forward_backward(m, q, v, a, &w);
+    deriv_project(m, &w, dtau_dq, dtau_dv, M, 1);
+    return RBG_OK;
+}
+
+/* x <- H^-1 x with H = L^T D L factored in place by rbgi_ltdl_inplace (Featherstone 2005
+ * §5, Table 3; as rbg_crba_solve), x read and written with stride `s`. */
+static void ltdl_solve_strided(const int *RST lam, int n, const double *RST H, double *RST x, size_t s)
+{
+    for (int i = n - 1; i >= 0; --i) {
+        const double *Hi = H + (size_t)n * i;
+        for (int j = lam[i]; j >= 0; j = lam[j])
+            x[s * j] -= Hi[j] * x[s * i];
+    }
+    for (int i = 0; i < n; ++i) {
+        const double *Hi = H + (size_t)n * i;
+        double t = x[s * i] / Hi[i];
+        for (int j = lam[i]; j >= 0; j = lam[j])
+            t -= Hi[j] * x[s * j];
+        x[s * i] = t;
+    }
+}
+
+/*
+ * ABA derivatives (RSS 2018 §IV): rnea(q, v, aba(q, v, tau)) = tau for all arguments, so
+ *   dddq/dx = -M^-1 dtau/dx |_(a = ddq)  (x = q, v),   dddq/dtau = M^-1.
+ * ddq by rbg_aba (RBDA Table 7.1); dtau/dq, dtau/dv and M by the world-frame pass above
+ * at a = ddq (M comes free with the projections, no CRBA pass); M = L^T D L by the
+ * sparse factorisation over the dof parents (Featherstone 2005 Table 2), then each
+ * column of M^-1 (lower triangle, mirrored: exactly symmetric) and of -M^-1 dtau/dq,
+ * -M^-1 dtau/dv by the sparse substitutions (§5).  Cost beyond the derivatives pass:
+ * one ABA, the factorisation O(nv d^2) and 3 nv substitutions O(nv^2 d) (d = the depth
+ * in dofs), instead of the O(nv^3) dense products with M^-1.
+ * Workspace (RBG_WORK_ABA_DERIVATIVES = nv^2 + 26 nv + 76 nb): H[nv^2] (the factor),
+ * x[nv], ddq[nv], then the derivatives pass's 76 nb + 24 nv (rbg_aba's 79 nb + nv fits
+ * there since nv >= nb).
+ */
+int rbg_aba_derivatives(const rbg_model *RST m, const double *RST q, const double *RST v,
+                        const double *RST tau, double *RST ddq_dq, double *RST ddq_dv,
+                        double *RST Minv, double *RST work)
+{
+    const int n = m->nv;
+    const size_t nn = (size_t)n * (size_t)n;
+    const int *lam = m->dof_parent;
+    double *H = work, *x = H + nn, *ddq = x + n, *rest = ddq + n;
+    if (!all_finite(q, m->nq) || !all_finite(v, n) || !all_finite(tau, n))
+        return RBG_EINPUT;
+    int rc = rbg_aba(m, q, v, tau, ddq, rest);
+    if (rc)
+        return rc;
+    const rbgi_deriv w = deriv_layout(m, rest);
+    memset(ddq_dq, 0, nn * sizeof(double));
+    memset(ddq_dv, 0, nn * sizeof(double));
+    deriv_forward_backward(m, q, v, ddq, &w);
+    /* dtau/dq, dtau/dv into the outputs; the lower triangle of M into H */
+    deriv_project(m, &w, ddq_dq, ddq_dv, H, 0);
+    rc = rbgi_ltdl_inplace(lam, n, H);
+    if (rc)
+        return rc;
+    /* M^-1 e_k, entries r >= k kept and mirrored */
+    for (int k = 0; k < n; ++k) {
+        memset(x, 0, (size_t)n * sizeof(double));
+        x[k] = 1.0;
+        ltdl_solve_strided(lam, n, H, x, 1);
+        for (int r = k; r < n; ++r) {
+            Minv[(size_t)n * r + k] = x[r];
+            Minv[(size_t)n * k + r] = x[r];
+        }
+    }
+    /* dddq/dq = -M^-1 dtau/dq, dddq/dv = -M^-1 dtau/dv, column by column in place */
+    for (size_t e = 0; e < nn; ++e) {
+        ddq_dq[e] = -ddq_dq[e];
+        ddq_dv[e] = -ddq_dv[e];
+    }
+    for (int c = 0; c < n; ++c) {
+        ltdl_solve_strided(lam, n, H, ddq_dq + c, (size_t)n);
+        ltdl_solve_strided(lam, n, H, ddq_dv + c, (size_t)n);
+    }
     return RBG_OK;
 }

@@ -9,7 +9,8 @@
  * parameters, 1-DoF joints special-cased (axis-aligned axes pick a column) and free
  * joints handled as 6-DoF blocks.  RNEA and ABA run in LOCAL frames; CRBA runs in
  * world coordinates (as Pinocchio's crba does), so each entry of M is one 6-term dot
- * product instead of a force transform per ancestor.
+ * product instead of a force transform per ancestor.  The analytical derivatives
+ * (rbg_rnea_derivatives, rbg_aba_derivatives) run in world coordinates too (RSS 2018).
  *
  * Conventions are Pinocchio's (rbdgen DESIGN §4):
  *   - bodies numbered parents first, parent[i] < i, -1 = world; body i moves with
@@ -45,6 +46,8 @@
  * Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA, Table 2.5 spatial arithmetic);
  * R. Featherstone, Efficient Factorization of the Joint-Space Inertia Matrix for
  * Branched Kinematic Trees, IJRR 24(6) 2005 (Table 2 LTDL / LTL, §5 solves);
+ * J. Carpentier, N. Mansard, Analytical Derivatives of Rigid Body Dynamics Algorithms,
+ * RSS 2018 (Alg. 1, §IV);
  * J. Carpentier et al., Proximal and Sparse Resolution of Constrained Dynamic
  * Equations, RSS 2021; A. Sathya, J. Carpentier, Constrained Articulated Body Dynamics
  * Algorithms, 2024;  R. Tedrake, Underactuated Robotics notes (2012), §3.1 (unilateral
@@ -149,9 +152,11 @@ typedef enum rbg_algo {
     RBG_ALGO_CABA_OSIM = 13,
     RBG_ALGO_KKT_OSIM = 14,
     RBG_ALGO_PROX_LCP = 15,         /* events: rbg_constrained_work_size too */
-    RBG_ALGO_IMPULSE = 16
+    RBG_ALGO_IMPULSE = 16,
+    RBG_ALGO_RNEA_DERIVATIVES = 17, /* rbg_work_size */
+    RBG_ALGO_ABA_DERIVATIVES = 18
 } rbg_algo;
-#define RBG_NALGO 17
+#define RBG_NALGO 19
 
 /* Workspace sizes in doubles (nb = nbodies).  Per body: a transform is 12 doubles
  * (R, p), a spatial vector 6, a rigid-body inertia 10, an articulated inertia 36. */
@@ -162,6 +167,11 @@ typedef enum rbg_algo {
 #define RBG_WORK_LTL(nb, nv)        RBG_WORK_CRBA(nb, nv)
 #define RBG_WORK_CRBA_SOLVE(nb, nv) ((size_t)(nv) * (size_t)(nv) + RBG_WORK_CRBA(nb, nv))
 #define RBG_WORK_ABA(nb, nv)        ((size_t)79 * (size_t)(nb) + (size_t)(nv))
+/* derivatives: per body oX, ov, oa, Ycrb, F (40) and a 6x6 Bc (36); per dof J, dVdq,
+ * dAdq, dAdv (24); ABA derivatives add the nv x nv factor of M and two nv vectors */
+#define RBG_WORK_RNEA_DERIVATIVES(nb, nv) ((size_t)76 * (size_t)(nb) + (size_t)24 * (size_t)(nv))
+#define RBG_WORK_ABA_DERIVATIVES(nb, nv) \
+    ((size_t)(nv) * (size_t)(nv) + (size_t)26 * (size_t)(nv) + (size_t)76 * (size_t)(nb))
 
 /* Doubles of workspace `algo` needs on model m; 0 for an unknown algo and for the
  * constrained solvers (see rbg_constrained_work_size). */
@@ -216,6 +226,30 @@ int rbg_crba_solve(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q
 int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
             const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
             double *RBG_RESTRICT ddq, double *RBG_RESTRICT work);
+
+/* Partial derivatives of inverse dynamics (Carpentier & Mansard, "Analytical
+ * Derivatives of Rigid Body Dynamics Algorithms", RSS 2018, Alg. 1; Pinocchio's
+ * computeRNEADerivatives): q[nq], v[nv], a[nv] -> dtau_dq, dtau_dv, M (each nv x nv,
+ * ROW-major like every matrix of this library; M full and exactly symmetric).
+ * dtau_dq is taken in the tangent space of q (q + d = integrate(q, d): a free joint's
+ * d is its LOCAL twist), Pinocchio's convention.  One world-frame forward pass, one
+ * backward pass of subtree sums and the ancestor/descendant projections: O(nb d)
+ * 6-vector products, d the depth. */
+int rbg_rnea_derivatives(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+                         const double *RBG_RESTRICT v, const double *RBG_RESTRICT a,
+                         double *RBG_RESTRICT dtau_dq, double *RBG_RESTRICT dtau_dv,
+                         double *RBG_RESTRICT M, double *RBG_RESTRICT work);
+
+/* Partial derivatives of forward dynamics (RSS 2018 §IV; Pinocchio's
+ * computeABADerivatives): q[nq], v[nv], tau[nv] -> ddq_dq = -M^-1 dtau/dq,
+ * ddq_dv = -M^-1 dtau/dv (both at a = aba(q, v, tau)) and Minv = M^-1 (full, exactly
+ * symmetric), row-major nv x nv; ddq_dq in the tangent space as above.  M^-1 and the
+ * products by the sparse L^T D L of the M that the derivatives pass forms (Featherstone
+ * 2005 Table 2, §5).  RBG_ESINGULAR as rbg_aba. */
+int rbg_aba_derivatives(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
+                        const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
+                        double *RBG_RESTRICT ddq_dq, double *RBG_RESTRICT ddq_dv,
+                        double *RBG_RESTRICT Minv, double *RBG_RESTRICT work);
 
 /* ===================================================================== */
 /*  Constraints and the proximal constrained solvers (rbg_constrained.c) */
