@@ -33,6 +33,7 @@ STAGES = [
     ("gen.api",),
     ("gen.trace",),
     ("opcount",),
+    ("gen.choose",),
     ("gen.emit",),
     ("gen.build",),
     ("gen.generic", "gen.pinref", "gen.casadi_api"),
