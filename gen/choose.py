@@ -44,7 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from opcount import CLASSES, count_trace
-from opcount.api import opcount as _opcount
+# the module, not its function: ``import opcount.api`` first loads gen (opcount.api imports
+# gen.api), whose gen.build imports this module while opcount.api is still half-loaded
+from opcount import api as opcount_api
 
 from .algorithms import ALGORITHMS
 from .api import get_algorithm
@@ -197,7 +199,7 @@ def opcount(robot, algorithm: str, constraints=None, **options) -> dict:
     """``gen.opcount`` (:func:`opcount.api.opcount`) where ``algorithm`` may be ``auto``
     or ``auto_osim``: the chosen algorithm's counts, with ``"choice"`` (:meth:`Choice.record`)."""
     robot, name, choice = resolve(robot, algorithm, constraints, options)
-    out = _opcount(robot, name, constraints, **options)
+    out = opcount_api.opcount(robot, name, constraints, **options)
     if choice is not None:
         out["choice"] = choice.record()
     return out
