@@ -3,6 +3,9 @@ constrained forward-dynamics solver, ``-a auto_osim`` the cheapest damped Delass
 inverse, by the weighted op count; the excluded candidates say why; the manifest, the
 API (run, opcount, build) and the CLI agree."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,3 +121,12 @@ def test_cli_opcount_and_build_take_auto(capsys, tmp_path):
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert row["algorithm"] == manifest["algorithm"] == manifest["choice"]["chosen"] in ("ltl_osim", "kkt_osim")
     assert manifest["options"] == {"mu": 1e-4}
+
+
+@pytest.mark.parametrize("module", ["opcount.api", "opcount.report", "gen.choose", "gen.bench.choice"])
+def test_each_entry_module_imports_first(module):
+    """gen.choose sits between opcount and gen.emit; importing an op-counter module first
+    loads gen (and gen.choose) while that module is half-loaded: no cycle may break it."""
+    r = subprocess.run([sys.executable, "-c", f"import {module}; import gen; gen.opcount"],
+                       capture_output=True, text=True, cwd=str(Path(__file__).resolve().parent.parent))
+    assert r.returncode == 0, r.stderr
