@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from opcount import CLASSES, count_trace
+
 # the module, not its function: ``import opcount.api`` first loads gen (opcount.api imports
 # gen.api), whose gen.build imports this module while opcount.api is still half-loaded
 from opcount import api as opcount_api
