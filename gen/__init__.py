@@ -3,8 +3,8 @@
 Public API (DESIGN §4): :func:`load_robot`, :func:`run`, :func:`opcount`, :func:`build`,
 :func:`casadi_function`, :func:`casadi_external`, :class:`RbdgenError`.
 """
-from .api import run
 from .build import Kernel, build  # noqa: E402  gen.build(): trace, emit, compile (gen/build.py)
+from .choose import opcount, run  # gen.run / gen.opcount, accepting -a auto, auto_osim (gen/choose.py)
 from .constraints import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (DESIGN §4)
 from .errors import RbdgenError
 from .robots import load_robot
@@ -19,13 +19,8 @@ CASADI_API = ("casadi_function", "casadi_external")
 
 
 def __getattr__(name: str):
-    """Lazy facade attributes (PEP 562): ``gen.opcount``, the op counter's API
-    (:func:`opcount.api.opcount`, DESIGN §4) -- the op counter imports gen's earlier
-    stages, so this facade cannot import it while gen itself is being imported -- and
-    :data:`CASADI_API`."""
-    if name == "opcount":
-        from opcount.api import opcount
-        return opcount
+    """Lazy facade attributes (PEP 562): :data:`CASADI_API`.  (``gen.opcount``, the op
+    counter's API, DESIGN §4, is :func:`gen.choose.opcount`, imported above.)"""
     if name in CASADI_API:
         from . import casadi_api
         return getattr(casadi_api, name)

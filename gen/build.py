@@ -38,6 +38,7 @@ import cffi
 import numpy as np
 
 from .api import check_inputs, get_algorithm, warn_not_converged
+from .choose import resolve
 from .emit import check_batch, emit_trace, timed, trace_for
 from .errors import RbdgenError
 
@@ -259,11 +260,20 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     per call (a batched kernel, see the module docstring), ``batch_trig`` its sin and cos
     ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`); other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
-    build the early-exit driver)."""
+    build the early-exit driver).  ``algorithm`` ``auto`` (constrained forward dynamics)
+    or ``auto_osim`` (damped Delassus inverse): the row :func:`gen.choose.choose` picks for
+    these constraints and options; the manifest's ``"choice"`` records it and every
+    alternative's estimate or exclusion."""
 
     check_batch(batch)
+    robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
+    if choice is not None and progress is not None:
+        progress(f"{choice.auto}: chose {choice.chosen} ("
+                 + ", ".join(f"{c['algorithm']} {'cost ' + format(c['cost'], '.0f') if c['cost'] is not None else 'excluded'}"
+                             for c in choice.candidates) + ")")
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,
-                        under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig)
+                        under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig,
+                        choice=None if choice is None else choice.record())
     module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset)

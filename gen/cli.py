@@ -34,6 +34,7 @@ from .api import get_algorithm, run
 from .backend import NUMPY
 from .bench.cli import add_parser as add_bench_parser
 from .build import build
+from .choose import AUTO, choose, is_auto
 from .constraints import parse_constraints
 from .emit import timed
 from .errors import RbdgenError
@@ -294,9 +295,27 @@ def cmd_robots(args) -> int:
     return 0
 
 
+AUTO_HELP = ("automatic choice: " + ", ".join(f"'{k}' ({what})" for k, (what, _) in AUTO.items())
+             + ", the cheapest applicable formulation by weighted op count (gen/choose.py)")
+CHOICE_COLUMNS = ["algorithm", "status", "ops", "cost", "reason"]
+
+
+def _report_choice(choice, args) -> None:
+    """The automatic choice and every candidate's estimate or exclusion, on stderr."""
+    if not args.quiet:
+        print(f"rbdgen: -a {choice.auto}: chose {choice.chosen} (weighted op count, gen/choose.py)\n"
+              + render_table(choice.rows(), CHOICE_COLUMNS, "md"), file=sys.stderr, flush=True)
+
+
 def cmd_opcount(args) -> int:
     model = _load(args)
     cset = constraint_set(model, args)
+    if is_auto(args.algorithm):
+        choice = choose(model, args.algorithm, cset, **_given_options(args))
+        _report_choice(choice, args)
+        print(render_opcount(model, [choice.chosen], args.format, constraints=cset,
+                             options_of={choice.chosen: choice.options}))
+        return 0
     algorithms = _algorithms(args.algorithm, cset)
     print(render_opcount(model, algorithms, args.format, constraints=cset, options_of=_options_of(algorithms, args)))
     return 0
@@ -306,12 +325,13 @@ def cmd_build(args) -> int:
     progress = _Progress(args.quiet)
     model = _load(args)
     cset = constraint_set(model, args)
-    opts = _algorithm_options(args.algorithm, args)
+    auto = is_auto(args.algorithm)
+    opts = _given_options(args) if auto else _algorithm_options(args.algorithm, args)
     t0 = time.perf_counter()
     k = build(model, args.algorithm, cset, out_dir=args.out, flags=args.flags, prefix=args.prefix,
               progress=progress, avoid_stack=args.avoid_stack, batch=args.batch, **opts)
     f = k.function
-    row = {"symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"), "batch": k.batch or 1,
+    row = {**({"algorithm": k.algorithm.name} if auto else {}), "symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"), "batch": k.batch or 1,
            "work_size": f["work_size"], "folder": str(k.path), "header": k.header_path.name,
            "seconds": round(time.perf_counter() - t0, 2)}
     print(render_table([row], list(row), args.format))
@@ -451,7 +471,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("opcount", help="operation counts by class and phase")
     _robot_args(s)
-    s.add_argument("--algorithm", "-a", default="all", help="algorithm name, comma list, or 'all' (default)")
+    s.add_argument("--algorithm", "-a", default="all",
+                   help=f"algorithm name, comma list, or 'all' (default); {AUTO_HELP}")
     _constraint_args(s)
     _solver_option_args(s)
     _common(s)
@@ -459,7 +480,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("build", help="emit and compile one kernel into a build folder")
     _robot_args(s)
-    s.add_argument("--algorithm", "-a", required=True)
+    s.add_argument("--algorithm", "-a", required=True, help=f"algorithm name; {AUTO_HELP}")
     _constraint_args(s)
     _solver_option_args(s)
     s.add_argument("--out", "-o", required=True, help="build folder to write")

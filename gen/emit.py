@@ -139,6 +139,7 @@ from opcount import CLASSES, count_trace
 
 from .algorithms import in_report
 from .api import get_algorithm
+from .choose import resolve
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -358,11 +359,12 @@ _UNSET = object()
 
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None, batch_trig: str = "vector") -> dict:
+            batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
-    ``batch_trig="libm"``), None for the scalar kernel."""
+    ``batch_trig="libm"``), None for the scalar kernel; ``choice``: the record of an
+    automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
@@ -414,6 +416,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
+        **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
                        "outputs": [{"name": y["name"], "size": y["size"], "rows": y["rows"], "cols": y["cols"]}
@@ -741,17 +744,18 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector") -> BuildFolder:
+               batch_trig: str = "vector", choice: dict | None = None) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
     ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
-    below)."""
+    below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`)."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
-        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig)
+        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
+                      choice=choice)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -778,11 +782,13 @@ def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None
          avoid_stack: bool = False, progress=None, batch: int | None = None, batch_trig: str = "vector",
          **options) -> BuildFolder:
     """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
-    (``batch=N``: the batched kernel, N states per call)."""
+    (``batch=N``: the batched kernel, N states per call; ``algorithm`` ``auto`` or
+    ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest)."""
     check_batch(batch)
+    robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch,
-                      batch_trig=batch_trig)
+                      batch_trig=batch_trig, choice=None if choice is None else choice.record())
 
 
 # --- the committed reference set (generated/) --------------------------------------------

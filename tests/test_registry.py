@@ -4,7 +4,7 @@
 * the modules of ``gen/`` and ``opcount/`` import each other without a cycle, imports
   inside functions included, and each imports only its own stage of the flow or earlier
   ones (URDF -> model -> kinematics -> constraints -> algorithm -> trace -> op count ->
-  emit -> build -> verify/bench -> CLI, docs/ARCHITECTURE.md);
+  choose -> emit -> build -> verify/bench -> CLI, docs/ARCHITECTURE.md);
 * imports inside functions are left only for the optional packages.
 """
 from __future__ import annotations
@@ -33,6 +33,7 @@ STAGES = [
     ("gen.api",),
     ("gen.trace",),
     ("opcount",),
+    ("gen.choose",),
     ("gen.emit",),
     ("gen.build",),
     ("gen.generic", "gen.pinref", "gen.casadi_api"),
@@ -90,7 +91,7 @@ def import_graph() -> tuple[dict[str, set[str]], list[str]]:
             deps |= {t for t in targets if t in mods and t != name}
         for fn in ast.walk(tree):
             # a package's module-level __getattr__ (PEP 562) is the one sanctioned lazy
-            # import: gen's facade exposing gen.opcount, a later stage
+            # import: gen's facade exposing gen.casadi_function(_external), a later stage
             lazy_facade = fn in tree.body and getattr(fn, "name", "") == "__getattr__" and path.name == "__init__.py"
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and not lazy_facade:
                 for node in ast.walk(fn):
