@@ -404,7 +404,15 @@ def cmd_demo(args) -> int:
              f"build folders under {args.out}")
     t0 = time.perf_counter()
     cset = constraint_set(model, args)
-    rows = _verify_rows(model, _algorithms("all", cset), cset, args, progress, out_root=args.out)
+    algorithms = _algorithms("all", cset)
+    # the derivatives of the constrained solve and of the impact map are kernels of 100k+
+    # operations whose -O3 compile takes minutes: the demo names them instead of building
+    slow = [a for a in algorithms if ALGORITHMS[a].ad is not None and ALGORITHMS[a].constrained]
+    if slow:
+        progress(f"left out of the demo (minutes to compile): {', '.join(slow)}; e.g. rbdgen verify "
+                 f"{model.name} -a {slow[0]} -c {args.constraints}")
+    algorithms = [a for a in algorithms if a not in slow]
+    rows = _verify_rows(model, algorithms, cset, args, progress, out_root=args.out)
     progress(f"demo done in {time.perf_counter() - t0:.1f} s")
     return _report(rows, ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "rtol", "status", "build_s", "folder"],
                    args)
