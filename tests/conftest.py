@@ -17,6 +17,12 @@ import gen
 from gen.algorithms import ALGORITHMS, of_family
 from gen.robots.named import NAMED_ROBOTS, ROBOTS_DIR_ENV
 
+#: kernels compiled by the tests use -O1 (unless $RBDGEN_CFLAGS says otherwise): the tests
+#: check values, and -O1 compiles the 100k-operation derivative kernels several times
+#: faster than the default -O3 (no reassociation at either level, so the values are
+#: the same); the benchmarks set their own flags
+os.environ.setdefault("RBDGEN_CFLAGS", "-O1 -march=native")
+
 #: pinocchio can be imported (found without importing it here: the tests that load the
 #: Pinocchio shim must do so in a process that has not imported pinocchio)
 HAVE_PIN = importlib.util.find_spec("pinocchio") is not None
