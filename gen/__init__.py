@@ -4,7 +4,10 @@ Public API (DESIGN §4): :func:`load_robot`, :func:`run`, :func:`opcount`, :func
 :func:`casadi_function`, :func:`casadi_external`, :class:`RbdgenError`.
 """
 from .build import Kernel, build  # noqa: E402  gen.build(): trace, emit, compile (gen/build.py)
-from .choose import opcount, run  # gen.run / gen.opcount, accepting -a auto, auto_osim (gen/choose.py)
+from .choose import (  # gen.run / gen.opcount, accepting -a auto, auto_osim (gen/choose.py)
+    opcount,
+    run,
+)
 from .constraints import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (DESIGN §4)
 from .errors import RbdgenError
 from .robots import load_robot

@@ -22,6 +22,8 @@ import gen
 from gen.algorithms import ALGORITHMS
 from gen.bench import harness, report
 
+pytestmark = pytest.mark.slow      # the slow tier: compiles the Pinocchio shim, CMake projects, ...
+
 SMALL = {"n_states": 8, "rounds": 5, "batch": 10, "warmup": 10, "seed": 0}
 SHIM_TOL = 1e-12          # relative to max(1, max |reference|)
 

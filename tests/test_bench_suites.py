@@ -6,6 +6,8 @@ import pytest
 
 from gen.cli import main
 
+pytestmark = pytest.mark.slow      # the slow tier: compiles the Pinocchio shim, CMake projects, ...
+
 
 def test_constrained_suite_writes_a_report_row_per_solver(tmp_path, capsys):
     rc = main(["bench", "--constrained-suite", "--sets", "ur5_6d_tool0", "--algorithms", "constrained_aba,prox_ltl",

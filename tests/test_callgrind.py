@@ -5,7 +5,7 @@ import pytest
 
 from gen.bench.callgrind import count, table
 
-pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")]
 
 
 def test_instruction_counts_per_call_are_measured_for_both_implementations():

@@ -116,6 +116,7 @@ def test_verify(capsys):
         assert r["err_c_pinocchio"] is not None and r["err_c_pinocchio"] < 1e-9
 
 
+@pytest.mark.slow
 def test_demo(capsys, tmp_path):
     rc, out, err = run(capsys, "demo", "--out", str(tmp_path / "demo"), "--samples", "2", "--format", "json")
     assert rc == 0, err

@@ -107,6 +107,7 @@ def test_derivatives_through_the_cli(tmp_path, capsys):
 ROUTE_TOL = 1e-10       # analytical vs AD, compiled, relative to max(1, max|ref|)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ("ur5", "solo12"))
 def test_ad_route_equals_analytical_and_pinocchio(name):
     """Issue 13 §2: route="ad" (CasADi jacobian of the traced rnea / aba graph, tangent

@@ -16,6 +16,8 @@ import pytest
 
 import gen
 
+pytestmark = pytest.mark.slow      # the slow tier: compiles the Pinocchio shim, CMake projects, ...
+
 ROOT = Path(__file__).resolve().parent.parent
 PERCENTILES = re.compile(r"^  (control|step)\s+\[us\]\s+p50\s+(\S+)\s+p90\s+(\S+)\s+p99\s+(\S+)\s+max\s+(\S+)$", re.M)
 

@@ -14,8 +14,8 @@ import pytest
 import gen
 from gen.emit import emit
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("cmake") is None
-                                or shutil.which("make") is None, reason="needs a C compiler, make and cmake")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("cc") is None or shutil.which("cmake") is None
+                                or shutil.which("make") is None, reason="needs a C compiler, make and cmake")]
 
 ROBOT, ALGORITHM, PREFIX = "ur5", "rnea", "rbd_ur5_rnea"
 C_TOL = 1e-12

@@ -8,6 +8,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow      # the slow tier: a fresh virtual environment and a pip install
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

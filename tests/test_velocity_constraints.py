@@ -115,6 +115,7 @@ def test_compiled_kernel_with_velocity_constraints_equals_numpy():
         assert rel_err(g, r) < 1e-10
 
 
+@pytest.mark.slow
 def test_benchmark_cross_checks_velocity_constraints_with_generic_c_and_pinocchio():
     """The harness gives the generic C and Pinocchio's constraint models the per-constraint
     gains, so the three implementations agree before timing."""

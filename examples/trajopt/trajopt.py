@@ -45,7 +45,7 @@ import casadi as ca
 import numpy as np
 
 import gen
-from gen.algorithms.kinematics import frame_placement
+from gen.kinematics import frame_placement
 from gen.backend import NUMPY, SXBackend
 from gen.robots.named import robots_dir
 from gen.simulate import POSTURES, advance, srdf_posture

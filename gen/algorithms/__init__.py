@@ -163,6 +163,9 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "Carpentier & Mansard, RSS 2018, §IV", docs=DERIV_DOCS,
               pinocchio=PinocchioRef(pinocchio_aba_derivatives, "computeABADerivatives (Minv symmetrised)"),
               generic=GenericC(18, "rbg_aba_derivatives", _work(76, 26, 1)),
+              floor=Floor(1e-10, 1e-10, "products with M^-1: rounding grows with cond(M) (2e5 on humanoid30, "
+                                        "1e7 on talos); worst seen 2.5e-12 (SX vs NumPy, humanoid30), 6e-13 "
+                                        "(generic C, talos)"),
               options=(ROUTE,), ad=ADRoute("aba", 1), pin_peer="aba_derivatives"),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",

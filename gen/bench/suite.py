@@ -9,7 +9,7 @@ from pathlib import Path
 from opcount.constrained import CONSTRAINED_SETS
 
 from .. import pinref
-from ..algorithms import ALGORITHMS, ALM_FLOOR, MU, in_report
+from ..algorithms import ALGORITHMS, ALM_FLOOR, in_report
 from ..errors import RbdgenError
 from ..robots.named import NAMED_ROBOTS
 from . import harness, pinshim, report
@@ -101,7 +101,7 @@ def _jobs(name, robot, spec, algorithms, iterations, against):
             opts = {"iterations": iterations}
             if row.floor == ALM_FLOOR and robot in ALM_MU:
                 opts["mu"] = ALM_MU[robot]
-        elif MU in row.options and row.family == "delassus":
+        elif any(o.name == "mu" for o in row.options) and row.family == "delassus":
             opts = {"mu": DELASSUS_MU}
         elif row.pinocchio is not None and row.pinocchio.converged:
             # Pinocchio's impulseDynamics is one damped solve: our K = 1 iterate
