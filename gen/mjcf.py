@@ -67,9 +67,11 @@ import os
 
 import numpy as np
 
+from .backend import NUMPY
 from .errors import RbdgenError
 from .model import SE3, Body, Frame, Inertia, Model
 from .portable import cos_sin, matmul
+from .spatial import axis_rotation
 
 # MuJoCo's mjtJoint values (mjmodel.h)
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
@@ -107,19 +109,10 @@ def quat_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
 
 
 def axis_angle_matrix(u: np.ndarray, angle: float) -> np.ndarray:
-    """Rodrigues ``R = c 1 + s [u]x + (1 - c) u u^T`` about the unit axis ``u``, with the
+    """Rodrigues about the unit axis ``u`` (:func:`gen.spatial.axis_rotation`), with the
     correctly rounded ``cos_sin``."""
     c, s = cos_sin(angle)
-    u = [float(a) for a in u]
-    t = 1.0 - c
-    R = np.array([[t * u[r] * u[k] + (c if r == k else 0.0) for k in range(3)] for r in range(3)])
-    R[2, 1] += s * u[0]
-    R[1, 2] -= s * u[0]
-    R[0, 2] += s * u[1]
-    R[2, 0] -= s * u[1]
-    R[1, 0] += s * u[2]
-    R[0, 1] -= s * u[2]
-    return R
+    return np.asarray(axis_rotation(np.asarray(u, dtype=float), c, s, NUMPY), dtype=float)
 
 
 def _translation(p) -> SE3:
