@@ -28,6 +28,13 @@ unchanged:
   free             7    6  ``[x y z qx qy qz qw]`` / ``[v_lin v_ang]`` in the LOCAL frame
   ============== ==== ==== =====================================================
 
+* a **universal** joint (Pinocchio's ``JointModelUniversal(axis1, axis2)``: rotation
+  ``R(axis1, q1) R(axis2, q2)``, ``nq = nv = 2``; no file format has one) is built by
+  :func:`universal_joint` as two revolute bodies, the first massless, sharing one origin.
+  That is the same mechanism (same ``q``, ``v``, ``M``, ``tau``), so every algorithm,
+  solver, derivative and the generic C take it unchanged, and each half keeps the
+  constant, possibly axis-aligned motion subspace the recursions exploit, where
+  Pinocchio's joint carries a q-dependent ``S(q)`` and its bias ``dS/dt v``;
 * a **mimic** joint (URDF ``<mimic>``, Pinocchio 3's ``JointModelMimic``) is a revolute
   or prismatic body whose coordinate is ``multiplier * q_primary + offset`` of an earlier
   revolute or prismatic joint: it has ``nq = nv = 0`` and the primary's ``idx_q`` /
@@ -156,6 +163,24 @@ class Body:
         """Velocity size, 0 for a mimic joint; its motion subspace has
         ``JOINT_KINDS[kind][1]`` columns all the same."""
         return 0 if self.mimic is not None else JOINT_KINDS[self.kind][1]
+
+
+def universal_joint(name: str, link: str, parent: int, index: int, axis1, axis2, placement: SE3,
+                    inertia: Inertia) -> list[Body]:
+    """Pinocchio's ``JointModelUniversal(axis1, axis2)`` named ``name`` at ``placement``
+    in body ``parent``, moving ``link`` (``inertia``), as the bodies ``index`` and
+    ``index + 1`` of a model: a massless body turning about ``axis1`` (named
+    ``<name>_axis1``, link ``<link>_axis1``) and ``link`` turning about ``axis2`` in its
+    frame, so the joint frame rotates by ``R(axis1, q1) R(axis2, q2)`` (module docstring).
+    Axes in the joint frame; they need not be orthogonal but must not be parallel."""
+    a1, a2 = (np.asarray(a, dtype=float) for a in (axis1, axis2))
+    for what, a in (("axis1", a1), ("axis2", a2)):
+        if a.shape != (3,) or not np.all(np.isfinite(a)) or abs(float(np.linalg.norm(a)) - 1.0) > 1e-12:
+            raise RbdgenError(f"universal joint '{name}': {what} {a.tolist()} is not a finite unit 3-vector")
+    if float(np.linalg.norm(np.cross(a1, a2))) < 1e-9:
+        raise RbdgenError(f"universal joint '{name}': axis1 and axis2 are parallel (one degree of freedom)")
+    return [Body(f"{name}_axis1", f"{link}_axis1", parent, "revolute", a1, placement, Inertia.zero()),
+            Body(name, link, index, "revolute", a2, SE3.identity(), inertia)]
 
 
 @dataclass(frozen=True)
