@@ -17,6 +17,10 @@ drift terms:
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from .errors import RbdgenError
 from .model import Model
 from .spatial import (
@@ -59,8 +63,32 @@ def dof_columns(model: Model, i: int) -> list[tuple[int, float]]:
     return [(b.idx_v + k, 1.0) for k in range(b.nv)]
 
 
+
+def mimic_extension(model: Model) -> tuple[Model, np.ndarray]:
+    """``(ext, G)`` for a model with mimic joints: ``ext`` is the same tree with every
+    mimic joint an independent coordinate (the *extended tree*), ``G`` (ext.nv x nv) the
+    constant map of :func:`dof_columns`, so ``v_ext = G v``, ``a_ext = G a`` and
+    ``tau = G^T tau_ext``.  An algorithm written for trees then applies by the chain rule,
+    e.g. ``d tau / d q = G^T (d tau_ext / d q_ext) G`` (mimic joints are revolute or
+    prismatic, so their tangent map is the identity)."""
+    ext = Model(f"{model.name} (mimic joints extended)",
+                [replace(b, mimic=None) for b in model.bodies], model.frames, model.gravity.copy(),
+                model.source, model.locked)
+    G = np.zeros((ext.nv, model.nv))
+    for i, b in enumerate(ext.bodies):
+        for k, (d, s) in enumerate(dof_columns(model, i)):
+            G[b.idx_v + k, d] = s
+    return ext, G
+
+
+def extended_q(model: Model, q, be):
+    """The extended tree's configuration (:func:`mimic_extension`): each body's
+    :func:`qslice` in body order."""
+    return be.vcat([qslice(model, i, q) for i in range(model.nbodies)])
+
 #: the algorithms that handle mimic joints (their dofs projected through ``dof_columns``)
-MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "prox_ltl", "prox_ltls")
+MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "prox_ltl", "prox_ltls",
+                    "rnea_derivatives", "aba_derivatives")
 
 
 def subspaces(model: Model, be, *, mimic: bool = False):

@@ -3,8 +3,10 @@
 through ``buildModelFromUrdf(path, mimic=True)`` and ``transformJointIntoMimic``):
 rnea / crba / aba / minv on random states, the derivatives and the constrained solvers
 where they apply, integrate vs ``pinocchio.integrate``, traced SX = NumPy, compiled C =
-NumPy for one kernel per kind, and the one-line refusals (generic C, mimic in the
-articulated solvers, a planar axis Pinocchio cannot express).
+NumPy for one kernel per kind, the RNEA/ABA derivatives on mimic models (against
+Richardson differences: Pinocchio's derivative functions refuse mimic), and the one-line
+refusals (generic C, mimic in the articulated solvers, a planar axis Pinocchio cannot
+express).
 
 Pinocchio's ``aba``, ``computeMinverse``, Cholesky and constrained dynamics refuse mimic
 joints: there the reference is its ``crba`` and ``nonLinearEffects`` solved densely, and
@@ -194,6 +196,57 @@ def test_mimic_constrained_kkt(mimic_urdf, algorithm):
     assert relerr(lam, sol[model.nv:]) < 1e-8, "lam"
 
 
+def richardson(f, n, h=1e-4):
+    """d f(integrate(q, d)) / dd at 0 (f already composed): central differences at h and
+    h/2 combined (truncation O(h^4), rounding ~eps/h)."""
+    cols = []
+    for e in np.eye(n):
+        d1 = (f(h * e) - f(-h * e)) / (2 * h)
+        d2 = (f(h / 2 * e) - f(-h / 2 * e)) / h
+        cols.append((4 * d2 - d1) / 3)
+    return np.column_stack(cols)
+
+
+@pytest.mark.parametrize("which", ["urdf", "tree0", "tree1"])
+def test_mimic_derivatives(mimic_urdf, which):
+    """rnea/aba derivatives with mimic joints (Pinocchio's derivative functions refuse
+    them: "does not support Joint Mimic"): against Richardson differences, on the manifold,
+    of Pinocchio's rnea and of the dense solve of its crba and nonLinearEffects; the
+    identities dddq_dq = -Minv dtau_dq (a = ddq), Minv M = I; the AD route = the
+    analytical one (traced)."""
+    model = load_urdf(mimic_urdf, mimic=True) if which == "urdf" else mimic_tree(int(which[-1]))
+    pm = pin_model(model)
+    pd = pm.createData()
+    with pytest.raises(Exception, match="does not support Joint Mimic"):
+        pin.computeRNEADerivatives(pm, pd, *random_state(model, np.random.default_rng(0)))
+
+    def pin_aba(q, v, tau):
+        M = np.array(pin.crba(pm, pm.createData(), q))     # fresh Data (pin 4.1 mimic crba)
+        return np.linalg.solve(np.triu(M) + np.triu(M, 1).T, tau - pin.nonLinearEffects(pm, pd, q, v))
+
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        q, v, a = random_state(model, rng)
+        dq, dv, M = gen.run(model, "rnea_derivatives", q, v, a)
+        assert relerr(dq, richardson(lambda d: pin.rnea(pm, pd, pin.integrate(pm, q, d), v, a), model.nv)) < 1e-8
+        assert relerr(dv, richardson(lambda d: pin.rnea(pm, pd, q, v + d, a), model.nv)) < 1e-8
+        assert relerr(M, gen.run(model, "crba", q)) < RTOL
+        tau = pin.rnea(pm, pd, q, v, a)
+        ddq_dq, ddq_dv, Minv = gen.run(model, "aba_derivatives", q, v, tau)
+        assert relerr(ddq_dq, richardson(lambda d: pin_aba(pin.integrate(pm, q, d), v, tau), model.nv)) < 1e-8
+        assert relerr(ddq_dv, richardson(lambda d: pin_aba(q, v + d, tau), model.nv)) < 1e-8
+        assert relerr(Minv @ M, np.eye(model.nv)) < RTOL
+        ddq = gen.run(model, "aba", q, v, tau)
+        assert relerr(ddq_dq, -Minv @ gen.run(model, "rnea_derivatives", q, v, ddq)[0]) < RTOL
+    q, v, x = random_state(model, rng)
+    for algorithm in ("rnea_derivatives", "aba_derivatives"):
+        want = gen.run(model, algorithm, q, v, x)
+        for route in ("analytical", "ad"):
+            got = trace(model, algorithm, route=route).function().call([np.reshape(t, (-1, 1)) for t in (q, v, x)])
+            for g, w in zip(got, want):
+                assert relerr(np.array(g), w) < SX_TOL, (algorithm, route)
+
+
 def test_integrate_matches_pinocchio(mimic_urdf):
     rng = np.random.default_rng(2)
     for model in (kinds_tree(0), load_urdf(mimic_urdf, mimic=True)):
@@ -255,7 +308,7 @@ def test_refusals(mimic_urdf, tmp_path):
         with pytest.raises(RbdgenError, match="joint 'd_right' mimics 'c_left'.*does not handle mimic"):
             gen.run(model, algorithm, q, v, tau, constraints="3D:tip")
     with pytest.raises(RbdgenError, match="does not handle mimic"):
-        gen.run(model, "rnea_derivatives", q, v, tau)
+        gen.run(model, "constrained_derivatives", q, v, tau, constraints="3D:tip")
     with pytest.raises(RbdgenError, match="generic C library has no 'planar' joint"):
         GenericModel(model)
     with pytest.raises(RbdgenError, match="generic C library has no mimic joints"):

@@ -9,6 +9,8 @@ Carpentier & Mansard, RSS 2018, §IV (Pinocchio's ``computeABADerivatives``): si
     M^-1                                               (minv, RSS 2018 §IV)
     dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv
 
+With mimic joints ``aba`` and ``minv`` are the dense solve of ``M`` and the RNEA partials
+are taken on the extended tree (:func:`~gen.algorithms.rnea_derivatives.tau_derivatives`).
 ``dddq/dq`` is in the tangent space (``q + delta = integrate(q, delta)``), Pinocchio's.
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq_dq, ddq_dv, Minv (nv,nv).
 """
@@ -20,7 +22,7 @@ from ..model import Model
 from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
-from .world import tau_partials, world_pass
+from .rnea_derivatives import tau_derivatives
 
 
 def aba_derivatives(model: Model, q, v, tau, *, be):
@@ -28,8 +30,7 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
     (ddq,) = aba(model, q, v, tau, be=sub)
     (Minv,) = minv(model, q, be=sub)
     be.mark("aba_minv", ddq, Minv)
-    w = world_pass(model, q, v, ddq, be)
-    dq, dv, _ = tau_partials(model, w, w.of, be)
+    dq, dv, _ = tau_derivatives(model, q, v, ddq, sub)
     be.mark("rnea_derivatives", dq, dv)
     out = -(Minv @ dq), -(Minv @ dv)
     be.mark("product", *out)

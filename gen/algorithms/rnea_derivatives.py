@@ -9,21 +9,38 @@ frame (placements, subspaces ``J_i = oMi S_i``, velocities, accelerations with
 descendant).  ``dtau/dq`` is in the tangent space (``q + delta = integrate(q, delta)``),
 so it is Pinocchio's matrix; ``dtau/dv`` is also the Coriolis-related matrix; ``M`` is
 ``dtau/da`` (full, symmetric, the world-frame CRBA ``M_ij = J_i^T Ycrb_i J_j``).
+Mimic joints (Pinocchio's derivatives refuse them): the same algorithm on the extended
+tree, projected by the constant mimic map (:func:`tau_derivatives`).
 Shapes: q (nq,1), v (nv,1), a (nv,1) -> dtau_dq, dtau_dv, M (nv,nv).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..kinematics import extended_q, mimic_extension
 from ..model import Model
 from .world import tau_partials, world_pass
 
 
 def rnea_derivatives(model: Model, q, v, a, *, be):
+    return tau_derivatives(model, q, v, a, be, want_M=True)
+
+
+def tau_derivatives(model: Model, q, v, a, be, want_M=False):
+    """``(dtau/dq, dtau/dv, M or None)``.  With mimic joints: on the extended tree
+    (:func:`~gen.kinematics.mimic_extension`), ``X = G^T X_ext G`` for each matrix, since
+    ``tau(q, v, a) = G^T tau_ext(q_ext(q), G v, G a)`` and ``d q_ext / d q = G``."""
+    if model.has_mimic:
+        ext, G = mimic_extension(model)
+        G = be.asarray(G)
+        parts = tau_derivatives(ext, extended_q(model, q, be), G @ v, G @ a, be, want_M)
+        out = tuple(None if X is None else G.T @ X @ G for X in parts)
+        be.mark("mimic_projection", *(X for X in out if X is not None))
+        return out
     w = world_pass(model, q, v, a, be)
     be.mark("forward", *w.of, *w.B)
-    dq, dv, M = tau_partials(model, w, w.of, be, want_M=True)
-    be.mark("backward", dq, dv, M)
+    dq, dv, M = tau_partials(model, w, w.of, be, want_M=want_M)
+    be.mark("backward", *(X for X in (dq, dv, M) if X is not None))
     return dq, dv, M
 
 
