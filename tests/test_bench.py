@@ -394,7 +394,7 @@ def test_cli_bench_user_errors():
     sub = p.add_subparsers()
     cli.add_parser(sub)
     for argv, msg in ((["bench", "chain:6"], "--algorithm"),
-                      (["bench", "chain:6", "-a", "rnea", "--against", "mujoco"], "mujoco"),
+                      (["bench", "chain:6", "-a", "rnea", "--against", "drake"], "drake"),
                       (["bench", "chain:6", "-a", "rnea", "--rounds", "0"], "--rounds"),
                       (["bench", "chain:6", "-a", "rnea", "--iterations", "3"], "constrained"),
                       (["bench", "ur5", "-a", "prox_ltl", "-c", "6D:tool0", "--max-iter", "9"], "--tol")):
@@ -417,3 +417,32 @@ def test_report_formats():
     csv_text = report.render([fake], "csv").splitlines()
     assert csv_text[0].split(",")[:6] == ["robot", "algorithm", "constraints", "nv", "generic/spec", "pin/spec"]
     assert json.loads(report.render([fake], "json"))[0]["ratios"]["pinocchio/specialized"] == 3.0
+
+
+
+@pytest.mark.parametrize("model, algorithm", [("hopper", "nle"), ("hopper", "crba_solve"),
+                                              ("ant", "crba_solve"), ("humanoid", "crba_solve")])
+def test_mujoco_peer(model, algorithm):
+    """MuJoCo's C library timed in the same program (issue 16 §4): its bias force and its
+    CRBA + factorisation + solve agree with the specialised C on every state (free-joint
+    models through the coordinate conversion), the calls are reported, and nle on a
+    free-floating model is skipped with the reason."""
+    pytest.importorskip("mujoco")
+    pytest.importorskip("gymnasium")
+    from gen.bench import mujoco_suite
+    path = mujoco_suite.gymnasium_model(model)
+    r = harness.benchmark(path, algorithm, against=("mujoco",), **SMALL)
+    _check_result(r, ("specialized", "mujoco"))
+    assert r["verify"]["max_rel_diff"]["mujoco"] <= 1e-12
+    assert r["implementations"]["mujoco"]["calls"].startswith("mj_kinematics + mj_comPos")
+    if model == "ant":
+        r = harness.benchmark(path, "nle", against=("mujoco",), **SMALL)
+        assert "world-linear" in r["skipped"]["mujoco"]
+
+
+def test_mujoco_peer_only_where_it_applies():
+    r = harness.benchmark("chain:3", "nle", against=("mujoco",), **SMALL)
+    assert r["skipped"]["mujoco"] == "MuJoCo is timed on MJCF models only (the same file on both sides)"
+    r = harness.benchmark("chain:3", "rnea", against=("mujoco",), **SMALL)
+    assert r["skipped"]["mujoco"].startswith("MuJoCo has no counterpart of rnea")
+    assert [n for n, row in ALGORITHMS.items() if row.mujoco_peer] == ["nle", "crba_solve"]

@@ -212,6 +212,7 @@ class Algorithm:
     generic_note: str = ""       # why there is no generic C (with generic None)
     floor: Floor = Floor()
     pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
+    mujoco_peer: str | None = None  # the MuJoCo call sequence timed against it (gen.bench.mujoco_peer.CALLS)
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
     ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)

@@ -37,13 +37,13 @@ def add_parser(subparsers):
         "bench", help="time the specialized C against the generic C and Pinocchio (--suite: all named robots)",
         description="Benchmark rbdgen's specialized C against the generic C and Pinocchio: one C program, "
                     "one process, implementations interleaved, outputs cross-checked before timing.")
-    p.add_argument("robot", nargs="?", help="named robot, synthetic spec (chain:N, ...) or URDF path")
+    p.add_argument("robot", nargs="?", help="named robot, synthetic spec (chain:N, ...), URDF or MJCF path")
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
     p.add_argument("--algorithm", "-a", help="algorithm to time (rnea, nle, crba, aba, ...)")
     p.add_argument("--constraints", "-c", help="constraint spec for constrained algorithms")
     p.add_argument("--against", default="generic,pinocchio",
-                   help="comma list of implementations to compare with: generic, pinocchio "
-                        "(default: generic,pinocchio; 'none' for the specialized C alone)")
+                   help="comma list of implementations to compare with: generic, pinocchio, mujoco (MJCF "
+                        "models; nle and crba_solve) (default: generic,pinocchio; 'none' for the specialized C alone)")
     p.add_argument("--suite", action="store_true",
                    help="every named robot x (rnea, crba, aba, nle); writes bench/reports/<date>-suite.{md,json,png}")
     p.add_argument("--constrained-suite", action="store_true",
@@ -93,7 +93,7 @@ def _against(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
     bad = [n for n in names if n not in IMPLEMENTATIONS]
     if bad:
-        raise RbdgenError(f"--against: unknown implementation '{bad[0]}' (choose from generic, pinocchio)")
+        raise RbdgenError(f"--against: unknown implementation '{bad[0]}' (choose from generic, pinocchio, mujoco)")
     return tuple(n for n in names if n != "specialized")
 
 

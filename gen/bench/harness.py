@@ -13,6 +13,10 @@ same process and the same run, interleaved.
   tolerance, the same early exit and cap; the impact map's restitution),
 * the Pinocchio shim's objects (:mod:`gen.bench.pinshim`; the model is handed over as
   the Boost text archive of the ``pin.Model`` built in Python),
+* on MJCF models, MuJoCo's C library (``libmujoco`` of the ``mujoco`` wheel, the same
+  file loaded by ``mj_loadXML``) for the rows with a ``mujoco_peer``
+  (:mod:`gen.bench.mujoco_peer`: its call sequence, overhead and the coordinate
+  conversion),
 
 compiles everything with the same flags (:data:`gen.bench.pinshim.BENCH_FLAGS`,
 ``-O3 -march=native -DNDEBUG``), writes ``n_states`` random states (fixed seed; ``q`` from
@@ -63,12 +67,12 @@ from ..generic.serialize import JOINT_CODES, constraints_to_c, model_to_c
 from ..model import Model
 from ..robots import load_robot
 from ..version import __version__
-from . import pinshim
+from . import mujoco_peer, pinshim
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = "harness.c.j2"
 
-IMPLEMENTATIONS = ("specialized", "generic", "pinocchio")
+IMPLEMENTATIONS = ("specialized", "generic", "pinocchio", "mujoco")
 #: Each registry row names the Pinocchio shim function timed against it (``pin_peer``;
 #: ``--pin-peer`` overrides).  Constrained rows: Pinocchio 4.1's ``constrainedABA`` and ``pv`` do not
 #: compile (see pin_shim.cpp), so every proximal solver is timed against
@@ -179,8 +183,10 @@ def _run(cmd, what: str, cwd=None) -> str:
 
 
 def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Path], link_with_pin: bool,
-                     shim: pinshim.ShimBuild | None, shim_parts, progress) -> tuple[Path, float]:
-    """Compile the C sources (in parallel) and link ``bench``; cached by content."""
+                     shim: pinshim.ShimBuild | None, shim_parts, progress,
+                     extra_link: tuple[str, ...] = ()) -> tuple[Path, float]:
+    """Compile the C sources (in parallel) and link ``bench`` (with ``extra_link``, e.g.
+    libmujoco); cached by content."""
     flags = list(pinshim.BENCH_FLAGS)
     h = hashlib.sha256()
     for src in c_sources:
@@ -188,7 +194,8 @@ def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Pa
     for d in include_dirs:
         for hdr in sorted(Path(d).glob("*.h")):
             h.update(hdr.read_bytes())
-    h.update(json.dumps([flags, link_with_pin, str(shim.folder) if shim else "", sorted(shim_parts or [])]).encode())
+    h.update(json.dumps([flags, link_with_pin, str(shim.folder) if shim else "", sorted(shim_parts or []),
+                         list(extra_link)]).encode())
     exe = workdir / f"bench-{h.hexdigest()[:16]}"
     if exe.exists():
         return exe, 0.0
@@ -206,9 +213,9 @@ def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Pa
             objs = list(pool.map(one, enumerate(c_sources)))
         tmp = Path(objdir) / "bench"
         if link_with_pin:
-            cmd = [pinshim.cxx(), *flags, *map(str, objs), *shim.link_args(shim_parts), "-o", str(tmp)]
+            cmd = [pinshim.cxx(), *flags, *map(str, objs), *shim.link_args(shim_parts), *extra_link, "-o", str(tmp)]
         else:
-            cmd = [cc, *flags, *map(str, objs), "-lm", "-o", str(tmp)]
+            cmd = [cc, *flags, *map(str, objs), *extra_link, "-lm", "-o", str(tmp)]
         _run(cmd, "linking the benchmark")
         os.replace(tmp, exe)                 # atomic: concurrent builders agree
     for old in workdir.glob("bench-*"):      # earlier builds of this program are stale
@@ -240,7 +247,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     bad = [a for a in against if a not in IMPLEMENTATIONS]
     if bad:
         raise RbdgenError(f"unknown implementation(s) {', '.join(bad)} in --against "
-                          f"(choose from generic, pinocchio)")
+                          f"(choose from generic, pinocchio, mujoco)")
     if min(n_states, rounds, batch) < 1 or warmup < 0:
         raise RbdgenError("n_states, rounds and batch must be >= 1 and warmup >= 0")
     model = robot if isinstance(robot, Model) else load_robot(robot)
@@ -360,6 +367,17 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         else:
             skipped["pinocchio"] = reason
 
+    # --- MuJoCo (gen.bench.mujoco_peer) -------------------------------------------------------
+    mj_ctx = None
+    if "mujoco" in against:
+        reason = mujoco_peer.unavailable(model, algo)
+        if reason is None:
+            mj_ctx = mujoco_peer.context(model, algo)
+            impls.append({"name": "mujoco", "key": "mj", "kind": "mujoco", "work_size": None,
+                          "colmajor": False, "calls": mj_ctx["calls"]})
+        else:
+            skipped["mujoco"] = reason
+
     # --- the program --------------------------------------------------------------------------
     program = f"bench_{fn['symbol']}"
     ctx = {"program": program, "robot": model.name, "algorithm": algorithm,
@@ -368,7 +386,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
            "outputs": outputs, "n_states": n_states, "stride": stride,
            "has_spec": True, "spec": {"header": man["header"], "symbol": fn["symbol"]},
            "has_generic": generic_ctx is not None, "generic": generic_ctx or {},
-           "has_pin": pin_ctx is not None, "pin": pin_ctx or {}}
+           "has_pin": pin_ctx is not None, "pin": pin_ctx or {},
+           "has_mj": mj_ctx is not None, "mj": mj_ctx or {}}
     source = _env().get_template(TEMPLATE).render(ctx)
     root = Path(keep_dir) if keep_dir else cache_root() / program
     root.mkdir(parents=True, exist_ok=True)
@@ -380,8 +399,13 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     if generic_ctx is not None:
         c_sources += list(GENERIC_SOURCES)
         include_dirs.append(GENERIC_DIR)
+    extra_link = ()
+    if mj_ctx is not None:
+        include_dirs.append(mujoco_peer.package_dir() / "include")
+        extra_link = tuple(mujoco_peer.link_args())
     say(f"compiling the benchmark program {program}")
-    exe, t_compile = _compile_program(root, c_sources, include_dirs, pin_ctx is not None, shim, shim_parts, progress)
+    exe, t_compile = _compile_program(root, c_sources, include_dirs, pin_ctx is not None, shim, shim_parts, progress,
+                                      extra_link)
 
     states = make_states(model, inputs, n_states, seed)
     with tempfile.TemporaryDirectory(prefix="rbdgen-bench-") as tmp:
@@ -391,6 +415,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         if pin_ctx is not None:
             (tmp / "model.txt").write_bytes(archive)
             args.append(str(tmp / "model.txt"))
+        if mj_ctx is not None:
+            args.append(str(model.source))
         args += [str(rounds), str(batch), str(warmup), str(tmp / "dump.bin")]
         say(f"running {program}: {rounds} rounds x {batch} calls x {len(impls)} implementations")
         t0 = time.perf_counter()
@@ -462,6 +488,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             st["symbol"] = fn["symbol"]
         if im["kind"] == "pin":
             st["function"] = im["function"]
+        if im["kind"] == "mujoco":
+            st["calls"] = im["calls"]
         result_impls[im["name"]] = st
     spec_med = result_impls["specialized"]["median_ns"]
     ratios, paired = {}, {}

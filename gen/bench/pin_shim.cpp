@@ -11,7 +11,7 @@
  *   PINSHIM_PART_CORE         create/destroy (model from a text archive), sizes,
  *                             constraint set-up, output fetchers
  *   PINSHIM_PART_RNEA         rnea, nonLinearEffects
- *   PINSHIM_PART_CRBA         crba
+ *   PINSHIM_PART_CRBA         crba, crba + cholesky decompose/solve
  *   PINSHIM_PART_ABA          aba
  *   PINSHIM_PART_CONSTRAINED  constraintDynamics, contactABA, lcaba,
  *                             computeDampedDelassusMatrixInverse
@@ -53,6 +53,7 @@
 #include "pinocchio/algorithm/rnea.hpp"
 #endif
 #if defined(PINSHIM_PART_CRBA)
+#include "pinocchio/algorithm/cholesky.hpp"
 #include "pinocchio/algorithm/crba.hpp"
 #endif
 #if defined(PINSHIM_PART_ABA)
@@ -412,6 +413,23 @@ int pinshim_crba(pinshim *s, const double *q, double *M)
     pin::crba(s->model, *s->data, CVec(q, s->model.nq));
     if (M)
         pinshim_detail_fetch_M(s, M);
+    return 0;
+    PINSHIM_CATCH
+}
+
+/* x = M(q)^-1 b: crba, cholesky::decompose (sparse U D U^T), cholesky::solve -- as a user
+ * calls them (rbdgen's crba_solve).  The solve works in place on a buffer sized once. */
+int pinshim_crba_solve(pinshim *s, const double *q, const double *b, double *x)
+{
+    PINSHIM_TRY
+    static thread_local Eigen::VectorXd rhs;
+    const int nv = s->model.nv;
+    pin::crba(s->model, *s->data, CVec(q, s->model.nq));
+    pin::cholesky::decompose(s->model, *s->data);
+    rhs = CVec(b, nv);
+    pin::cholesky::solve(s->model, *s->data, rhs);
+    if (x)
+        Eigen::Map<Eigen::VectorXd>(x, nv) = rhs;
     return 0;
     PINSHIM_CATCH
 }

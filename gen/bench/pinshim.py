@@ -81,7 +81,7 @@ PIN_DEFINES = ("-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=
 
 PARTS = ("core", "rnea", "crba", "aba", "constrained", "impulse", "derivatives", "constrained_derivatives")
 #: shim function -> the part that defines it
-FUNCTION_PART = {"rnea": "rnea", "nle": "rnea", "crba": "crba", "aba": "aba",
+FUNCTION_PART = {"rnea": "rnea", "nle": "rnea", "crba": "crba", "crba_solve": "crba", "aba": "aba",
                  "constraint_dynamics": "constrained", "contact_aba": "constrained",
                  "lcaba": "constrained", "delassus_inv": "constrained", "impulse_dynamics": "impulse",
                  "rnea_derivatives": "derivatives", "aba_derivatives": "derivatives",
