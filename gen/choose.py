@@ -22,8 +22,8 @@ A candidate is *excluded*, with the reason recorded, when
   refuse ``mu`` below :data:`gen.algorithms.registry.ALM_MU_FLOOR`: ``J^T J / mu``
   enters the inertia and rounding grows like ``eps / mu``), or an option the row does
   not take;
-* its formulation does not cover the constraint set: ``constrained_aba`` and
-  ``prox_pv`` refuse a loop between two moving bodies (any :class:`RbdgenError` while
+* its formulation does not cover the constraint set: ``caba_osim[f]`` refuse a loop
+  between two moving bodies, ``caba_osimf`` a fixed base (any :class:`RbdgenError` while
   resolving the constraints or tracing).
 
 Among the others the cheapest by the weighted cost :data:`WEIGHTS` wins (ties: registry

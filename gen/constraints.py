@@ -201,11 +201,13 @@ class ConstraintSet:
         return sorted(_dofs(model, bodies))
 
     def require_anchored(self, algorithm: str) -> None:
+        """The generic C library's articulated solvers take constraints to the world only."""
         for con in self.constraints:
             if not con.anchored:
                 raise RbdgenError(
-                    f"{algorithm} handles constraints relative to the world only (Sathya 2024 §II-E); "
-                    f"'{con}' closes a loop between two moving bodies: use prox_ltl or prox_ltls")
+                    f"the generic C library's {algorithm} handles constraints relative to the world only; "
+                    f"'{con}' closes a loop between two moving bodies: build the specialised kernel "
+                    f"(gen.build), which closes it, or use the generic prox_ltl")
 
     # --- numbers, over the backend -----------------------------------------------------
     def evaluate(self, model: Model, q, v, *, be, kin=None, jacobian: bool = True,

@@ -102,6 +102,8 @@ def supports(model: Model, algorithm: str, cset=None, options=None) -> bool:
         return False
     if ref.joint1_only and any(c.body1 < 0 for c in cons):
         return False
+    if ref.anchored_only and not all(c.anchored for c in cons):
+        return False
     if ref.unit_weights and any(c.weight != 1.0 for c in cons):
         return False
     return not (ref.iterate and (options or {}).get("tol") is not None)

@@ -6,7 +6,7 @@ phases are whatever the solvers close with ``be.mark``; nothing here names them)
 ``python -m opcount.constrained [OUT_DIR]`` (and ``python -m opcount.report``, which
 also writes the unconstrained reports) regenerates ``opcount/reports/constrained/``:
 
-* ``<set>.json`` / ``<set>.md`` for every entry of :data:`CONSTRAINED_SETS`: rows =
+* ``<set>.json`` / ``<set>.md`` for every entry of :data:`REPORT_SETS`: rows =
   solver × K, columns = total, the op classes, the per-phase totals, and the cost of one
   more proximal iteration ``(total(K=3) - total(K=1)) / 2``;
 * ``<set>.png`` (with matplotlib): one bar per solver and K, stacked by phase;
@@ -51,6 +51,18 @@ CONSTRAINED_SETS: dict[str, tuple[str, str]] = {
 }
 """Set name -> (robot, constraint spec): issue 5's named sets, with the redundant ones
 last (talos' soles duplicated, m = 24; Carpentier 2021 §V-F, m = 36)."""
+
+LOOP_SETS: dict[str, tuple[str, str]] = {
+    "fourbar_cut_loop": ("fourbar_cut", "3D:coupler_tip~rocker_tip"),
+    "closed_leg_loop_foot": ("closed_leg", "3D:shin_a_tip~shin_b_tip,3D:shin_a_tip"),
+    "talos_6d_soles_grippers": ("talos", _TALOS_FEET + ",6D:gripper_left_base_link~gripper_right_base_link"),
+}
+"""Loops between two moving bodies, which every solver closes (the articulated ones by
+the loop-constrained ABA, :mod:`gen.algorithms.loops`): the four-bar cut between its two
+moving links, a five-bar leg standing on its foot, talos standing and holding an object
+with both grippers."""
+REPORT_SETS = {**CONSTRAINED_SETS, **LOOP_SETS}
+"""Every set of the committed constrained op-count reports."""
 
 
 # --- data ------------------------------------------------------------------------------
@@ -177,9 +189,9 @@ def write_set(name: str, robot, spec: str, out_dir=CONSTRAINED_DIR, plot: bool =
 
 def write_constrained_reports(out_dir=CONSTRAINED_DIR, sets=None, plot: bool = True, log=print) -> list[dict]:
     """Regenerate the constrained reports in ``out_dir`` (see the module docstring);
-    ``sets`` (name -> (robot, spec)) defaults to :data:`CONSTRAINED_SETS`."""
+    ``sets`` (name -> (robot, spec)) defaults to :data:`REPORT_SETS`."""
     all_data = []
-    for name, (robot, spec) in (sets if sets is not None else CONSTRAINED_SETS).items():
+    for name, (robot, spec) in (sets if sets is not None else REPORT_SETS).items():
         t0 = time.perf_counter()
         all_data.append(write_set(name, robot, spec, out_dir, plot))
         log(f"{name:>24}: m={all_data[-1]['m']}, {time.perf_counter() - t0:.1f} s")

@@ -21,12 +21,11 @@ SOLO_FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 TALOS_SOLES = "6D:left_sole_link,6D:right_sole_link"
 HUMANOID_LOOP = "6D:left_foot,3D:left_hand~right_hand"     # a loop between two moving bodies
 ALL = set(SOLVERS)
-DUAL = {"prox_ltl", "prox_ltls"}         # the formulations that close loops between moving bodies
 
-#: (robot, constraints, the candidates that apply); fourbar's ``anchor`` is a world frame,
-#: so its loop closure is anchored and every solver applies
+#: (robot, constraints, the candidates that apply): every solver closes loops, also between
+#: two moving bodies (humanoid30's hands; fourbar's ``anchor`` is a world frame)
 CASES = [("solo12", SOLO_FEET, ALL), ("talos", TALOS_SOLES, ALL), ("fourbar", "3D:tip~anchor", ALL),
-         ("humanoid30", HUMANOID_LOOP, DUAL)]
+         ("humanoid30", HUMANOID_LOOP, ALL)]
 
 
 def test_candidates_come_from_the_registry():

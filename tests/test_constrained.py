@@ -34,7 +34,6 @@ from gen.robots.synthetic import bintree, fourbar, humanoid30
 from gen.trace import trace
 
 DUAL = {"prox_ltl", "prox_pv"}
-WORLD_ONLY = {"constrained_aba", "prox_pv"}          # Sathya 2024 §II-E
 MU = {a: (1e-6 if a in DUAL else 1e-4) for a in SOLVERS}
 CONVERGED = dict(tol=1e-13, max_iter=200)
 
@@ -63,29 +62,6 @@ def dense_kkt(model, cset, q, v, tau):
     K = np.block([[M, ev.J.T], [ev.J, np.zeros((cset.m, cset.m))]])
     sol = np.linalg.lstsq(K, np.concatenate([tau - b, ev.a_star.ravel()]), rcond=1e-12)[0]
     return sol[:model.nv], -sol[model.nv:], K
-
-
-def applicable(alg, cset):
-    return alg not in WORLD_ONLY or all(c.anchored for c in cset.constraints)
-
-
-def refuses_loop(alg, cset, call) -> bool:
-    """False when ``alg`` handles ``cset``; else asserts that ``call()`` (a world-only
-    solver on a loop between two moving bodies) raises a one-line RbdgenError naming the
-    loop, and returns True."""
-    if applicable(alg, cset):
-        return False
-    with pytest.raises(RbdgenError, match=f"{alg} handles constraints relative to the world only.*"
-                                          "closes a loop between two moving bodies") as e:
-        call()
-    assert "\n" not in str(e.value), f"{alg}: a multi-line refusal: {e.value}"
-    return True
-
-
-def refused(model, alg, cset) -> bool:
-    """:func:`refuses_loop` on ``gen.run`` at a random state."""
-    q, v, tau = random_state(model, np.random.default_rng(0))
-    return refuses_loop(alg, cset, lambda: solve(model, alg, q, v, tau, cset))
 
 
 # (model factory, spec, Kp, Kd, pinocchio can load it)
@@ -132,8 +108,6 @@ def states(model, seed, n=2, cset=None):
 @pytest.mark.parametrize("alg", SOLVERS)
 def test_solvers_match_a_dense_kkt_solve(case, alg):
     model, cset = case
-    if refused(model, alg, cset):
-        return
     for q, v, tau in states(model, 31, cset=cset):
         ddq, lam, K = dense_kkt(model, cset, q, v, tau)
         got = solve(model, alg, q, v, tau, cset, **CONVERGED)
@@ -146,8 +120,6 @@ def test_solvers_match_a_dense_kkt_solve(case, alg):
 @pytest.mark.parametrize("alg", SOLVERS)
 def test_solvers_match_pinocchio_on_synthetic_trees(case, alg):
     model, cset = case
-    if refused(model, alg, cset):
-        return
     assert depth_first(model), f"{model.name} is not numbered depth-first, which Pinocchio requires"
     pm = to_pinocchio(model)
     for q, v, tau in states(model, 32, cset=cset):
@@ -179,7 +151,7 @@ def test_solvers_match_pinocchio_on_named_robots(robot, spec, alg):
 @pytest.mark.parametrize("iterations", [1, 2, 3])
 def test_the_four_solvers_agree_iterate_by_iterate(case, iterations):
     model, cset = case
-    algs = [a for a in SOLVERS if applicable(a, cset)]
+    algs = list(SOLVERS)
     for q, v, tau in states(model, 34, n=1, cset=cset):
         outs = {a: solve(model, a, q, v, tau, cset, mu=1e-4, iterations=iterations) for a in algs}
         ref = outs["prox_ltl"]
@@ -191,7 +163,7 @@ def test_the_four_solvers_agree_iterate_by_iterate(case, iterations):
 
 def test_the_four_solvers_agree_at_the_default_mu(case):
     model, cset = case
-    algs = [a for a in SOLVERS if applicable(a, cset)]
+    algs = list(SOLVERS)
     for q, v, tau in states(model, 35, n=1, cset=cset):
         outs = {a: gen.run(model, a, q, v, tau, constraints=cset, **CONVERGED) for a in algs}
         for a, out in outs.items():
@@ -217,8 +189,6 @@ def test_with_no_constraints_each_solver_is_aba(alg, model):
 def test_lambda_fed_back_into_aba_reproduces_ddq(case, alg):
     """M ddq_k + b = tau + J^T lam_k holds at every iterate, converged or not."""
     model, cset = case
-    if refused(model, alg, cset):
-        return
     for q, v, tau in states(model, 37, cset=cset):
         ddq, lam, _, _ = solve(model, alg, q, v, tau, cset, iterations=2)
         fext = cset.body_forces(model, evaluate(model, cset, q, v), lam.reshape(-1, 1), NUMPY)
@@ -229,8 +199,6 @@ def test_lambda_fed_back_into_aba_reproduces_ddq(case, alg):
 @pytest.mark.parametrize("alg", SOLVERS)
 def test_constraint_residual_vanishes_and_is_reported(case, alg):
     model, cset = case
-    if refused(model, alg, cset):
-        return
     for q, v, tau in states(model, 38, cset=cset):
         # tol 1e-12: the reported residual is the true |J ddq - a_c*| (issue 12 §2), whose
         # rounding floor on humanoid30 is ~2e-13 for prox_ltl (1e-13 is never reached; the
@@ -254,8 +222,6 @@ SX_CASES = [("humanoid30", HUMANOID_CONTACTS), ("fourbar", "3D:tip~anchor"),
 def test_sx_trace_equals_numpy(robot, spec, alg):
     model = gen.load_robot(robot)
     cset = parse_constraints(model, spec, Kd=1.0)
-    if refuses_loop(alg, cset, lambda: trace(model, alg, cset, iterations=3, mu=MU[alg])):
-        return
     tr = trace(model, alg, cset, iterations=3, mu=MU[alg])
     assert [n for n, _ in tr.outputs] == ["ddq", "lam", "iterations", "residual"]
     f = tr.function()
@@ -344,14 +310,6 @@ def test_weights_change_the_path_not_the_solution():
         one = solve(model, alg, q, v, tau, plain, iterations=1)
         one_w = solve(model, alg, q, v, tau, weighted, iterations=1)
         assert rel_err(one_w[1], one[1]) > 1e-12, f"{alg}: weights act on the iterates"
-
-
-@pytest.mark.parametrize("alg", sorted(WORLD_ONLY))
-def test_world_only_solvers_reject_loops_between_moving_bodies(alg):
-    model = humanoid30()
-    (q, v, tau), = states(model, 43, n=1)
-    with pytest.raises(RbdgenError, match="'3D:left_hand~right_hand'.*prox_ltl"):
-        gen.run(model, alg, q, v, tau, constraints="6D:left_foot,3D:left_hand~right_hand")
 
 
 def test_registry_rows_share_one_signature():

@@ -15,7 +15,7 @@ import os
 import numpy as np
 import pytest
 from conftest import SOLVERS, load_or_skip, rel_err
-from test_constrained import refuses_loop, states
+from test_constrained import states
 from test_emit import needs_cc, standalone_program
 
 import gen
@@ -121,8 +121,6 @@ def loop_in_python(dt, q, v, tau, steps=None):
 def test_traced_driver_equals_numpy_and_the_fixed_kernel(robot, spec, alg):
     model = gen.load_robot(robot)
     cset = parse_constraints(model, spec, Kd=1.0)
-    if refuses_loop(alg, cset, lambda: trace_driver(model, alg, cset, tol=TOL, max_iter=MAX_ITER, mu=MU[alg])):
-        return
     dt = trace_driver(model, alg, cset, tol=TOL, max_iter=MAX_ITER, mu=MU[alg])
     fixed = trace(model, alg, cset, iterations=3, mu=MU[alg]).function()
     for q, v, tau in states(model, 54, n=2, cset=cset):

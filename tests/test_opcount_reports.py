@@ -93,7 +93,7 @@ def test_write_reports_smoke(tmp_path):
 
 # --- constrained solvers on the named constraint sets (opcount/constrained.py) ------------
 
-GOLDEN_SETS = ["ur5_3d_tool0", "solo12_3d_2feet"]       # the whole regeneration takes ~85 s
+GOLDEN_SETS = ["ur5_3d_tool0", "solo12_3d_2feet", "fourbar_cut_loop"]       # the whole regeneration takes ~85 s
 
 
 def _committed_set(name):
@@ -106,9 +106,9 @@ def _committed_set(name):
 
 @pytest.mark.parametrize("name", GOLDEN_SETS)
 def test_committed_constrained_json_is_current(name, tmp_path):
-    from opcount.constrained import CONSTRAINED_SETS, write_set
+    from opcount.constrained import REPORT_SETS, write_set
 
-    robot, spec = CONSTRAINED_SETS[name]
+    robot, spec = REPORT_SETS[name]
     model = load_or_skip(robot)
     committed = _committed_set(name)
     write_set(name, model, spec, tmp_path, plot=False)
@@ -122,14 +122,14 @@ def test_committed_constrained_reports_cover_every_set_and_add_up():
     from gen.constraints import parse_constraints
     from opcount.constrained import (
         CONSTRAINED_DIR,
-        CONSTRAINED_SETS,
         ITERATIONS,
+        REPORT_SETS,
         SOLVERS,
     )
 
     summary = (CONSTRAINED_DIR / "summary.md")
     assert summary.exists(), f"{summary} missing: {REFRESH}"
-    for name, (robot, spec) in CONSTRAINED_SETS.items():
+    for name, (robot, spec) in REPORT_SETS.items():
         data = json.loads(_committed_set(name).read_text())
         assert (CONSTRAINED_DIR / f"{name}.md").exists(), f"{name}.md missing: {REFRESH}"
         assert f"| {name} |" in summary.read_text(), f"{name} not in the summary: {REFRESH}"

@@ -24,8 +24,9 @@ latter the augmented sweep, H^A in Sathya 2024 Fig. 1); a step rolls out ``S_E``
 ``lam`` (2) and carries the new bias forces to the root (3), so the loop state is ``lam``
 and ``D^-1 u`` on ``S_E`` (:class:`State`); see :class:`proximal.ProximalSolver`.
 
-Only constraints relative to the world are handled (§II-E: a loop between two moving
-bodies couples their accelerations in the penalty; use ``prox_ltl`` or ``prox_ltls``).
+A loop between two moving bodies couples their accelerations in the penalty (Sathya 2024
+§II-E); those couplings are eliminated with the joints (the loop-constrained ABA of
+Sathya & Carpentier, ICRA 2026, :mod:`gen.algorithms.loops`).
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1),
 residual (1,1).  Options and the stopping test: :mod:`gen.algorithms.proximal`.
 """
@@ -35,6 +36,7 @@ from typing import NamedTuple
 
 from ..model import Model
 from ..spatial import act_force
+from .loops import Couplings
 from .proximal import (
     ALM_CONVERGED_MU,
     Iterate,
@@ -53,15 +55,16 @@ class Plan(NamedTuple):
 
     SE: list            # bodies supporting a constraint (Sathya 2024's S_E), ascending
     rest: list          # the other bodies, ascending
-    rows: list          # per constraint: (body, 1/rho)
+    rows: list          # per constraint: (its terms' bodies, 1/rho)
 
 
 class Const(NamedTuple):
     """What every constrainedABA iteration reads."""
 
     art: object         # proximal.Articulated after the augmented sweep
-    K: list             # per constraint (size x 6)
+    K: list             # per constraint: its terms' K (size x 6)
     k: list             # per constraint (size x 1)
+    coupled: dict       # loops.Couplings.coupled: body -> [(j, C_ji S, D^-1 S^T C_ji^T)]
 
 
 class State(NamedTuple):
@@ -71,20 +74,33 @@ class State(NamedTuple):
     Dinv_u: list        # D^-1 u of iterate k on S_E
 
 
+def augment(model: Model, art, rows, q, tau, be) -> Const:
+    """Eq. 29 and the augmented backward sweep: per constraint ``w K_t^T K_t`` on each
+    term's body (a constant for anchored ones, eq. 24), ``-K_t^T w k`` on its bias force,
+    and for a loop the coupling ``w K_1^T K_2`` eliminated with the joints
+    (:mod:`gen.algorithms.loops`).  Shared with the impact map."""
+    loops = Couplings()
+    for row in rows:
+        for body, K in row.terms:
+            art.IA[body] = art.IA[body] + (be.asarray(row.inertia) if row.inertia is not None
+                                           else row.w * (K.T @ K))
+            art.pA[body] = art.pA[body] - K.T @ (row.w * row.k)
+        if len(row.terms) == 2:
+            (b1, K1), (b2, K2) = row.terms
+            loops.add(b1, b2, row.w * (K1.T @ K2))
+    backward_pass(model, q, tau, art, be, lambda i: loops.eliminate(model, i, art, be))
+    return Const(art, [[K for _, K in row.terms] for row in rows], [row.k for row in rows], loops.coupled)
+
+
 def setup(model: Model, q, v, tau, prox, be):
     """Alg. 1 up to its roll-out: the first forward sweep with the augmented inertia and
-    bias force (eq. 29), then the backward sweep."""
-    cset = prox.cset
-    cset.require_anchored("constrained_aba")
-    art, cons = forward_pass(model, q, v, prox, be)
-    for con, body, K, k, w, aug in cons:              # eq. 29
-        art.IA[body] = art.IA[body] + (be.asarray(aug) if aug is not None else w * (K.T @ K))
-        art.pA[body] = art.pA[body] - K.T @ (w * k)
-    backward_pass(model, q, tau, art, be)
-    SE = supporting_bodies(model, cset)
-    plan = Plan(SE, [i for i in range(model.nbodies) if i not in SE], [(body, w) for _, body, _, _, w, _ in cons])
-    const = Const(art, [K for _, _, K, _, _, _ in cons], [k for _, _, _, k, _, _ in cons])
-    state = State([be.zeros(con.size, 1) for con, *_ in cons], [art.Dinv_u[i] for i in SE])
+    bias force (eq. 29, :func:`augment`), then the backward sweep."""
+    art, rows = forward_pass(model, q, v, prox, be)
+    const = augment(model, art, rows, q, tau, be)
+    SE = supporting_bodies(model, prox.cset)
+    plan = Plan(SE, [i for i in range(model.nbodies) if i not in SE],
+                [([body for body, _ in row.terms], row.w) for row in rows])
+    state = State([be.zeros(row.con.size, 1) for row in rows], [art.Dinv_u[i] for i in SE])
     return plan, const, state
 
 
@@ -96,23 +112,33 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
     for i, d in zip(plan.SE, state.Dinv_u):
         Dinv_u[i] = d
     acc, ddq = [None] * nb, [None] * nb
-    rollout(model, plan.SE, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
-    r = [K @ acc[body] - k for (body, _), K, k in zip(plan.rows, const.K, const.k)]     # K a - k
+    rollout(model, plan.SE, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be, const.coupled)
+    r = []                                            # sum_t K_t a_t - k
+    for (bodies, _), Ks, k in zip(plan.rows, const.K, const.k):
+        Ka = None
+        for body, K in zip(bodies, Ks):
+            Ka = K @ acc[body] if Ka is None else Ka + K @ acc[body]
+        r.append(Ka - k)
     lam = [lj - w * rj for lj, rj, (_, w) in zip(state.lam, r, plan.rows)]              # eq. 27b
 
     nxt, dp = list(Dinv_u), {}                        # Alg. 2, reduced backward sweep
-    for (body, w), K, rj in zip(plan.rows, const.K, r):
-        f = K.T @ (w * rj)
+
+    def push(body, f):
         dp[body] = f if body not in dp else dp[body] + f
+
+    for (bodies, w), Ks, rj in zip(plan.rows, const.K, r):
+        for body, K in zip(bodies, Ks):
+            push(body, K.T @ (w * rj))
     for i in reversed(plan.SE):
         if i not in dp:
             continue
         du = dsolve(art.Dfac[i], art.S[i].T @ dp[i], be)
         nxt[i] = nxt[i] - du
+        for j, M, _ in const.coupled.get(i, ()):     # loops: dp_j -= C_ji S D^-1 S^T dp_i
+            push(j, -(M @ du))
         p = model.bodies[i].parent
         if p != -1:
-            f = act_force(art.Xup[i], dp[i] - art.U[i] @ du, be)
-            dp[p] = f if p not in dp else dp[p] + f
+            push(p, act_force(art.Xup[i], dp[i] - art.U[i] @ du, be))
 
     def accelerations():                               # Alg. 3, lines 9-11
         rollout(model, plan.rest, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)

@@ -34,8 +34,9 @@ on these sets against ~850 and ~800), so the KKT route overtakes from ~5 iterati
 solo12 and ~20 on talos.  The price is the augmented-Lagrangian accuracy floor
 ``~eps / (mu lambda_min(M))`` (see :mod:`gen.algorithms.proximal`): converged at
 ``mu = 1e-4`` the map agrees with the pseudo-inverse formula to ~1e-11, at the default
-``1e-6`` to ~5e-9 on solo12's light legs.  Like ``constrained_aba``, only constraints
-relative to the world are handled.  Baumgarte gains play no role.
+``1e-6`` to ~5e-9 on solo12's light legs.  Loops between two moving bodies are eliminated
+with the joints as in ``constrained_aba`` (:mod:`gen.algorithms.loops`).  Baumgarte gains
+play no role.
 
 Setup (phases ``kinematics``: placements, velocities, the targets ``k``;
 ``factorisation``: the augmented sweep) and step (loop state: ``Lambda`` and ``D^-1 u``
@@ -60,14 +61,14 @@ from ..kinematics import forward_velocities, subspaces
 from ..model import Model
 from ..spatial import inertia_matrix
 from .constrained_aba import Const as CabaConst
-from .constrained_aba import Plan, State
+from .constrained_aba import Plan, State, augment
 from .constrained_aba import step as caba_step
 from .proximal import (
     ALM_CONVERGED_MU,
     Articulated,
+    ConstraintRow,
     Iterate,
     ProximalSolver,
-    backward_pass,
     constant_constraint_inertia,
     supporting_bodies,
 )
@@ -87,35 +88,28 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
         raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
                           f"(0: plastic impact, 1: elastic)")
     cset, nb = prox.cset, model.nbodies
-    for con in cset.constraints:
-        if not con.anchored:
-            raise RbdgenError(f"impulse handles constraints relative to the world only (articulated sweeps, "
-                              f"Sathya 2024 §II-E); '{con}' closes a loop between two moving bodies")
     S = subspaces(model, be)
     Xup, vel, _ = forward_velocities(model, q, v_minus, S, be)
     c = [be.zeros(6, 1)] * nb                           # no velocity-product terms in an impact
     ev = cset.evaluate(model, q, v_minus, be=be, kin=(Xup, vel, c), jacobian=False, drift=False)
-    IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
-    pA = [be.zeros(6, 1)] * nb
-    rows, Ks, ks = [], [], []
+    rows = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
-        (body, K), = terms
+        merged: dict[int, object] = {}
+        for body, K in terms:
+            merged[body] = K if body not in merged else merged[body] + K
         r0 = cset.offsets[ci]
         w = 1.0 / float(prox.rho[r0])
-        k = -(1.0 + restitution) * ev.Jv[r0:r0 + con.size, 0:1]           # -(1 + e) K v-_body
+        k = -(1.0 + restitution) * ev.Jv[r0:r0 + con.size, 0:1]           # -(1 + e) K v-
         aug = constant_constraint_inertia(con, w)
-        IA[body] = IA[body] + (be.asarray(aug[1]) if aug is not None else w * (K.T @ K))    # eq. 29
-        pA[body] = pA[body] - K.T @ (w * k)
-        rows.append((body, w))
-        Ks.append(K)
-        ks.append(k)
-    be.mark("kinematics", *[x for X in Xup for x in X], *ks)
-    art = Articulated(S, Xup, c, IA, pA, [None] * nb, [None] * nb, [None] * nb, [None] * nb)
-    backward_pass(model, q, be.zeros(model.nv, 1), art, be)
+        rows.append(ConstraintRow(con, list(merged.items()), k, w, None if aug is None else aug[1]))
+    be.mark("kinematics", *[x for X in Xup for x in X], *[row.k for row in rows])
+    IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
+    art = Articulated(S, Xup, c, IA, [be.zeros(6, 1)] * nb, [None] * nb, [None] * nb, [None] * nb, [None] * nb)
+    caba = augment(model, art, rows, q, be.zeros(model.nv, 1), be)     # eq. 29, loops included
     SE = supporting_bodies(model, cset)
-    plan = Plan(SE, [i for i in range(nb) if i not in SE], rows)
+    plan = Plan(SE, [i for i in range(nb) if i not in SE], [([body for body, _ in row.terms], row.w) for row in rows])
     state = State([be.zeros(con.size, 1) for con in cset.constraints], [art.Dinv_u[i] for i in SE])
-    return plan, Const(CabaConst(art, Ks, ks), v_minus), state
+    return plan, Const(caba, v_minus), state
 
 
 def step(model: Model, plan, const: Const, state, prox, be) -> Iterate:

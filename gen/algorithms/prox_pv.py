@@ -27,8 +27,9 @@ ABA terms, H^A in Sathya 2024 Fig. 1, and ``delassus``: ``L_0``, ``l_0`` and the
 Lambda), a step is one solve of 3 (loop state ``lam_{k-1}``), and 4 is the returned
 iterate's ``ddq``; see :class:`proximal.ProximalSolver`.
 
-Only constraints relative to the world are handled (§II-E); use ``prox_ltl`` or
-``prox_ltls`` for loops between two moving bodies.  Shapes: q (nq,1), v (nv,1),
+A loop between two moving bodies (Sathya 2024 §II-E) starts its rows at both bodies; they
+meet at the common ancestor, where the two columns, drifts and Delassus blocks add
+(:class:`Subtree`).  Shapes: q (nq,1), v (nv,1),
 tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1), residual (1,1).  Options and the
 stopping test: :mod:`gen.algorithms.proximal`.
 """
@@ -59,28 +60,28 @@ class Plan(NamedTuple):
 
     pattern: list       # of the dense m x m factor
     SE: list            # bodies supporting a constraint, ascending
-    bodies: list        # per constraint: its body
+    bodies: list        # per constraint: its terms' bodies
 
 
 class Const(NamedTuple):
     """What every proxPV iteration (and the final roll-out) reads."""
 
     art: object         # proximal.Articulated after the backward sweep
-    K: list             # per constraint (size x 6)
+    K: list             # per constraint: its terms' K (size x 6)
     dinv: list          # 1/D of L_0 + rho = L^T D L
     L: dict             # L over the pattern
     c0: list            # KA_0 a_0 + l_0, per row
-    k: list             # per constraint (size x 1): K a_b = k is the constraint (true residual)
+    k: list             # per constraint (size x 1): sum_t K_t a_t = k is the constraint (true residual)
 
 
 def setup(model: Model, q, v, tau, prox, be):
     """Lines 1-11 and the factorisation of line 13's matrix; state: ``lam_0 = 0``."""
     cset, nb = prox.cset, model.nbodies
-    cset.require_anchored("prox_pv")
     art, cons = forward_pass(model, q, v, prox, be)
     sub = [Subtree() for _ in range(nb + 1)]          # sub[nb] is the world
-    for ci, (con, body, K, k, _, _) in enumerate(cons):
-        sub[body].add(list(cset.rows(ci)), K.T, -k, None)
+    for ci, row in enumerate(cons):                   # a loop's rows start at both bodies
+        for t, (body, K) in enumerate(row.terms):
+            sub[body].add(list(cset.rows(ci)), K.T, -row.k if t == 0 else None, None)
 
     def visit(i):                                     # lines 9-11
         if sub[i].rows:
@@ -90,9 +91,9 @@ def setup(model: Model, q, v, tau, prox, be):
 
     backward_pass(model, q, tau, art, be, visit)
     pattern, dinv, L, c0 = delassus_factor(sub[nb], gravity_acceleration(model, be), prox, be)
-    plan = Plan(pattern, supporting_bodies(model, cset), [body for _, body, _, _, _, _ in cons])
-    return plan, Const(art, [K for _, _, K, _, _, _ in cons], dinv, L, c0,
-                       [k for _, _, _, k, _, _ in cons]), be.zeros(cset.m, 1)
+    plan = Plan(pattern, supporting_bodies(model, cset), [[body for body, _ in row.terms] for row in cons])
+    return plan, Const(art, [[K for _, K in row.terms] for row in cons], dinv, L, c0,
+                       [row.k for row in cons]), be.zeros(cset.m, 1)
 
 
 def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
@@ -113,8 +114,14 @@ def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
         acc.append(a)
         return out
 
-    def true_r(_):                                   # K a_b - k of the returned roll-out
-        return be.vcat([K @ acc[0][b] - k for b, K, k in zip(plan.bodies, const.K, const.k)])
+    def true_r(_):                                   # sum_t K_t a_t - k of the returned roll-out
+        out = []
+        for bodies, Ks, k in zip(plan.bodies, const.K, const.k):
+            Ka = None
+            for b, K in zip(bodies, Ks):
+                Ka = K @ acc[0][b] if Ka is None else Ka + K @ acc[0][b]
+            out.append(Ka - k)
+        return be.vcat(out)
 
     return Iterate(lam_k, lam_k, r, ddq, true_r)
 
@@ -125,10 +132,11 @@ def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
     accelerations (gravity-offset, LOCAL)."""
     art, nb = const.art, model.nbodies
     F = {}
-    for ci, (body, K) in enumerate(zip(plan.bodies, const.K)):
+    for ci, (bodies, Ks) in enumerate(zip(plan.bodies, const.K)):
         r = cset.rows(ci)
-        f = K.T @ lam[r.start:r.stop, 0:1]
-        F[body] = f if body not in F else F[body] + f
+        for body, K in zip(bodies, Ks):
+            f = K.T @ lam[r.start:r.stop, 0:1]
+            F[body] = f if body not in F else F[body] + f
     Dinv_u = list(art.Dinv_u)
     for i in reversed(plan.SE):
         if i not in F:
@@ -148,25 +156,34 @@ prox_pv = ProximalSolver("prox_pv", setup, step)
 
 
 class Subtree:
-    """The constraints of a subtree seen from its root body: global row indices,
-    ``KAt = KA^T`` (6 x m_sub), ``l`` (m_sub x 1) and the symmetric ``L`` as a dict over
-    row pairs (blocks of different children stay zero: structure)."""
+    """The constraints of a subtree seen from its root body: per global row its column of
+    ``KA^T`` (6 x 1) and its entry of ``l``, and the symmetric ``L`` as a dict over row
+    pairs (blocks of different children stay zero: structure).  A loop between two
+    moving bodies reaches the common ancestor from both children: its columns, ``l``
+    entries and ``L`` blocks add there (the force ``K_1^T lam`` on one body and
+    ``K_2^T lam`` on the other, carried to the root by linearity)."""
 
     def __init__(self):
-        self.rows, self.KAt, self.l, self.L = [], [], [], {}
+        self.col, self.l, self.L = {}, {}, {}
+
+    @property
+    def rows(self) -> list:
+        return list(self.col)
 
     def add(self, rows, KAt, l, L):
-        self.rows += rows
-        self.KAt.append(KAt)
-        self.l.append(l)
-        if L:
-            self.L.update(L)
+        """``KAt`` (6 x len(rows)), ``l`` (len(rows) x 1, or None: zero), ``L`` (dict or None)."""
+        for a, r in enumerate(rows):
+            self.col[r] = KAt[:, a:a + 1] if r not in self.col else self.col[r] + KAt[:, a:a + 1]
+            if l is not None:
+                self.l[r] = l[a, 0] if r not in self.l else self.l[r] + l[a, 0]
+        for key, e in (L or {}).items():
+            self.L[key] = e if key not in self.L else self.L[key] + e
 
 
 def pv_step(sub, parent, X, S, c, U, Dfac, Dinv_u, Dinv_Ut, be):
     """Algorithm 4 lines 9-11 for one body: fold its subtree's constraints into the parent."""
-    KAt = be.hcat(sub.KAt)
-    l = be.vcat(sub.l)
+    KAt = be.hcat(list(sub.col.values()))
+    l = be.vcat([sub.l.get(r, 0.0) for r in sub.col])
     T = dsolve(Dfac, S.T @ KAt, be)                  # D^-1 S^T KA^T  (nv_i x m_sub)
     SK = (S.T @ KAt).T                               # KA S           (m_sub x nv_i)
     L = dict(sub.L)
@@ -191,8 +208,8 @@ def delassus_factor(world: Subtree, a0, prox, be):
     if not m:
         return [], [], {}, []
     pos = {r: a for a, r in enumerate(world.rows)}   # subtree order -> row order
-    KAt = be.hcat(world.KAt)
-    c0s = KAt.T @ a0 + be.vcat(world.l)
+    KAt = be.hcat(list(world.col.values()))
+    c0s = KAt.T @ a0 + be.vcat([world.l.get(r, 0.0) for r in world.col])
     c0 = [c0s[pos[r], 0] for r in range(m)]
     diag = [float(prox.rho[r]) for r in range(m)]
     off = {}

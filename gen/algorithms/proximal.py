@@ -394,7 +394,7 @@ def forward_pass(model: Model, q, v, prox: Proximal, be):
         I = inertia_matrix(b.inertia, be)
         IA.append(I)
         pA.append(cross_force(vel[i], I @ vel[i], be))
-    be.mark("kinematics", *c, *pA, *[k for _, _, _, k, _, _ in cons])
+    be.mark("kinematics", *c, *pA, *[row.k for row in cons])
     return Articulated(S, Xup, c, IA, pA, [None] * nb, [None] * nb, [None] * nb, [None] * nb), cons
 
 
@@ -413,32 +413,52 @@ def backward_pass(model: Model, q, tau, art: Articulated, be, visit=None) -> Non
     be.mark("factorisation", *art.U, *art.Dinv_u, *art.Dinv_Ut)
 
 
-def rollout(model: Model, bodies, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be):
+def rollout(model: Model, bodies, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be, coupled=None):
     """``a' = X^-1 a_parent + c``, ``ddq_i = D^-1 u_i - D^-1 U^T a'``, ``a_i = a' + S ddq_i``
-    for the listed bodies (ascending), ``a_0 = -g``."""
+    for the listed bodies (ascending), ``a_0 = -g``.  ``coupled[i]``: the loop couplings
+    of body i at its elimination, ``(j, C_ji S_i, D^-1 S_i^T C_ji^T)`` with ``j < i``
+    (:mod:`gen.algorithms.loops`), adding ``- D^-1 S^T C_ji^T a_j`` to ``ddq_i``."""
     a0 = gravity_acceleration(model, be)
     for i in bodies:
         p = model.bodies[i].parent
         a = inv_motion(Xup[i], a0 if p == -1 else acc[p], be) + c[i]
         ddq[i] = Dinv_u[i] - Dinv_Ut[i] @ a
+        for j, _, MD in (coupled or {}).get(i, ()):
+            ddq[i] = ddq[i] - MD @ acc[j]
         acc[i] = a + S[i] @ ddq[i]
 
 
-def constraint_rows(model: Model, cset, rho, q, v, kin, be):
-    """Per constraint: (constraint, body, K, k, 1/rho, constant w K^T K or None), with
-    ``k = K a0_body + a_rest`` the desired (gravity-offset) body acceleration component."""
+class ConstraintRow(NamedTuple):
+    """One constraint in maximal coordinates (Sathya 2024 eq. 20c): ``sum_t K_t a_t = k``
+    over its terms ``(body, K_t)`` (one for a constraint to the world, two for a loop
+    between moving bodies), ``a_t`` the body's gravity-offset LOCAL acceleration."""
+
+    con: object         # the Constraint
+    terms: list         # [(body, K (size x 6))]
+    k: object           # size x 1: K a0 + a_rest
+    w: float            # the penalty 1/rho of its rows
+    inertia: object     # the constant w K^T K of an anchored constraint (eq. 24), or None
+
+
+def constraint_rows(model: Model, cset, rho, q, v, kin, be) -> list[ConstraintRow]:
+    """Per constraint its :class:`ConstraintRow`, with ``k = sum_t K_t a0_t + a_rest``
+    the desired (gravity-offset) acceleration component; a loop whose two frames are on
+    one body has the single term ``K_1 + K_2``."""
     ev = cset.evaluate(model, q, v, be=be, kin=kin, jacobian=False, drift=False)
     Xup = kin[0]
-    bodies = [terms[0][0] for terms in ev.terms]
-    grav = body_gravity(model, Xup, bodies, be)
+    grav = body_gravity(model, Xup, [b for terms in ev.terms for b, _ in terms], be)
     out = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
-        (body, K), = terms
+        merged: dict[int, object] = {}
+        for body, K in terms:
+            merged[body] = K if body not in merged else merged[body] + K
         r0 = cset.offsets[ci]
         w = 1.0 / float(rho[r0])
-        k = K @ grav[body] + ev.a_rest[r0:r0 + con.size, 0:1]
+        k = ev.a_rest[r0:r0 + con.size, 0:1]
+        for body, K in merged.items():
+            k = K @ grav[body] + k
         const = constant_constraint_inertia(con, w)
-        out.append((con, body, K, k, w, None if const is None else const[1]))
+        out.append(ConstraintRow(con, list(merged.items()), k, w, None if const is None else const[1]))
     return out
 
 

@@ -141,7 +141,10 @@ class PinocchioRef:
     is on the world); ``unit_weights`` -- it has no per-constraint weights;
     ``iterate`` -- it is the K-th proximal iterate (a tolerance-driven run has none);
     ``converged`` -- it is a converged solution: NumPy runs with these options;
-    ``mimic`` -- it applies to models with mimic joints (Pinocchio's JointModelMimic)."""
+    ``mimic`` -- it applies to models with mimic joints (Pinocchio's JointModelMimic);
+    ``anchored_only`` -- it is wrong on a loop between two moving bodies (pin 4.1's
+    ``impulseDynamics`` returns a v+ violating its own ``J v+ = 0`` there,
+    tests/test_loops.py)."""
 
     fn: Callable
     call: str
@@ -151,6 +154,7 @@ class PinocchioRef:
     unit_weights: bool = False
     iterate: bool = False
     converged: dict | None = None
+    anchored_only: bool = False
 
 
 @dataclass(frozen=True)

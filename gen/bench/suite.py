@@ -6,7 +6,7 @@ import datetime as _dt
 import os
 from pathlib import Path
 
-from opcount.constrained import CONSTRAINED_SETS
+from opcount.constrained import REPORT_SETS
 
 from .. import pinref
 from ..algorithms import ALGORITHMS, ALM_FLOOR, in_report
@@ -78,8 +78,9 @@ ALM_MU = {"icub": 1e-4}
 
 
 def constrained_sets(include_redundant: bool = False) -> dict[str, tuple[str, str]]:
-    """The named constraint sets of the op-count reports (``opcount.constrained``)."""
-    sets = dict(CONSTRAINED_SETS)
+    """The named constraint sets of the op-count reports (``opcount.constrained``), loops
+    between moving bodies included."""
+    sets = dict(REPORT_SETS)
     if not include_redundant:
         sets = {k: v for k, v in sets.items() if not k.endswith("_x2")}
     return sets

@@ -28,7 +28,7 @@ def load_robot(name_or_path: str, *, floating_base: bool = False, lock_joints=()
                           f"paths; a named or synthetic robot comes with its own base and joints")
     if spec in NAMED_ROBOTS:
         return load_named(spec)
-    if spec.split(":")[0] in ("chain", "bintree") or spec in ("humanoid30", "fourbar"):
+    if spec.split(":")[0] in ("chain", "bintree") or spec in SYNTHETIC:
         return load_synthetic(spec)
     if spec.lower().endswith(".xml"):
         if floating_base or lock_joints or mimic:

@@ -1,5 +1,5 @@
 """Built-in synthetic trees (DESIGN §4): ``chain:N``, ``bintree:N``, ``humanoid30``,
-``fourbar``.  Links are uniform rods, so every model is deterministic and physically
+``fourbar``, ``fourbar_cut``, ``closed_leg``.  Links are uniform rods, so every model is deterministic and physically
 plausible (positive-definite inertias, realistic mass ratios)."""
 from __future__ import annotations
 
@@ -118,6 +118,44 @@ def fourbar() -> Model:
     return Model("fourbar", bodies, frames, source="fourbar")
 
 
+def fourbar_cut() -> Model:
+    """The four-bar linkage cut at the coupler-rocker pivot, so the loop joins two moving
+    bodies: crank -> coupler from the first ground pivot, rocker from the second (1 m
+    along x), joints about z; close it with ``3D:coupler_tip~rocker_tip``."""
+    z = np.array([0.0, 0.0, 1.0])
+    bodies, frames = [], []
+    crank = _add_named(bodies, frames, "crank", -1, SE3.identity(), z, FOURBAR["crank"])
+    _add_named(bodies, frames, "coupler", crank, _offset(FOURBAR["crank"]), z, FOURBAR["coupler"])
+    _add_named(bodies, frames, "rocker", -1, _offset(FOURBAR["ground"]), z, FOURBAR["rocker"])
+    return Model("fourbar_cut", bodies, frames, source="fourbar_cut")
+
+
+def closed_leg() -> Model:
+    """A floating body (2 kg) on a five-bar closed-chain leg: two thigh-shin chains from
+    hip pivots 0.1 m apart, joints about y, whose shin ends meet at the foot; close it
+    with ``3D:shin_a_tip~shin_b_tip`` and stand with ``3D:shin_a_tip``."""
+    y = np.array([0.0, 1.0, 0.0])
+    down = SE3(np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]), np.zeros(3))  # x -> -z
+    body = Inertia(2.0, np.zeros(3), np.diag([0.02, 0.03, 0.04]))
+    bodies = [Body("root_joint", "body", -1, "free", np.zeros(3), SE3.identity(), body)]
+    frames = [Frame("root_joint", 0, SE3.identity(), "joint"), Frame("body", 0, SE3.identity(), "body")]
+    for side, x in (("a", 0.05), ("b", -0.05)):
+        hip = SE3(down.R, np.array([x, 0.0, -0.05]))
+        thigh = _add_named(bodies, frames, f"thigh_{side}", 0, hip, y, 0.25, mass=0.3)
+        _add_named(bodies, frames, f"shin_{side}", thigh, _offset(0.25), y, 0.25, mass=0.2)
+    return Model("closed_leg", bodies, frames, source="closed_leg")
+
+
+def _add_named(bodies, frames, name, parent, placement, axis, length, mass=LINK_MASS):
+    """A revolute rod link ``name`` of ``length`` with frames ``<name>_joint``,
+    ``<name>`` and ``<name>_tip`` (its end)."""
+    bodies.append(Body(f"{name}_joint", name, parent, "revolute", axis, placement, rod(mass, length)))
+    i = len(bodies) - 1
+    frames += [Frame(f"{name}_joint", i, SE3.identity(), "joint"), Frame(name, i, SE3.identity(), "body"),
+               Frame(f"{name}_tip", i, _offset(length), "fixed_joint")]
+    return i
+
+
 def load_synthetic(spec: str) -> Model:
     kind, _, arg = spec.partition(":")
     if kind in ("chain", "bintree"):
@@ -128,8 +166,14 @@ def load_synthetic(spec: str) -> Model:
         return humanoid30()
     if spec == "fourbar":
         return fourbar()
+    if spec == "fourbar_cut":
+        return fourbar_cut()
+    if spec == "closed_leg":
+        return closed_leg()
     raise RbdgenError(f"unknown synthetic robot '{spec}'")
 
 
 SYNTHETIC = {"chain:N": "serial chain of N revolute joints", "bintree:N": "binary tree of N links, 3 per branch",
-             "humanoid30": "floating torso + four 6-joint limbs (nv = 30)", "fourbar": "planar four-bar linkage (loop: 3D:tip~anchor)"}
+             "humanoid30": "floating torso + four 6-joint limbs (nv = 30)", "fourbar": "planar four-bar linkage (loop: 3D:tip~anchor)",
+             "fourbar_cut": "the four-bar cut between two moving links (loop: 3D:coupler_tip~rocker_tip)",
+             "closed_leg": "floating body on a five-bar leg (loop: 3D:shin_a_tip~shin_b_tip)"}
