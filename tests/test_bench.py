@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SOLVERS, needs_pin
+from conftest import SOLVERS, load_or_skip, needs_pin
 from pin_models import shim_part_ready
 
 import gen
@@ -446,3 +446,28 @@ def test_mujoco_peer_only_where_it_applies():
     r = harness.benchmark("chain:3", "rnea", against=("mujoco",), **SMALL)
     assert r["skipped"]["mujoco"].startswith("MuJoCo has no counterpart of rnea")
     assert [n for n, row in ALGORITHMS.items() if row.mujoco_peer] == ["nle", "crba_solve"]
+
+
+@pytest.mark.parametrize("robot, algorithm", [("ur5", "rnea"), ("ur5", "crba"), ("ur5", "nle"), ("solo12", "aba"),
+                                              ("solo12", "rnea")])
+def test_adam_peer(robot, algorithm):
+    """ADAM's CasADi functions (adam-robotics) as C in the same program (issue 15 §5): they
+    agree with the specialised C on every state (fixed base through ADAM's joint block,
+    the floating base through H(q) and its body-fixed velocities; ABA with an unactuated
+    base), and their op counts are reported."""
+    pytest.importorskip("adam")
+    r = harness.benchmark(load_or_skip(robot), algorithm, against=("adam",), **SMALL)
+    _check_result(r, ("specialized", "adam"))
+    assert r["verify"]["max_rel_diff"]["adam"] <= 1e-12
+    adam = r["implementations"]["adam"]
+    assert adam["quantity"] == ALGORITHMS[algorithm].adam_peer and adam["ops"] > 0
+
+
+def test_adam_peer_only_where_it_computes_the_same_quantity():
+    pytest.importorskip("adam")
+    r = harness.benchmark(load_or_skip("ur5"), "aba", against=("adam",), **SMALL)
+    assert r["skipped"]["adam"].startswith("ADAM's model always floats its base")
+    r = harness.benchmark("chain:3", "rnea", against=("adam",), **SMALL)
+    assert r["skipped"]["adam"] == "ADAM is timed on URDF models only (the same file on both sides)"
+    r = harness.benchmark(load_or_skip("ur5"), "ltdl", against=("adam",), **SMALL)
+    assert r["skipped"]["adam"].startswith("ADAM has no counterpart of ltdl")

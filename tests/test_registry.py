@@ -42,7 +42,7 @@ STAGES = [
     ("gen.cli", "gen.regenerate", "gen"),
 ]
 #: packages that are optional or heavy to load, imported where they are used
-LAZY = ("pinocchio", "mujoco", "matplotlib")
+LAZY = ("pinocchio", "mujoco", "matplotlib", "adam")
 
 
 def stage(module: str) -> int:

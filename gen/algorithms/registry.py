@@ -217,6 +217,7 @@ class Algorithm:
     floor: Floor = Floor()
     pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
     mujoco_peer: str | None = None  # the MuJoCo call sequence timed against it (gen.bench.mujoco_peer.CALLS)
+    adam_peer: str | None = None    # ADAM's quantity timed against it (gen.bench.adam_peer)
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
     ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)

@@ -41,9 +41,10 @@ def add_parser(subparsers):
     p.add_argument("--floating-base", action="store_true", help="add a free-flyer root (URDF paths)")
     p.add_argument("--algorithm", "-a", help="algorithm to time (rnea, nle, crba, aba, ...)")
     p.add_argument("--constraints", "-c", help="constraint spec for constrained algorithms")
-    p.add_argument("--against", default="generic,pinocchio",
-                   help="comma list of implementations to compare with: generic, pinocchio, mujoco (MJCF "
-                        "models; nle and crba_solve) (default: generic,pinocchio; 'none' for the specialized C alone)")
+    p.add_argument("--against", default="generic,pinocchio,adam",
+                   help="comma list of implementations to compare with: generic, pinocchio, adam (ADAM's CasADi "
+                        "functions as C; URDF; rnea, nle, crba, aba), mujoco (MJCF models; nle and crba_solve) "
+                        "(default: generic,pinocchio,adam, each where it applies; 'none' for the specialized C alone)")
     p.add_argument("--suite", action="store_true",
                    help="every named robot x (rnea, crba, aba, nle); writes bench/reports/<date>-suite.{md,json,png}")
     p.add_argument("--constrained-suite", action="store_true",
@@ -93,7 +94,7 @@ def _against(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
     bad = [n for n in names if n not in IMPLEMENTATIONS]
     if bad:
-        raise RbdgenError(f"--against: unknown implementation '{bad[0]}' (choose from generic, pinocchio, mujoco)")
+        raise RbdgenError(f"--against: unknown implementation '{bad[0]}' (choose from generic, pinocchio, mujoco, adam)")
     return tuple(n for n in names if n != "specialized")
 
 

@@ -13,6 +13,8 @@ same process and the same run, interleaved.
   tolerance, the same early exit and cap; the impact map's restitution),
 * the Pinocchio shim's objects (:mod:`gen.bench.pinshim`; the model is handed over as
   the Boost text archive of the ``pin.Model`` built in Python),
+* on URDF models, ADAM's dynamics (``adam-robotics``, CasADi backend) as C from CasADi's
+  code generator, for the rows with an ``adam_peer`` (:mod:`gen.bench.adam_peer`),
 * on MJCF models, MuJoCo's C library (``libmujoco`` of the ``mujoco`` wheel, the same
   file loaded by ``mj_loadXML``) for the rows with a ``mujoco_peer``
   (:mod:`gen.bench.mujoco_peer`: its call sequence, overhead and the coordinate
@@ -55,6 +57,7 @@ from pathlib import Path
 
 import jinja2
 import numpy as np
+from opcount.counter import count_function
 
 from .. import pinref
 from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
@@ -67,12 +70,12 @@ from ..generic.serialize import JOINT_CODES, constraints_to_c, model_to_c
 from ..model import Model
 from ..robots import load_robot
 from ..version import __version__
-from . import mujoco_peer, pinshim
+from . import adam_peer, mujoco_peer, pinshim
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = "harness.c.j2"
 
-IMPLEMENTATIONS = ("specialized", "generic", "pinocchio", "mujoco")
+IMPLEMENTATIONS = ("specialized", "generic", "pinocchio", "mujoco", "adam")
 #: Each registry row names the Pinocchio shim function timed against it (``pin_peer``;
 #: ``--pin-peer`` overrides).  Constrained rows: Pinocchio 4.1's ``constrainedABA`` and ``pv`` do not
 #: compile (see pin_shim.cpp), so every proximal solver is timed against
@@ -247,7 +250,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     bad = [a for a in against if a not in IMPLEMENTATIONS]
     if bad:
         raise RbdgenError(f"unknown implementation(s) {', '.join(bad)} in --against "
-                          f"(choose from generic, pinocchio, mujoco)")
+                          f"(choose from generic, pinocchio, mujoco, adam)")
     if min(n_states, rounds, batch) < 1 or warmup < 0:
         raise RbdgenError("n_states, rounds and batch must be >= 1 and warmup >= 0")
     model = robot if isinstance(robot, Model) else load_robot(robot)
@@ -378,6 +381,21 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         else:
             skipped["mujoco"] = reason
 
+    # --- ADAM (gen.bench.adam_peer) --------------------------------------------------------------
+    adam_fn = None
+    if "adam" in against:
+        reason = adam_peer.unavailable(model, algo)
+        if reason is None:
+            say(f"ADAM's {algo.adam_peer} of {model.name} (adam-robotics, CasADi)")
+            adam_fn = adam_peer.function(model, algo, f"adam_{algorithm}")
+            impls.append({"name": "adam", "key": "adam", "kind": "adam", "work_size": None, "colmajor": True,
+                          "quantity": algo.adam_peer, "ops": sum(count_function(adam_fn).values())})
+        else:
+            skipped["adam"] = reason
+    adam_ctx = None if adam_fn is None else {
+        "function": adam_fn.name(), "sz_arg": int(adam_fn.sz_arg()), "sz_res": int(adam_fn.sz_res()),
+        "sz_iw": int(adam_fn.sz_iw()), "sz_w": int(adam_fn.sz_w())}
+
     # --- the program --------------------------------------------------------------------------
     program = f"bench_{fn['symbol']}"
     ctx = {"program": program, "robot": model.name, "algorithm": algorithm,
@@ -387,7 +405,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
            "has_spec": True, "spec": {"header": man["header"], "symbol": fn["symbol"]},
            "has_generic": generic_ctx is not None, "generic": generic_ctx or {},
            "has_pin": pin_ctx is not None, "pin": pin_ctx or {},
-           "has_mj": mj_ctx is not None, "mj": mj_ctx or {}}
+           "has_mj": mj_ctx is not None, "mj": mj_ctx or {},
+           "has_adam": adam_ctx is not None, "adam": adam_ctx or {}}
     source = _env().get_template(TEMPLATE).render(ctx)
     root = Path(keep_dir) if keep_dir else cache_root() / program
     root.mkdir(parents=True, exist_ok=True)
@@ -395,6 +414,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     if not harness_c.exists() or harness_c.read_text() != source:
         harness_c.write_text(source)
     c_sources = [harness_c, *kernel.sources]
+    if adam_fn is not None:
+        c_sources.append(adam_peer.c_source(adam_fn, root / f"{adam_fn.name()}.c"))
     include_dirs = [kernel.path]
     if generic_ctx is not None:
         c_sources += list(GENERIC_SOURCES)
@@ -408,6 +429,9 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
                                       extra_link)
 
     states = make_states(model, inputs, n_states, seed)
+    if adam_fn is not None and adam_peer.zero_base_torque(model, algo):
+        tau = offsets[[n for n, _ in inputs].index("tau")]
+        states[:, tau:tau + 6] = 0.0         # ADAM's ABA: an unactuated base (adam_peer)
     with tempfile.TemporaryDirectory(prefix="rbdgen-bench-") as tmp:
         tmp = Path(tmp)
         (tmp / "states.bin").write_bytes(states.tobytes())
@@ -490,6 +514,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             st["function"] = im["function"]
         if im["kind"] == "mujoco":
             st["calls"] = im["calls"]
+        if im["kind"] == "adam":
+            st.update({"quantity": im["quantity"], "ops": im["ops"]})
         result_impls[im["name"]] = st
     spec_med = result_impls["specialized"]["median_ns"]
     ratios, paired = {}, {}

@@ -19,8 +19,8 @@ from .harness import DELASSUS_MU
 #: commands from the repository root (docs/ARCHITECTURE.md, "Reports")
 REPORTS_DIR = Path("bench") / "reports"
 
-IMPLS = ("specialized", "generic", "pinocchio")
-SHORT = {"specialized": "spec", "generic": "generic", "pinocchio": "pin"}
+IMPLS = ("specialized", "generic", "pinocchio", "adam")
+SHORT = {"specialized": "spec", "generic": "generic", "pinocchio": "pin", "adam": "adam"}
 
 
 def _us(ns) -> float | None:
@@ -46,6 +46,9 @@ def rows(results: list[dict]) -> list[dict]:
             row[f"{k}_p90_us"] = _us(s["p90_ns"]) if s else None
         row["generic/spec"] = r["ratios"].get("generic/specialized")
         row["pin/spec"] = r["ratios"].get("pinocchio/specialized")
+        row["adam/spec"] = r["ratios"].get("adam/specialized")
+        row["spec_ops"] = r.get("opcount")
+        row["adam_ops"] = imps["adam"]["ops"] if "adam" in imps else None
         row["max_rel_diff"] = max(r["verify"]["max_rel_diff"].values(), default=None)
         row["trials"] = imps["specialized"]["trials"]
         row["status"] = "ok" if r["verify"]["ok"] else "MISMATCH"
@@ -55,11 +58,12 @@ def rows(results: list[dict]) -> list[dict]:
     return out
 
 
-COLUMNS = ["robot", "algorithm", "nv", "generic/spec", "pin/spec", "spec_us", "generic_us", "pin_us",
-           "max_rel_diff", "status"]
-CSV_COLUMNS = ["robot", "algorithm", "constraints", "nv", "generic/spec", "pin/spec",
+COLUMNS = ["robot", "algorithm", "nv", "generic/spec", "pin/spec", "adam/spec", "spec_us", "generic_us", "pin_us",
+           "adam_us", "max_rel_diff", "status"]
+CSV_COLUMNS = ["robot", "algorithm", "constraints", "nv", "generic/spec", "pin/spec", "adam/spec",
                "spec_us", "spec_p10_us", "spec_p90_us", "generic_us", "generic_p10_us", "generic_p90_us",
-               "pin_us", "pin_p10_us", "pin_p90_us", "max_rel_diff", "trials", "status"]
+               "pin_us", "pin_p10_us", "pin_p90_us", "adam_us", "adam_p10_us", "adam_p90_us",
+               "spec_ops", "adam_ops", "max_rel_diff", "trials", "status"]
 
 
 def _fmt(x, digits=3) -> str:
@@ -82,18 +86,18 @@ def _range(row, k) -> str:
 
 def markdown_table(results: list[dict]) -> str:
     rs = rows(results)
-    head = ("| robot | algorithm | nv | generic / spec | Pinocchio / spec | spec µs [p10–p90] "
-            "| generic µs [p10–p90] | Pinocchio µs [p10–p90] | max rel. diff | status |")
-    sep = "|---|---|--:|--:|--:|--:|--:|--:|--:|---|"
+    head = ("| robot | algorithm | nv | generic / spec | Pinocchio / spec | ADAM / spec | spec µs [p10–p90] "
+            "| generic µs [p10–p90] | Pinocchio µs [p10–p90] | ADAM µs [p10–p90] | max rel. diff | status |")
+    sep = "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
     lines = [head, sep]
     for r in rs:
         name = r["algorithm"] + (f" ({r['constraints']})" if r.get("constraints") else "")
         if r["status"].startswith("error"):
-            lines.append(f"| {r['robot']} | {name} | {_fmt(r.get('nv'))} | | | | | | | {r['status']} |")
+            lines.append(f"| {r['robot']} | {name} | {_fmt(r.get('nv'))} | | | | | | | | | {r['status']} |")
             continue
         lines.append(f"| {r['robot']} | {name} | {r['nv']} | {_fmt(r['generic/spec'])} | {_fmt(r['pin/spec'])} "
-                     f"| {_range(r, 'spec')} | {_range(r, 'generic')} | {_range(r, 'pin')} "
-                     f"| {_fmt(r['max_rel_diff'], 2)} | {r['status']} |")
+                     f"| {_fmt(r['adam/spec'])} | {_range(r, 'spec')} | {_range(r, 'generic')} | {_range(r, 'pin')} "
+                     f"| {_range(r, 'adam')} | {_fmt(r['max_rel_diff'], 2)} | {r['status']} |")
     return "\n".join(lines)
 
 
@@ -148,12 +152,21 @@ def suite_markdown(suite: dict) -> str:
            "- Pinocchio is timed as its API call (results left in `pinocchio::Data`, CRBA's upper "
            "triangle); rbdgen's C writes its outputs (full symmetric M) to caller memory.", ""]
     for key, title in (("pinocchio/specialized", "Pinocchio / specialized (median time ratio; > 1: specialized is faster)"),
-                       ("generic/specialized", "generic / specialized (median time ratio)")):
+                       ("generic/specialized", "generic / specialized (median time ratio)"),
+                       ("adam/specialized", "ADAM / specialized (median time ratio; ADAM's CasADi functions as C "
+                        "from CasADi's code generator, same flags; gen/bench/adam_peer.py)")):
         robots, algos, grid = _ratio_grid(res, key)
         out += [f"## {title}", "", "| robot | " + " | ".join(algos) + " |",
                 "|---|" + "--:|" * len(algos)]
         for rb in robots:
             out.append(f"| {rb} | " + " | ".join(_fmt(grid.get((rb, a)), 3) for a in algos) + " |")
+        out.append("")
+    rs = [r for r in rows(res) if r.get("adam_ops")]
+    if rs:
+        out += ["## Operations: rbdgen vs ADAM (after CSE, all classes)", "",
+                "| robot | algorithm | rbdgen | ADAM | ADAM / rbdgen |", "|---|---|--:|--:|--:|"]
+        out += [f"| {r['robot']} | {r['algorithm']} | {r['spec_ops']} | {r['adam_ops']} | "
+                f"{_fmt(r['adam_ops'] / r['spec_ops'])} |" for r in rs if r.get("spec_ops")]
         out.append("")
     out += ["## All results", "", markdown_table(res), ""]
     errors = [r for r in res if "error" in r]
@@ -187,10 +200,10 @@ def chart(suite: dict, path: Path) -> Path | None:
         return None
     algos = list(dict.fromkeys(r["algorithm"] for r in res))
     robots = list(dict.fromkeys(r["robot"] for r in res))
-    colors = {"specialized": "#1b9e77", "generic": "#7570b3", "pinocchio": "#d95f02"}
+    colors = {"specialized": "#1b9e77", "generic": "#7570b3", "pinocchio": "#d95f02", "adam": "#e7298a"}
     fig, axes = plt.subplots(len(algos), 1, figsize=(max(7, 1.2 * len(robots) + 2), 2.6 * len(algos)),
                              squeeze=False, sharex=True)
-    width = 0.27
+    width = 0.8 / len(IMPLS)
     for ax, algo in zip(axes[:, 0], algos):
         for k, impl in enumerate(IMPLS):
             xs, meds, lo, hi = [], [], [], []
@@ -199,7 +212,7 @@ def chart(suite: dict, path: Path) -> Path | None:
                 s = r and r["implementations"].get(impl)
                 if not s:
                     continue
-                xs.append(i + (k - 1) * width)
+                xs.append(i + (k - (len(IMPLS) - 1) / 2) * width)
                 meds.append(s["median_ns"] / 1000)
                 lo.append((s["median_ns"] - s["p10_ns"]) / 1000)
                 hi.append((s["p90_ns"] - s["median_ns"]) / 1000)

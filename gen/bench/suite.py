@@ -23,7 +23,7 @@ def suite_robots() -> list[str]:
     return list(NAMED_ROBOTS)
 
 
-def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "pinocchio"),
+def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "pinocchio", "adam"),
               progress=None, date: str | None = None, **bench_kwargs) -> dict:
     """Benchmark every robot × algorithm; a failing entry is recorded with its error and
     the suite goes on (a mismatch is an error: its times are not reported)."""
