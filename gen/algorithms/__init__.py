@@ -45,6 +45,8 @@ from .registry import (  # noqa: F401
     PROXIMAL_ALM,
     RESTITUTION,
     ROUTE,
+    RUNTIME_INPUTS,
+    RUNTIME_PARAMS,
     ADRoute,
     Algorithm,
     Floor,
@@ -106,6 +108,10 @@ SOLVER_JAC = Jacobian("constrained_derivatives", {"ddq": ("ddq_dq", "ddq_dv", "d
                                                   "lam": ("dlam_dq", "dlam_dv", "dlam_dtau")})
 IMPULSE_JAC = Jacobian("impulse_derivatives", {"v_plus": ("dvplus_dq", "dvplus_dv"),
                                                "impulse": ("dimpulse_dq", "dimpulse_dv")})
+
+#: the run-time parameters of the proximal solvers (option runtime_params): the damping and
+#: the set's Baumgarte gains; the impact map reads no gains (its a_c* is -(1 + e) J v-)
+SOLVER_RUNTIME = ("mu", "gains")
 
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
@@ -169,28 +175,29 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               options=(ROUTE,), ad=ADRoute("aba", 1), pin_peer="aba_derivatives"),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(7, "rbg_prox_ltl", lambda nb, nv, m: (m + nv) * (m + nv + 2)
                                + nv * (nv + m + 7) + 3 * m + 52 * nb),
               pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM on the sparse LTDL of M + J^T J / mu",
-              "Sathya 2024 eq. 16, 24", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
+              "Sathya 2024 eq. 16, 24", options=PROXIMAL_ALM, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(8, "rbg_prox_ltls", lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb),
               floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM in maximal coordinates, O(n + m) sweeps",
-              "Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
+              "Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(9, "rbg_constrained_aba", lambda nb, nv, m: 103 * nb + nv + 10 * m),
               floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): Popov-Vereshchagin with proximal dual iterations",
-              "Sathya 2024 Alg. 4", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              "Sathya 2024 Alg. 4", options=PROXIMAL, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(10, "rbg_prox_pv", lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25)),
               pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_lcp", prox_lcp, constrained_inputs, constrained_outputs, "event",
               "forward dynamics with unilateral normal rows (3D+/6D+): LCP by projected proximal Gauss-Seidel "
               "on the sparse KKT factorisation", "Tedrake 2012 §3.1, Carpentier 2021 eq. 18", options=PROXIMAL,
+              runtime=SOLVER_RUNTIME,
               docs={"residual": "complementarity residual: |min(lam, w)| on unilateral rows, "
                                 "|w| = |J ddq - a_c*| on bilateral rows (inf-norm)"},
               generic=GenericC(15, "rbg_prox_lcp", lambda nb, nv, m: (m + nv) * (m + nv + 3)
@@ -199,6 +206,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("impulse", impulse, impulse_inputs, impulse_outputs, "event",
               "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
               "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM + (RESTITUTION,),
+              runtime=("mu",),
               docs={"impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
                     "residual": "|J v_plus + e J v_minus|_inf of the result"},
               pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,

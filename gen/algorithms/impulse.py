@@ -101,7 +101,7 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
         (body, K), = terms
         r0 = cset.offsets[ci]
-        w = 1.0 / float(prox.rho[r0])
+        w = 1.0 / prox.rho[r0]
         k = -(1.0 + restitution) * ev.Jv[r0:r0 + con.size, 0:1]           # -(1 + e) K v-_body
         aug = constant_constraint_inertia(con, w)
         IA[body] = IA[body] + (be.asarray(aug[1]) if aug is not None else w * (K.T @ K))    # eq. 29

@@ -112,7 +112,7 @@ def augmented_model(model: Model, cset, rho):
     extra: dict[int, np.ndarray] = {}
     additive = []
     for c, con in enumerate(cset.constraints):
-        const = constant_constraint_inertia(con, 1.0 / float(rho[cset.offsets[c]]))
+        const = constant_constraint_inertia(con, 1.0 / rho[cset.offsets[c]])
         if const is None:
             additive.append(c)
             continue

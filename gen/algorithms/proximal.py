@@ -102,6 +102,7 @@ from ..spatial import (
 )
 from .aba import articulated_inertia, null_axis
 from .dense import ldlt_factor, ldlt_solve
+from .registry import RUNTIME_INPUTS
 
 DEFAULT_ITERATIONS = 3
 DEFAULT_MU = 1e-6             # Pinocchio's damping: the K-th iterate of a fixed-K run is Pinocchio's
@@ -111,7 +112,7 @@ DEFAULT_MAX_ITER = 200        # the cap of a run with tol and neither max_iter n
 #: robots) is then <~2e-9 relative; 3-6 iterations for tol = 1e-10 on the named sets, 135 on
 #: a random tree whose Delassus matrix has condition 1e6 (rate mu / (mu + sigma_min))
 ALM_CONVERGED_MU = 1e-5
-PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter")
+PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter", "runtime_params")
 
 
 # --- registry helpers ------------------------------------------------------------------
@@ -132,7 +133,7 @@ class Proximal:
     """Options, damping and the stopping test shared by the solvers."""
 
     def __init__(self, model: Model, cset, be, iterations=None, mu=None, tol=None, max_iter=None,
-                 converged_mu=DEFAULT_MU):
+                 converged_mu=DEFAULT_MU, runtime_params=False, params=None):
         self.cset: ConstraintSet = as_constraint_set(model, cset)
         if tol is not None and not tol >= 0:
             raise RbdgenError(f"tolerance tol={tol} must be non-negative")
@@ -148,8 +149,30 @@ class Proximal:
             mu = DEFAULT_MU if tol is None else converged_mu
         self.be, self.n, self.mu = be, int(cap), float(mu)
         self.tol = None if tol is None else float(tol)
-        self.rho = self.cset.damping(mu) if self.cset.m else None
+        #: the run-time parameters were traced as symbols ("Run-time parameters" above)
+        self.runtime = bool(runtime_params) and be.symbolic
+        if runtime_params:
+            self._take(params or {})
+        self.rho = self.damping() if self.cset.m else None
         self.k, self.res = 0, 0.0
+
+    def _take(self, params: dict) -> None:
+        """Use the run-time parameters ``params`` (name -> backend value, 1 x 1 ``mu``,
+        3 x 1 ``gains`` = [Kp, Kd, Kv]): numbers replace the built-in values (checked),
+        symbols make ``mu`` and the gains inputs of the trace."""
+        if "mu" in params:
+            mu = params["mu"][0, 0]
+            self.mu = mu if self.runtime else float(mu)
+        if "gains" in params:
+            g = [params["gains"][i, 0] for i in range(3)]
+            self.cset = self.cset.with_gains(*(g if self.runtime else map(float, g)), runtime=self.runtime)
+
+    def damping(self) -> list:
+        """Per-row ``rho = mu / weight`` (:meth:`ConstraintSet.damping`): floats, or with a
+        run-time ``mu`` backend values (one per constraint, shared by its rows)."""
+        if not self.runtime:
+            return [float(x) for x in self.cset.damping(self.mu)]
+        return [self.mu / c.weight for c in self.cset.constraints for _ in range(c.size)]
 
     def step(self, r) -> bool:
         """Record the residual ``r = J ddq_k - a_c*`` of a new iterate; True to stop."""
@@ -210,22 +233,31 @@ class ProximalSolver:
     unilateral: bool = False        # reads one-sided rows (3D+, 6D+); the others refuse them
     converged_mu: float = DEFAULT_MU    # the default mu with tol (ALM_CONVERGED_MU for the ALM ones)
 
-    def start(self, model: Model, cset, be, options: dict):
-        """``(Proximal controller, own options)`` after checking the options and that the
-        set has no one-sided row this solver would silently treat as two-sided."""
+    def start(self, model: Model, cset, be, options: dict, inputs=()):
+        """``(Proximal controller, own options, the solver's inputs)`` after checking the
+        options and that the set has no one-sided row this solver would silently treat as
+        two-sided.  With ``runtime_params``, ``inputs`` end with the run-time parameters
+        (:data:`~gen.algorithms.registry.RUNTIME_INPUTS` order): they are taken off and
+        given to the controller."""
         loop, own = self.split_options(options)
-        prox = Proximal(model, cset, be, converged_mu=self.converged_mu, **loop)
+        inputs = list(inputs)
+        params = {}
+        if loop.get("runtime_params"):
+            n = len(inspect.signature(self.setup).parameters) - 3 - len(own_options(self.setup))
+            extra = inputs[n:]
+            inputs = inputs[:n]
+            params = dict(zip(RUNTIME_INPUTS, extra))
+        prox = Proximal(model, cset, be, converged_mu=self.converged_mu, params=params, **loop)
         one_sided = [str(c) for c in prox.cset.constraints if c.unilateral]
         if one_sided and not self.unilateral:
             raise RbdgenError(f"{self.name} solves bilateral constraints only; {', '.join(one_sided)} "
                               f"has a unilateral row (+): use prox_lcp")
-        return prox, own
+        return prox, own, inputs
 
     def split_options(self, options: dict) -> tuple[dict, dict]:
         """``(options of the proximal loop, the solver's own options)``; an option neither
         takes is a user error naming the choices."""
-        own_names = [n for n, p in inspect.signature(self.setup).parameters.items()
-                     if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]
+        own_names = own_options(self.setup)
         unknown = [k for k in options if k not in PROXIMAL_OPTIONS and k not in own_names]
         if unknown:
             raise RbdgenError(f"{self.name} has no option {', '.join(map(repr, unknown))} "
@@ -234,7 +266,7 @@ class ProximalSolver:
                 {k: v for k, v in options.items() if k not in PROXIMAL_OPTIONS})
 
     def __call__(self, model: Model, *inputs, be, cset=None, **options):
-        prox, own = self.start(model, cset, be, options)
+        prox, own, inputs = self.start(model, cset, be, options, inputs)
         plan, const, state = self.setup(model, *inputs, prox, be, **own)
         m = prox.cset.m
         while True:
@@ -249,6 +281,12 @@ class ProximalSolver:
         true_r = it.true_r(ddq) if m and it.true_r is not None else None
         be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
         return prox.outputs(ddq, it.lam if m else None, true_r)
+
+
+def own_options(setup) -> list[str]:
+    """A solver's own options: the keyword parameters (with defaults) of its ``setup``."""
+    return [n for n, p in inspect.signature(setup).parameters.items()
+            if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]
 
 
 class Unmarked:
@@ -435,7 +473,7 @@ def constraint_rows(model: Model, cset, rho, q, v, kin, be):
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
         (body, K), = terms
         r0 = cset.offsets[ci]
-        w = 1.0 / float(rho[r0])
+        w = 1.0 / rho[r0]
         k = K @ grav[body] + ev.a_rest[r0:r0 + con.size, 0:1]
         const = constant_constraint_inertia(con, w)
         out.append((con, body, K, k, w, None if const is None else const[1]))

@@ -38,6 +38,8 @@ COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint accelera
                "M": "joint-space inertia matrix (full, symmetric)",
                "lam": "constraint forces (local frames, M ddq + b = tau + J^T lam)",
                "iterations": "proximal iterations performed",
+               "mu": "proximal damping, Pinocchio's sense (run-time parameter; rho = mu / weight per row)",
+               "gains": "Baumgarte gains [Kp, Kd, Kv] of the constraint set (run-time parameters)",
                "residual": "|J ddq - a_c*|_inf of the result"}
 
 
@@ -47,7 +49,7 @@ COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint accelera
 class Option:
     """A keyword option: ``kind`` int or float, the closed (or, with ``open_low``, open
     at ``low``) range ``[low, high]``, ``default`` (None: absent), a one-line doc; or,
-    with ``choices``, ``kind`` str and one of ``choices``."""
+    with ``choices``, ``kind`` str and one of ``choices``; or ``kind`` bool (a switch)."""
 
     name: str
     kind: type
@@ -66,6 +68,10 @@ class Option:
         if self.choices:
             if not isinstance(value, str) or value not in self.choices:
                 raise RbdgenError(f"{what} is not one of {', '.join(self.choices)}")
+            return value
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise RbdgenError(f"{what} must be True or False")
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
             raise RbdgenError(f"{what} is not a number")
@@ -103,8 +109,17 @@ ALM_MU = Option("mu", float, 1e-6, ALM_MU_FLOOR,
 TOL = Option("tol", float, None, 0.0, doc="early exit once the true constraint residual is <= tol")
 MAX_ITER = Option("max_iter", int, None, 1, doc="iteration cap with tol")
 RESTITUTION = Option("restitution", float, 0.0, 0.0, 1.0, doc="coefficient of restitution e (0: plastic)")
-PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER)                # the dual formulations
-PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER)        # the augmented-Lagrangian ones
+#: the run-time parameters of a constrained solver (issue 14 §5): with the option on, the
+#: row's ``runtime`` values (names below) are traced as symbolic inputs after its own and
+#: the C takes them per call instead of folding them into the graph as constants
+RUNTIME_PARAMS = Option("runtime_params", bool, False,
+                        doc="take mu and the Baumgarte gains as run-time inputs instead of building them in")
+#: run-time parameter -> its input size: ``mu`` (Pinocchio's damping, rho = mu / weight per
+#: row) and ``gains`` = [Kp, Kd, Kv], the constraint set's Baumgarte gains as
+#: :class:`gen.constraints.ConstraintSet` stores them
+RUNTIME_INPUTS = {"mu": 1, "gains": 3}
+PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER, RUNTIME_PARAMS)          # the dual formulations
+PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER, RUNTIME_PARAMS)  # the augmented-Lagrangian ones
 #: the derivative rows' route (issue 13 §2): the analytical algorithm (the row's ``fn``)
 #: or automatic differentiation of its value algorithm (:class:`ADRoute`); absent, the
 #: trace takes the one with fewer operations (gen.trace.trace)
@@ -215,6 +230,7 @@ class Algorithm:
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
     ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)
+    runtime: tuple[str, ...] = ()  # its run-time parameters (RUNTIME_INPUTS) under RUNTIME_PARAMS
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -225,6 +241,8 @@ class Algorithm:
             raise ValueError(f"{self.name}: no generic C and no note saying why")
         if (self.ad is not None) != (ROUTE in self.options):
             raise ValueError(f"{self.name}: the route option goes with an AD route, and only with one")
+        if bool(self.runtime) != (RUNTIME_PARAMS in self.options) or not set(self.runtime) <= set(RUNTIME_INPUTS):
+            raise ValueError(f"{self.name}: the runtime_params option goes with run-time parameters, and only with them")
 
     @property
     def constrained(self) -> bool:
@@ -233,6 +251,12 @@ class Algorithm:
     @property
     def iterative(self) -> bool:
         return any(o.name == "tol" for o in self.options)
+
+    def input_spec(self, model: Model, cset, options: dict) -> list[tuple[str, int]]:
+        """``(name, size)`` of the inputs a kernel with ``options`` takes: the row's
+        inputs, then, with ``runtime_params``, its run-time parameters (``mu``, ``gains``)."""
+        extra = [(n, RUNTIME_INPUTS[n]) for n in self.runtime] if options.get("runtime_params") else []
+        return self.inputs(model, cset) + extra
 
     def doc(self, name: str) -> str:
         """The one-line doc of input or output ``name``."""
