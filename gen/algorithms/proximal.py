@@ -129,6 +129,14 @@ def constrained_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
 
 # --- the iteration controller ------------------------------------------------------------
 
+def default_mu(mu, tol, converged_mu: float = DEFAULT_MU) -> float:
+    """``mu`` if given, else ``DEFAULT_MU`` for a fixed-K run and ``converged_mu`` (the
+    solver's) with a tolerance ("Accuracy" in the module docstring)."""
+    if mu is not None:
+        return float(mu)
+    return DEFAULT_MU if tol is None else float(converged_mu)
+
+
 class Proximal:
     """Options, damping and the stopping test shared by the solvers."""
 
@@ -145,9 +153,7 @@ class Proximal:
             cap = DEFAULT_ITERATIONS if tol is None else DEFAULT_MAX_ITER
         if int(cap) != cap or cap < 1:
             raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
-        if mu is None:                # "Accuracy" in the module docstring
-            mu = DEFAULT_MU if tol is None else converged_mu
-        self.be, self.n, self.mu = be, int(cap), float(mu)
+        self.be, self.n, self.mu = be, int(cap), default_mu(mu, tol, converged_mu)
         self.tol = None if tol is None else float(tol)
         #: the run-time parameters were traced as symbols ("Run-time parameters" above)
         self.runtime = bool(runtime_params) and be.symbolic
