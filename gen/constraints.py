@@ -474,8 +474,8 @@ def _atan2(y, x, be):
         return fn(y, x)
     if not be.symbolic:
         return np.arctan2(y, x)
-    raise RbdgenError("6D Baumgarte position feedback (Kp > 0) needs atan2, which this backend "
-                      "does not provide; use Kp = 0 or 3D constraints")
+    raise RbdgenError("6D Baumgarte position feedback (Kp > 0, or a run-time Kp) needs atan2, which this "
+                      "backend does not provide; build Kp = 0 in or use 3D constraints")
 
 
 def log3(R, be):

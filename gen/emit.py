@@ -51,7 +51,8 @@ constraint residual ``|J ddq - a_c*|_inf`` of the returned ``ddq`` (the reported
 max_iter, int *n_iter)`` is the same loop with ``tol`` and ``max_iter`` given at run time
 (``P`` calls it with ``P_TOL``, ``P_MAX_ITER``; out of range: ``RBDGEN_ERR_INVALID_ARGUMENT``,
 -3) and the iteration count as an int; ``mu`` stays compile-time (it is folded into the
-traced factorisation).  The ``iterations`` output stays a double so that every output of
+traced factorisation) unless the kernel is built with ``runtime_params``, which makes
+``mu`` and the Baumgarte gains inputs of both functions (:func:`runtime_parameters`).  The ``iterations`` output stays a double so that every output of
 every kernel is a double array (manifest, cffi cdef, ``Kernel``, the generic binding, the
 bench harness and the simulator read them uniformly); it is an exact integer.
 ``const`` and both loop states live in the caller's ``work`` (``P_WORK_SIZE`` doubles,

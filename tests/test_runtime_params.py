@@ -233,6 +233,9 @@ def test_cli_build_runtime_params(tmp_path, capsys, monkeypatch, request):
     assert "const double *RBDGEN_RESTRICT mu, const double *RBDGEN_RESTRICT gains" in header
     assert "_DEFAULT_GAINS {10.0, 2.0, 0.0}" in header
     capsys.readouterr()
+    assert main(["verify", "solo12", "-a", "prox_ltl", "-c", "3D:FL_FOOT,3D:HR_FOOT", "--iterations", "2",
+                 "--runtime-params", "--samples", "2", "--quiet"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
     assert main(["build", "solo12", "-a", "aba", "--runtime-params", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "rbdgen: error: aba has no option --runtime-params (options: none)"

@@ -58,6 +58,16 @@ model) would remove the floor at the price of an O(n) pass per iteration; not do
 Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (1x1, the number of proximal steps
 taken; 0 with no constraints) and ``residual`` (1x1, see above).
 
+**Run-time parameters.**  With the option ``runtime_params`` (registry.RUNTIME_PARAMS) the
+solver's inputs end with ``mu`` (1 x 1) and, for the rows that read them, ``gains`` =
+``[Kp, Kd, Kv]`` (3 x 1; :class:`gen.constraints.ConstraintSet`'s set-wide gains).
+:meth:`ProximalSolver.start` takes them off the inputs for :class:`Proximal`: numbers (the
+NumPy run) replace the built-in values and run the same code; symbols (a trace) make
+``rho`` one expression ``mu / weight`` per constraint and the set's gains symbols
+(:meth:`ConstraintSet.with_gains`, ``runtime=True``), so that the C takes them per call
+(docs/ARCHITECTURE.md, "Run-time parameters").  Every solver reads ``rho`` as a list of
+floats or backend values, never converting it.
+
 **Setup and step.**  Each solver is a :class:`ProximalSolver`: ``setup`` computes what
 every iteration reads (``const``: factors, articulated inertias, constraint terms) and
 the loop state of the first iteration (``lam_0 = 0`` plus whatever the iterations
