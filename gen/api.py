@@ -74,13 +74,16 @@ def check_runtime(algo: Algorithm, values: dict) -> None:
     """The run-time parameters among ``values`` (name -> column) in range, as the C
     checks them (RBDGEN_ERR_INVALID_ARGUMENT): ``mu`` by the row's own ``mu`` option
     (positive; at least the accuracy floor of an augmented-Lagrangian row), each gain
-    finite and non-negative."""
+    finite and non-negative, each weight positive and finite."""
     if "mu" in values:
         option = next(o for o in algo.options if o.name == "mu")
         option.check(algo.name, float(values["mu"][0, 0]), "mu")
     for name, g in zip(GAIN_NAMES, values["gains"][:, 0] if "gains" in values else ()):
         if not (np.isfinite(g) and g >= 0):
             raise RbdgenError(f"{algo.name}: run-time Baumgarte gain {name}={g:g} must be finite and non-negative")
+    for c, w in enumerate(values["weights"][:, 0] if "weights" in values else ()):
+        if not (np.isfinite(w) and w > 0):
+            raise RbdgenError(f"{algo.name}: run-time weight {w:g} of constraint {c} must be positive and finite")
 
 
 def shape_outputs(algo: Algorithm, model: Model, cset, outs) -> tuple:

@@ -220,7 +220,7 @@ def runtime_defaults(manifest: dict) -> list[np.ndarray]:
     """The run-time parameters of a kernel built with runtime_params at their built values
     (the manifest's defaults, the values Pinocchio's reference uses); [] for other kernels."""
     rt = manifest.get("runtime_params") or {}
-    return [np.array(rt[name]["default"], dtype=float).reshape(-1) for name in ("mu", "gains") if name in rt]
+    return [np.array(rt[name]["default"], dtype=float).reshape(-1) for name in ("mu", "gains", "weights") if name in rt]
 
 
 def tolerances(name: str, rtol: float) -> dict:

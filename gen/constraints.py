@@ -67,6 +67,7 @@ other rows stay bilateral.  Only ``prox_lcp`` reads the flag
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass, field
 
@@ -163,6 +164,15 @@ class ConstraintSet:
         """The same constraints with the gains ``(Kp, Kd, Kv)``: numbers (checked), or with
         ``runtime`` backend values (a run-time-parameters kernel; the C checks them)."""
         return ConstraintSet(self.model, self.constraints, Kp, Kd, Kv, runtime)
+
+    def with_weights(self, weights) -> "ConstraintSet":
+        """The same constraints and gains with one weight per constraint (each positive
+        and finite)."""
+        for con, w in zip(self.constraints, weights):
+            if not (np.isfinite(w) and w > 0):
+                raise RbdgenError(f"constraint '{con}': weight {w} must be positive and finite")
+        cons = [dataclasses.replace(con, weight=float(w)) for con, w in zip(self.constraints, weights)]
+        return ConstraintSet(self.model, cons, self.Kp, self.Kd, self.Kv, self.runtime)
 
     # --- structure (plain ints, resolved at trace time) ------------------------------
     def __len__(self) -> int:

@@ -421,7 +421,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                          **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)"}
                             if driver and not runtime else {}),
                          **({"-3": "invalid run-time option or parameter (" + ("tol < 0, max_iter < 1, " if driver else "")
-                             + "mu or a gain out of range; outputs set to NaN)"} if runtime else {}),
+                             + "mu, a gain or a weight out of range; outputs set to NaN)"} if runtime else {}),
                          **({"-4": "not converged: max_iter reached with residual > tol (outputs written)"}
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
@@ -458,7 +458,8 @@ def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:
     ``mu``: its default (the built value: the ``mu`` option, else the solver's default,
     :func:`gen.algorithms.proximal.default_mu`) and valid range (the row's ``mu`` option:
     ``> 0``, or ``>=`` the augmented-Lagrangian accuracy floor); ``gains``: [Kp, Kd, Kv]
-    and their defaults, the constraint set's."""
+    and their defaults, the constraint set's; ``weights``: the constraints' (every row
+    with run-time parameters takes them)."""
     algo = tr.algorithm
     if not tr.options.get("runtime_params"):
         return None
@@ -472,6 +473,8 @@ def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:
         g = [float(tr.cset.Kp), float(tr.cset.Kd), float(tr.cset.Kv)]
         out["gains"] = {"names": list(GAIN_NAMES), "default": g,
                         "c_default": "{" + ", ".join(repr(x) for x in g) + "}"}
+    w = [float(c.weight) for c in tr.cset.constraints]
+    out["weights"] = {"default": w, "c_default": "{" + ", ".join(repr(x) for x in w) + "}", "count": len(w)}
     return out
 
 
@@ -482,6 +485,7 @@ def _runtime_manifest(runtime: dict) -> dict:
     if runtime["gains"]:
         out["gains"] = {"order": runtime["gains"]["names"], "default": runtime["gains"]["default"],
                         "valid": "[0, inf) each"}
+    out["weights"] = {"order": "the constraints'", "default": runtime["weights"]["default"], "valid": "(0, inf) each"}
     return out
 
 
@@ -491,7 +495,7 @@ def _parameters(algo, runtime: dict | None, driver: bool) -> dict:
     loop = ["tol", "max_iter"] if driver else []
     fixed = [] if driver else ["iterations"]
     given = [] if runtime is None else runtime["inputs"]
-    built = ["constraint set", "weights", "anchors"] + [p for p in algo.runtime if p not in given] + fixed
+    built = ["constraint set", "anchors"] + [p for p in algo.runtime if p not in given] + fixed
     return {"run_time": given + loop, "built_in": built}
 
 

@@ -249,7 +249,7 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
         raise RbdgenError(f"{algo.name} is not iterative: a tolerance applies to the proximal solvers only")
     be = SXBackend()
     syms = [(name, be.sym(name, n)) for name, n in algo.input_spec(model, cset, options)]
-    prox, own, ins = solver.start(model, cset, be, options, [s for _, s in syms])
+    prox, own, ins = solver.start(model, cset, be, algo.fn_options(options), [s for _, s in syms])
     if prox.tol is None or not math.isfinite(prox.tol):
         raise RbdgenError(f"the early-exit driver needs a finite tolerance, got tol={options.get('tol')}")
     if not prox.cset.m:

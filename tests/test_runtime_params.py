@@ -1,8 +1,9 @@
 """Run-time parameters (issue 14 §5; option ``runtime_params``, registry.RUNTIME_PARAMS):
-a solver built with them takes ``mu`` and the Baumgarte gains ``[Kp, Kd, Kv]`` as inputs
-and, at any (mu, gains), equals the solver with those values built in -- traced SX
-(§6b), ``gen.run`` (the NumPy path), compiled C and the early-exit driver (§6c) -- and
-Pinocchio's ``constraintDynamics`` with the same damping and corrector gains (§6e).
+a solver built with them takes ``mu``, the Baumgarte gains ``[Kp, Kd, Kv]`` and the
+constraint weights as inputs and, at any (mu, gains, weights), equals the solver with those
+values built in -- traced SX (§6b), ``gen.run`` (the NumPy path), compiled C and the
+early-exit driver (§6c) -- and Pinocchio's ``constraintDynamics`` with the same damping and
+corrector gains (§6e; unit weights, Pinocchio has no others).
 Out-of-range values are refused: RBDGEN_ERR_INVALID_ARGUMENT and NaN outputs from the
 C, one RbdgenError line from Python.  The header, the manifest and the CLI say so.
 
@@ -33,6 +34,9 @@ SOLO_V = "3D:FL_FOOT,3D:FR_FOOT,3Dv:HL_FOOT,3D:HR_FOOT"        # a velocity row:
 K = 2                                                          # iterations (small kernels)
 #: (mu, [Kp, Kd, Kv]) at which run-time kernels are compared with built-in ones
 POINTS = [(1e-6, [0.0, 0.0, 0.0]), (1e-4, [10.0, 3.0, 5.0]), (1e-2, [100.0, 20.0, 1.0])]
+WEIGHTS = [1.0, 1.0, 1.0, 1.0]                                 # unit weights: Pinocchio has no others
+#: (mu, weights) of the weighted comparisons (run-time weights vs built-in weights)
+WEIGHTED = [(1e-4, [1.0, 2.0, 0.5, 4.0]), (1e-2, [3.0, 1.0, 1.0, 0.25])]
 
 DUAL_TOL = 1e-12        # run-time vs built-in, dual solvers and the NumPy path (relative)
 PIN_RTOL = 1e-9         # against Pinocchio (relative), raised to the row's floor.pinocchio
@@ -43,13 +47,15 @@ def tol(alg):
     return max(DUAL_TOL, ALGORITHMS[alg].floor.c_numpy)
 
 
-def params(alg, mu, gains):
-    """The run-time inputs of ``alg`` at (mu, gains): [mu] and, if it reads them, gains."""
-    return [np.array([mu])] + ([np.array(gains, dtype=float)] if "gains" in ALGORITHMS[alg].runtime else [])
+def params(alg, mu, gains, weights=WEIGHTS):
+    """The run-time inputs of ``alg`` at (mu, gains, weights): [mu], gains if it reads them,
+    the weights."""
+    return [np.array([mu])] + ([np.array(gains, dtype=float)] if "gains" in ALGORITHMS[alg].runtime else []) \
+        + [np.array(weights, dtype=float)]
 
 
-def built_in(model, spec, gains, **kw):
-    return parse_constraints(model, spec, Kp=gains[0], Kd=gains[1], Kv=gains[2], **kw)
+def built_in(model, spec, gains, weights=WEIGHTS, **kw):
+    return parse_constraints(model, spec, Kp=gains[0], Kd=gains[1], Kv=gains[2], weights=weights, **kw)
 
 
 def inputs(alg, state):
@@ -72,7 +78,7 @@ def solo():
 
 def test_rows_and_option():
     assert set(ROWS) == {"prox_ltl", "prox_ltls", "constrained_aba", "prox_pv", "prox_lcp", "impulse"}
-    assert ALGORITHMS["impulse"].runtime == ("mu",)
+    assert ALGORITHMS["impulse"].runtime == ("mu", "weights")
     for name in of_family("delassus"):
         with pytest.raises(RbdgenError, match=f"{name} has no option runtime_params"):
             ALGORITHMS[name].check_options({"runtime_params": True})
@@ -83,10 +89,10 @@ def test_rows_and_option():
 def test_inputs_follow_the_option(solo):
     algo = ALGORITHMS["prox_ltl"]
     names = [n for n, _ in algo.input_spec(solo, SOLO, {"runtime_params": True})]
-    assert names == ["q", "v", "tau", "mu", "gains"]
+    assert names == ["q", "v", "tau", "mu", "gains", "weights"]
     assert [n for n, _ in algo.input_spec(solo, SOLO, {})] == ["q", "v", "tau"]
     f = gen.casadi_function(solo, "prox_ltl", SOLO, iterations=K, runtime_params=True)
-    assert [f.name_in(i) for i in range(f.n_in())] == names and f.size1_in(4) == 3
+    assert [f.name_in(i) for i in range(f.n_in())] == names and (f.size1_in(4), f.size1_in(5)) == (3, 4)
 
 
 # --- run-time == built in: traced SX and the NumPy path ----------------------------------------
@@ -96,21 +102,23 @@ def test_traced_runtime_equals_built_in(alg, solo):
     spec = SOLO_V if alg != "impulse" else SOLO
     f = gen.casadi_function(solo, alg, spec, iterations=K, runtime_params=True)
     for state in states(solo, 3, 2, parse_constraints(solo, spec)):
-        for mu, gains in POINTS:
-            ref = gen.casadi_function(solo, alg, built_in(solo, spec, gains), iterations=K, mu=mu)(*inputs(alg, state))
-            got = f(*inputs(alg, state), *params(alg, mu, gains))
-            check(got, ref, tol(alg), f"{alg} traced at mu={mu:g}, gains={gains}")
+        for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(mu, POINTS[1][1], w) for mu, w in WEIGHTED]:
+            ref = gen.casadi_function(solo, alg, built_in(solo, spec, gains, weights), iterations=K,
+                                      mu=mu)(*inputs(alg, state))
+            got = f(*inputs(alg, state), *params(alg, mu, gains, weights))
+            check(got, ref, tol(alg), f"{alg} traced at mu={mu:g}, gains={gains}, weights={weights}")
 
 
 @pytest.mark.parametrize("alg", ROWS)
 def test_run_runtime_equals_built_in(alg, solo):
     spec = SOLO_V if alg != "impulse" else SOLO
     state = states(solo, 4, 1, parse_constraints(solo, spec))[0]
-    for mu, gains in POINTS:
-        ref = gen.run(solo, alg, *inputs(alg, state), constraints=built_in(solo, spec, gains), iterations=K, mu=mu)
-        got = gen.run(solo, alg, *inputs(alg, state), *params(alg, mu, gains), constraints=spec, iterations=K,
-                      runtime_params=True)
-        check(got, ref, DUAL_TOL, f"{alg} gen.run at mu={mu:g}, gains={gains}")
+    for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(mu, POINTS[1][1], w) for mu, w in WEIGHTED]:
+        ref = gen.run(solo, alg, *inputs(alg, state), constraints=built_in(solo, spec, gains, weights),
+                      iterations=K, mu=mu)
+        got = gen.run(solo, alg, *inputs(alg, state), *params(alg, mu, gains, weights), constraints=spec,
+                      iterations=K, runtime_params=True)
+        check(got, ref, DUAL_TOL, f"{alg} gen.run at mu={mu:g}, gains={gains}, weights={weights}")
 
 
 # --- compiled C and the early-exit driver --------------------------------------------------------
@@ -119,10 +127,11 @@ def test_run_runtime_equals_built_in(alg, solo):
 def test_compiled_runtime_equals_built_in(alg, solo):
     k = gen.build(solo, alg, SOLO, iterations=K, runtime_params=True)
     for state in states(solo, 5, 2, parse_constraints(solo, SOLO)):
-        for mu, gains in POINTS:
-            baked = gen.build(solo, alg, built_in(solo, SOLO, gains), iterations=K, mu=mu)
-            check(k(*inputs(alg, state), *params(alg, mu, gains)), baked(*inputs(alg, state)), tol(alg),
-                  f"{alg} compiled at mu={mu:g}, gains={gains}")
+        for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(WEIGHTED[0][0], POINTS[1][1],
+                                                                               WEIGHTED[0][1])]:
+            baked = gen.build(solo, alg, built_in(solo, SOLO, gains, weights), iterations=K, mu=mu)
+            check(k(*inputs(alg, state), *params(alg, mu, gains, weights)), baked(*inputs(alg, state)), tol(alg),
+                  f"{alg} compiled at mu={mu:g}, gains={gains}, weights={weights}")
 
 
 @pytest.mark.parametrize("alg", ["prox_pv", "prox_ltls"])
@@ -131,9 +140,10 @@ def test_driver_runtime_equals_numpy(alg, solo):
     iterates and iteration count as gen.run with the values built in."""
     k = gen.build(solo, alg, SOLO, tol=1e-10, max_iter=50, runtime_params=True)
     state = states(solo, 6, 1, parse_constraints(solo, SOLO))[0]
-    for mu, gains in POINTS[1:]:
-        ref = gen.run(solo, alg, *state, constraints=built_in(solo, SOLO, gains), tol=1e-10, max_iter=50, mu=mu)
-        got = k(*state, *params(alg, mu, gains))
+    for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS[1:]] + [(mu, POINTS[1][1], w) for mu, w in WEIGHTED]:
+        ref = gen.run(solo, alg, *state, constraints=built_in(solo, SOLO, gains, weights), tol=1e-10, max_iter=50,
+                      mu=mu)
+        got = k(*state, *params(alg, mu, gains, weights))
         check(got, ref, tol(alg), f"{alg} driver at mu={mu:g}, gains={gains}")
         assert got[2][0] == ref[2][0], f"{alg}: {got[2][0]:.0f} iterations, NumPy {ref[2][0]:.0f}"
 
@@ -154,39 +164,46 @@ def test_runtime_equals_pinocchio(robot, spec, alg):
     k = gen.build(model, alg, parse_constraints(model, spec, **anchor), iterations=K, runtime_params=True)
     rtol = max(PIN_RTOL, ALGORITHMS[alg].floor.pinocchio)
     for mu, gains in POINTS:
-        cset = built_in(model, spec, [gains[0], gains[1], 0.0], **anchor)
+        cset = built_in(model, spec, [gains[0], gains[1], 0.0], [1.0] * len(spec.split(",")), **anchor)
         ref = pinref.reference(model, alg, *state, cset=cset, options={"iterations": K, "mu": mu})
-        check(k(*state, *params(alg, mu, gains)), ref, rtol, f"{robot} {alg} vs Pinocchio at mu={mu:g}, gains={gains}")
+        check(k(*state, *params(alg, mu, gains, [1.0] * len(cset))), ref, rtol,
+              f"{robot} {alg} vs Pinocchio at mu={mu:g}, gains={gains}")
 
 
 # --- refusals ------------------------------------------------------------------------------------
 
-BAD = [("prox_ltl", -1e-6, [0, 0, 0]), ("prox_ltl", 0.0, [0, 0, 0]), ("prox_ltl", np.nan, [0, 0, 0]),
-       ("prox_ltl", np.inf, [0, 0, 0]), ("prox_ltl", 1e-6, [0, -1.0, 0]), ("prox_ltl", 1e-6, [np.inf, 0, 0]),
-       ("prox_ltl", 1e-6, [0, 0, np.nan]), ("constrained_aba", 5e-7, [0, 0, 0]), ("impulse", 1e-9, None)]
+#: (algorithm, mu, gains or None, weights): each refused
+BAD = [("prox_ltl", -1e-6, [0, 0, 0], WEIGHTS), ("prox_ltl", 0.0, [0, 0, 0], WEIGHTS),
+       ("prox_ltl", np.nan, [0, 0, 0], WEIGHTS), ("prox_ltl", np.inf, [0, 0, 0], WEIGHTS),
+       ("prox_ltl", 1e-6, [0, -1.0, 0], WEIGHTS), ("prox_ltl", 1e-6, [np.inf, 0, 0], WEIGHTS),
+       ("prox_ltl", 1e-6, [0, 0, np.nan], WEIGHTS), ("prox_ltl", 1e-6, [0, 0, 0], [1, 1, 0.0, 1]),
+       ("prox_ltl", 1e-6, [0, 0, 0], [1, -2, 1, 1]), ("constrained_aba", 5e-7, [0, 0, 0], WEIGHTS),
+       ("impulse", 1e-9, None, WEIGHTS), ("impulse", 1e-6, None, [1, 1, 1, np.inf])]
 
 
-@pytest.mark.parametrize("alg, mu, gains", BAD, ids=[f"{a}-{m}-{g}" for a, m, g in BAD])
-def test_bad_parameters_refused(alg, mu, gains, solo):
+@pytest.mark.parametrize("alg, mu, gains, weights", BAD, ids=[f"{a}-{m}-{g}-{w}" for a, m, g, w in BAD])
+def test_bad_parameters_refused(alg, mu, gains, weights, solo):
     k = gen.build(solo, alg, SOLO, iterations=K, runtime_params=True)
     state = inputs(alg, states(solo, 9, 1)[0])
-    args = [np.array([mu])] + ([] if gains is None else [np.array(gains, dtype=float)])
+    args = [np.array([mu])] + ([] if gains is None else [np.array(gains, dtype=float)]) \
+        + [np.array(weights, dtype=float)]
     outs = [np.zeros(o["size"]) for o in k.function["outputs"]]
-    assert k.call_raw(list(state) + args, outs) == -3, f"{alg} at mu={mu}, gains={gains}: not refused"
-    assert all(np.isnan(o).all() for o in outs), "outputs of a refused call are not NaN"
+    what = f"{alg} at mu={mu}, gains={gains}, weights={weights}"
+    assert k.call_raw(list(state) + args, outs) == -3, f"{what}: not refused"
+    assert all(np.isnan(o).all() for o in outs), f"{what}: outputs of a refused call are not NaN"
     for call in (lambda: k(*state, *args),
                  lambda: gen.run(solo, alg, *state, *args, constraints=SOLO, runtime_params=True)):
         with pytest.raises(RbdgenError) as e:
             call()
-        assert "\n" not in str(e.value) and ("mu" in str(e.value) or "gain" in str(e.value)
-                                              or "NaN" in str(e.value)), str(e.value)
+        msg = str(e.value)
+        assert "\n" not in msg and any(w in msg for w in ("mu", "gain", "weight", "NaN")), msg
 
 
 def test_driver_refuses_bad_mu(solo):
     k = gen.build(solo, "prox_pv", SOLO, tol=1e-10, max_iter=20, runtime_params=True)
     q, v, tau = states(solo, 10, 1)[0]
     outs = [np.zeros(o["size"]) for o in k.function["outputs"]]
-    assert k.call_raw([q, v, tau, np.array([-1.0]), np.zeros(3)], outs) == -3
+    assert k.call_raw([q, v, tau, np.array([-1.0]), np.zeros(3), np.ones(4)], outs) == -3
     assert all(np.isnan(o).all() for o in outs)
 
 
@@ -203,21 +220,24 @@ def test_header_and_manifest_document_it(solo, tmp_path):
     h, P = f.header_path.read_text(), f.prefix.upper()
     for needle in (f"#define {P}_DEFAULT_MU 1e-05", f"#define {P}_DEFAULT_GAINS {{10.0, 2.0, 0.0}}",
                    f"#define {P}_MU_MIN", "Run-time parameters", "the augmented-Lagrangian accuracy floor",
-                   "run time (built with\n *   runtime_params): mu and the Baumgarte gains [Kp, Kd, Kv]",
-                   "const double *RBDGEN_RESTRICT mu, const double *RBDGEN_RESTRICT gains",
-                   "RBDGEN_ERR_INVALID_ARGUMENT for mu or gains out of range"):
+                   "run time (built with\n *   runtime_params): mu, the Baumgarte gains [Kp, Kd, Kv] and the weights",
+                   f"#define {P}_DEFAULT_WEIGHTS {{1.0, 1.0, 1.0, 1.0}}",
+                   "const double *RBDGEN_RESTRICT mu, const double *RBDGEN_RESTRICT gains, "
+                   "const double *RBDGEN_RESTRICT weights",
+                   "RBDGEN_ERR_INVALID_ARGUMENT for mu, gains or weights out of range"):
         assert needle in h, f"header lacks {needle!r}"
     man = f.manifest
-    assert man["parameters"] == {"run_time": ["mu", "gains"],
-                                 "built_in": ["constraint set", "weights", "anchors", "iterations"]}
+    assert man["parameters"] == {"run_time": ["mu", "gains", "weights"],
+                                 "built_in": ["constraint set", "anchors", "iterations"]}
     assert man["runtime_params"]["mu"] == {"default": 1e-5, "valid": "[1e-06, inf)",
                                            "floor": ALGORITHMS["constrained_aba"].options[1].floor}
     assert man["runtime_params"]["gains"]["default"] == [10.0, 2.0, 0.0]
-    assert [x["name"] for x in man["functions"][0]["inputs"]] == ["q", "v", "tau", "mu", "gains"]
+    assert man["runtime_params"]["weights"]["default"] == [1.0] * 4
+    assert [x["name"] for x in man["functions"][0]["inputs"]] == ["q", "v", "tau", "mu", "gains", "weights"]
     assert "-3" in man["return_codes"]
     assert json.loads((f.path / "manifest.json").read_text()) == man
     plain = emit(solo, "constrained_aba", SOLO, out_dir=tmp_path / "plain", iterations=K)
-    assert plain.manifest["parameters"]["built_in"] == ["constraint set", "weights", "anchors", "mu", "gains",
+    assert plain.manifest["parameters"]["built_in"] == ["constraint set", "anchors", "mu", "gains", "weights",
                                                         "iterations"]
     assert "runtime_params" not in plain.manifest and "DEFAULT_MU" not in plain.header_path.read_text()
     assert plain.prefix != f.prefix
@@ -230,7 +250,8 @@ def test_cli_build_runtime_params(tmp_path, capsys, monkeypatch, request):
                "--runtime-params", "--baumgarte", "10,2", "--out", str(out), "--quiet", "--format", "json"])
     assert rc == 0, capsys.readouterr().err
     header = next(out.glob("*.h")).read_text()
-    assert "const double *RBDGEN_RESTRICT mu, const double *RBDGEN_RESTRICT gains" in header
+    assert "const double *RBDGEN_RESTRICT mu, const double *RBDGEN_RESTRICT gains, " \
+           "const double *RBDGEN_RESTRICT weights" in header
     assert "_DEFAULT_GAINS {10.0, 2.0, 0.0}" in header
     capsys.readouterr()
     assert main(["verify", "solo12", "-a", "prox_ltl", "-c", "3D:FL_FOOT,3D:HR_FOOT", "--iterations", "2",

@@ -109,9 +109,10 @@ SOLVER_JAC = Jacobian("constrained_derivatives", {"ddq": ("ddq_dq", "ddq_dv", "d
 IMPULSE_JAC = Jacobian("impulse_derivatives", {"v_plus": ("dvplus_dq", "dvplus_dv"),
                                                "impulse": ("dimpulse_dq", "dimpulse_dv")})
 
-#: the run-time parameters of the proximal solvers (option runtime_params): the damping and
-#: the set's Baumgarte gains; the impact map reads no gains (its a_c* is -(1 + e) J v-)
-SOLVER_RUNTIME = ("mu", "gains")
+#: the run-time parameters of the proximal solvers (option runtime_params): the damping, the
+#: set's Baumgarte gains and the constraint weights; the impact map reads no gains (its a_c*
+#: is -(1 + e) J v-)
+SOLVER_RUNTIME = ("mu", "gains", "weights")
 
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
@@ -206,7 +207,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("impulse", impulse, impulse_inputs, impulse_outputs, "event",
               "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
               "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM + (RESTITUTION,),
-              runtime=("mu",),
+              runtime=("mu", "weights"),
               docs={"impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
                     "residual": "|J v_plus + e J v_minus|_inf of the result"},
               pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,

@@ -59,8 +59,9 @@ Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (1x1, the number of proximal 
 taken; 0 with no constraints) and ``residual`` (1x1, see above).
 
 **Run-time parameters.**  With the option ``runtime_params`` (registry.RUNTIME_PARAMS) the
-solver's inputs end with ``mu`` (1 x 1) and, for the rows that read them, ``gains`` =
-``[Kp, Kd, Kv]`` (3 x 1; :class:`gen.constraints.ConstraintSet`'s set-wide gains).
+solver's inputs end with ``mu`` (1 x 1), for the rows that read them ``gains`` =
+``[Kp, Kd, Kv]`` (3 x 1; :class:`gen.constraints.ConstraintSet`'s set-wide gains), and
+``weights`` (one per constraint; ``rho = mu / weight`` on its rows).
 :meth:`ProximalSolver.start` takes them off the inputs for :class:`Proximal`: numbers (the
 NumPy run) replace the built-in values and run the same code; symbols (a trace) make
 ``rho`` one expression ``mu / weight`` per constraint and the set's gains symbols
@@ -112,7 +113,6 @@ from ..spatial import (
 )
 from .aba import articulated_inertia, null_axis
 from .dense import ldlt_factor, ldlt_solve
-from .registry import RUNTIME_INPUTS
 
 DEFAULT_ITERATIONS = 3
 DEFAULT_MU = 1e-6             # Pinocchio's damping: the K-th iterate of a fixed-K run is Pinocchio's
@@ -167,28 +167,36 @@ class Proximal:
         self.tol = None if tol is None else float(tol)
         #: the run-time parameters were traced as symbols ("Run-time parameters" above)
         self.runtime = bool(runtime_params) and be.symbolic
+        self.weights = None           # run-time weights (symbols), else the constraints' own
         if runtime_params:
             self._take(params or {})
         self.rho = self.damping() if self.cset.m else None
         self.k, self.res = 0, 0.0
 
     def _take(self, params: dict) -> None:
-        """Use the run-time parameters ``params`` (name -> backend value, 1 x 1 ``mu``,
-        3 x 1 ``gains`` = [Kp, Kd, Kv]): numbers replace the built-in values (checked),
-        symbols make ``mu`` and the gains inputs of the trace."""
+        """Use the run-time parameters ``params`` (name -> backend value: 1 x 1 ``mu``,
+        3 x 1 ``gains`` = [Kp, Kd, Kv], ``weights`` one per constraint): numbers replace
+        the built-in values (checked), symbols make them inputs of the trace."""
         if "mu" in params:
             mu = params["mu"][0, 0]
             self.mu = mu if self.runtime else float(mu)
         if "gains" in params:
             g = [params["gains"][i, 0] for i in range(3)]
             self.cset = self.cset.with_gains(*(g if self.runtime else map(float, g)), runtime=self.runtime)
+        if "weights" in params:
+            w = [params["weights"][c, 0] for c in range(len(self.cset))]
+            if self.runtime:
+                self.weights = w
+            else:
+                self.cset = self.cset.with_weights([float(x) for x in w])
 
     def damping(self) -> list:
         """Per-row ``rho = mu / weight`` (:meth:`ConstraintSet.damping`): floats, or with a
-        run-time ``mu`` backend values (one per constraint, shared by its rows)."""
+        run-time ``mu`` or weights backend values (one per constraint, shared by its rows)."""
         if not self.runtime:
             return [float(x) for x in self.cset.damping(self.mu)]
-        return [self.mu / c.weight for c in self.cset.constraints for _ in range(c.size)]
+        weights = self.weights or [c.weight for c in self.cset.constraints]
+        return [self.mu / w for c, w in zip(self.cset.constraints, weights) for _ in range(c.size)]
 
     def step(self, r) -> bool:
         """Record the residual ``r = J ddq_k - a_c*`` of a new iterate; True to stop."""
@@ -254,15 +262,14 @@ class ProximalSolver:
         options and that the set has no one-sided row this solver would silently treat as
         two-sided.  With ``runtime_params``, ``inputs`` end with the run-time parameters
         (:data:`~gen.algorithms.registry.RUNTIME_INPUTS` order): they are taken off and
-        given to the controller."""
+        given to the controller; ``runtime_params`` holds their names (the registry row's
+        ``runtime``, :meth:`~gen.algorithms.registry.Algorithm.fn_options`)."""
         loop, own = self.split_options(options)
         inputs = list(inputs)
-        params = {}
-        if loop.get("runtime_params"):
-            n = len(inspect.signature(self.setup).parameters) - 3 - len(own_options(self.setup))
-            extra = inputs[n:]
-            inputs = inputs[:n]
-            params = dict(zip(RUNTIME_INPUTS, extra))
+        names = loop.get("runtime_params") or ()
+        n = len(inputs) - len(names)
+        params = dict(zip(names, inputs[n:]))
+        inputs = inputs[:n]
         prox = Proximal(model, cset, be, converged_mu=self.converged_mu, params=params, **loop)
         one_sided = [str(c) for c in prox.cset.constraints if c.unilateral]
         if one_sided and not self.unilateral:
