@@ -138,8 +138,9 @@ def _solver_option_args(s) -> None:
     s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
                                                      "(default 0, plastic)")
     s.add_argument("--runtime-params", action="store_const", const=True,
-                   help="proximal solvers: take mu and the Baumgarte gains [Kp, Kd, Kv] as inputs of every call "
-                        "(retune without rebuilding; --mu, --baumgarte, --kv give the documented defaults)")
+                   help="proximal solvers: take mu, the Baumgarte gains [Kp, Kd, Kv] and the constraint weights as "
+                        "inputs of every call (retune without rebuilding; --mu, --baumgarte, --kv, --weights give "
+                        "the documented defaults)")
     s.add_argument("--route", choices=ROUTES, help="derivative algorithms: analytical algorithm or automatic "
                                                    "differentiation of the value algorithm (default: the one "
                                                    "with fewer operations; the manifest records which)")

@@ -52,8 +52,9 @@ max_iter, int *n_iter)`` is the same loop with ``tol`` and ``max_iter`` given at
 (``P`` calls it with ``P_TOL``, ``P_MAX_ITER``; out of range: ``RBDGEN_ERR_INVALID_ARGUMENT``,
 -3) and the iteration count as an int; ``mu`` stays compile-time (it is folded into the
 traced factorisation) unless the kernel is built with ``runtime_params``, which makes
-``mu`` and the Baumgarte gains inputs of both functions (:func:`runtime_parameters`).  The ``iterations`` output stays a double so that every output of
-every kernel is a double array (manifest, cffi cdef, ``Kernel``, the generic binding, the
+``mu``, the Baumgarte gains and the weights inputs of both functions
+(:func:`runtime_parameters`).  The ``iterations`` output stays a double so that every
+output of every kernel is a double array (manifest, cffi cdef, ``Kernel``, the generic binding, the
 bench harness and the simulator read them uniformly); it is an exact integer.
 ``const`` and both loop states live in the caller's ``work`` (``P_WORK_SIZE`` doubles,
 independent of ``max_iter``).  Op counts are per
@@ -379,8 +380,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         raise RbdgenError(f"batch_trig={batch_trig!r}: choose from {', '.join(BATCH_TRIG)}")
     runtime = runtime_parameters(tr)
     if batch and runtime:
-        raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu and the gains built in "
-                          "(runtime_params off)")
+        raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
+                          "weights built in (runtime_params off)")
     tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else ""
     prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + tag
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):

@@ -280,7 +280,8 @@ class ProximalSolver:
     def split_options(self, options: dict) -> tuple[dict, dict]:
         """``(options of the proximal loop, the solver's own options)``; an option neither
         takes is a user error naming the choices."""
-        own_names = own_options(self.setup)
+        own_names = [n for n, p in inspect.signature(self.setup).parameters.items()
+                     if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]
         unknown = [k for k in options if k not in PROXIMAL_OPTIONS and k not in own_names]
         if unknown:
             raise RbdgenError(f"{self.name} has no option {', '.join(map(repr, unknown))} "
@@ -304,12 +305,6 @@ class ProximalSolver:
         true_r = it.true_r(ddq) if m and it.true_r is not None else None
         be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
         return prox.outputs(ddq, it.lam if m else None, true_r)
-
-
-def own_options(setup) -> list[str]:
-    """A solver's own options: the keyword parameters (with defaults) of its ``setup``."""
-    return [n for n, p in inspect.signature(setup).parameters.items()
-            if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]
 
 
 class Unmarked:

@@ -114,7 +114,7 @@ RESTITUTION = Option("restitution", float, 0.0, 0.0, 1.0, doc="coefficient of re
 #: row's ``runtime`` values (names below) are traced as symbolic inputs after its own and
 #: the C takes them per call instead of folding them into the graph as constants
 RUNTIME_PARAMS = Option("runtime_params", bool, False,
-                        doc="take mu and the Baumgarte gains as run-time inputs instead of building them in")
+                        doc="take mu, the Baumgarte gains and the weights as inputs instead of building them in")
 #: run-time parameter -> its input size for a constraint set: ``mu`` (Pinocchio's damping),
 #: ``gains`` = [Kp, Kd, Kv] (the set's Baumgarte gains as
 #: :class:`gen.constraints.ConstraintSet` stores them) and ``weights`` (one per constraint;
@@ -257,7 +257,8 @@ class Algorithm:
 
     def input_spec(self, model: Model, cset, options: dict) -> list[tuple[str, int]]:
         """``(name, size)`` of the inputs a kernel with ``options`` takes: the row's
-        inputs, then, with ``runtime_params``, its run-time parameters (``mu``, ``gains``)."""
+        inputs, then, with ``runtime_params``, its run-time parameters (:attr:`runtime`:
+        ``mu``, ``gains``, ``weights``; :data:`RUNTIME_INPUTS`)."""
         if not options.get("runtime_params"):
             return self.inputs(model, cset)
         cset = as_constraint_set(model, cset)
