@@ -269,3 +269,17 @@ def test_runtime_costs_operations(solo):
         plain = gen.opcount(solo, alg, SOLO)["total"]
         rt = gen.opcount(solo, alg, SOLO, runtime_params=True)["total"]
         assert plain < rt < 1.2 * plain, f"{alg}: {plain} -> {rt} operations"
+
+
+def test_6d_position_error_needs_atan2():
+    """A run-time Kp computes the 6D position error (log6) whatever its value: a symbolic
+    backend without atan2 is refused in one line naming the reason."""
+    from gen.backend import SXBackend
+    from gen.constraints import log6
+
+    class NoAtan2(SXBackend):
+        atan2 = None
+
+    be = NoAtan2()
+    with pytest.raises(RbdgenError, match=r"6D Baumgarte position feedback \(Kp > 0, or a run-time Kp\) needs atan2"):
+        log6(be.asarray(np.eye(3)), be.zeros(3, 1), be)
