@@ -140,7 +140,7 @@ import jinja2
 from opcount import CLASSES, count_trace
 
 from .algorithms import in_report
-from .algorithms.proximal import default_mu
+from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
 from .errors import RbdgenError
@@ -465,7 +465,7 @@ def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:
     if not tr.options.get("runtime_params"):
         return None
     option = next(o for o in algo.options if o.name == "mu")
-    mu = default_mu(tr.options.get("mu"), tr.options.get("tol"), algo.fn.converged_mu)
+    mu = default_mu(tr.options.get("mu"), tr.options.get("tol"), getattr(algo.fn, "converged_mu", DEFAULT_MU))
     out = {"inputs": list(algo.runtime),
            "mu": {"default": mu, "c_default": repr(mu), "min": option.low, "c_min": _c_double(option.low),
                   "open": option.open_low, "floor": option.floor},
@@ -494,7 +494,7 @@ def _parameters(algo, runtime: dict | None, driver: bool) -> dict:
     """Which values of a constrained solver's kernel are taken at run time and which are
     constants of the traced graph (rebuild to change them)."""
     loop = ["tol", "max_iter"] if driver else []
-    fixed = [] if driver else ["iterations"]
+    fixed = ["iterations"] if algo.iterative and not driver else []
     given = [] if runtime is None else runtime["inputs"]
     built = ["constraint set", "anchors"] + [p for p in algo.runtime if p not in given] + fixed
     return {"run_time": given + loop, "built_in": built}

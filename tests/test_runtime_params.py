@@ -7,12 +7,13 @@ corrector gains (§6e; unit weights, Pinocchio has no others).
 Out-of-range values are refused: RBDGEN_ERR_INVALID_ARGUMENT and NaN outputs from the
 C, one RbdgenError line from Python.  The header, the manifest and the CLI say so.
 
-Tolerances: the dual solvers (prox_ltl, prox_pv, prox_lcp) do the same arithmetic with a
-run-time mu as with a built-in one: DUAL_TOL.  The augmented-Lagrangian ones
-(prox_ltls, constrained_aba, impulse) add ``J^T J / mu`` to the inertia, so where CasADi
-folds the built-in ``1/mu`` into constants (the run-time graph cannot) the rounding,
-amplified to ~eps / (mu lambda_min(M)), differs: their row's ``floor.c_numpy`` (measured
-on solo12, four feet, 2 iterations: 5e-8 at mu = 1e-6, 4e-9 at 1e-4, 2e-11 at 1e-2)."""
+Tolerances: the dual solvers (prox_ltl, prox_pv, prox_lcp) and the Delassus inverses
+ltl_osim and kkt_osim do the same arithmetic with a run-time mu as with a built-in one:
+DUAL_TOL.  The augmented-Lagrangian ones (prox_ltls, constrained_aba, impulse,
+caba_osim[f]) add ``J^T J / mu`` to an inertia, so where CasADi folds the built-in ``1/mu``
+into constants (the run-time graph cannot) the rounding, amplified to
+~eps / (mu lambda_min(M)), differs: ALM_FLOOR.c_numpy (measured on solo12, four feet,
+2 iterations: 5e-8 at mu = 1e-6, 4e-9 at 1e-4, 2e-11 at 1e-2; caba_osim 5e-10 at 1e-6)."""
 import json
 
 import numpy as np
@@ -22,7 +23,7 @@ from test_constrained import states
 
 import gen
 from gen import RbdgenError
-from gen.algorithms import ALGORITHMS, of_family
+from gen.algorithms import ALGORITHMS, ALM_FLOOR, of_family
 from gen.cli import main
 from gen.constraints import parse_constraints
 from gen.emit import emit
@@ -43,8 +44,10 @@ PIN_RTOL = 1e-9         # against Pinocchio (relative), raised to the row's floo
 
 
 def tol(alg):
-    """DUAL_TOL, or the augmented-Lagrangian row's rounding floor (module docstring)."""
-    return max(DUAL_TOL, ALGORITHMS[alg].floor.c_numpy)
+    """DUAL_TOL, or for a row whose ``mu`` has an accuracy floor (1/mu enters an inertia:
+    the augmented-Lagrangian solvers, caba_osim[f]) the ALM rounding floor (module docstring)."""
+    alm = any(o.name == "mu" and o.floor for o in ALGORITHMS[alg].options)
+    return ALM_FLOOR.c_numpy if alm else DUAL_TOL
 
 
 def params(alg, mu, gains, weights=WEIGHTS):
@@ -60,10 +63,18 @@ def built_in(model, spec, gains, weights=WEIGHTS, **kw):
 
 def inputs(alg, state):
     q, v, tau = state
-    return (q, v) if alg == "impulse" else (q, v, tau)
+    if alg == "impulse":
+        return q, v
+    return (q,) if ALGORITHMS[alg].family == "delassus" else (q, v, tau)
+
+
+def fixed(alg):
+    """``iterations=K`` for an iterative row, nothing for a Delassus inverse."""
+    return {"iterations": K} if ALGORITHMS[alg].iterative else {}
 
 
 def check(got, ref, rtol, what):
+    got, ref = (x if isinstance(x, (tuple, list)) else (x,) for x in (got, ref))
     for name, g, r in zip(("first output", "second output"), got[:2], ref[:2]):
         e = rel_err(g, r)
         assert e <= rtol, f"{what}: {name} off by {e:.2e} > {rtol:.0e}"
@@ -77,9 +88,10 @@ def solo():
 # --- registry, options ---------------------------------------------------------------------------
 
 def test_rows_and_option():
-    assert set(ROWS) == {"prox_ltl", "prox_ltls", "constrained_aba", "prox_pv", "prox_lcp", "impulse"}
-    assert ALGORITHMS["impulse"].runtime == ("mu", "weights")
-    for name in of_family("delassus"):
+    assert set(ROWS) == {"prox_ltl", "prox_ltls", "constrained_aba", "prox_pv", "prox_lcp", "impulse",
+                         "ltl_osim", "kkt_osim", "caba_osim", "caba_osimf"}
+    assert ALGORITHMS["impulse"].runtime == ("mu", "weights") == ALGORITHMS["caba_osim"].runtime
+    for name in set(of_family("delassus")) - set(ROWS):          # no damping: nothing to take at run time
         with pytest.raises(RbdgenError, match=f"{name} has no option runtime_params"):
             ALGORITHMS[name].check_options({"runtime_params": True})
     with pytest.raises(RbdgenError, match="runtime_params='yes' must be True or False"):
@@ -100,10 +112,10 @@ def test_inputs_follow_the_option(solo):
 @pytest.mark.parametrize("alg", ROWS)
 def test_traced_runtime_equals_built_in(alg, solo):
     spec = SOLO_V if alg != "impulse" else SOLO
-    f = gen.casadi_function(solo, alg, spec, iterations=K, runtime_params=True)
+    f = gen.casadi_function(solo, alg, spec, **fixed(alg), runtime_params=True)
     for state in states(solo, 3, 2, parse_constraints(solo, spec)):
         for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(mu, POINTS[1][1], w) for mu, w in WEIGHTED]:
-            ref = gen.casadi_function(solo, alg, built_in(solo, spec, gains, weights), iterations=K,
+            ref = gen.casadi_function(solo, alg, built_in(solo, spec, gains, weights), **fixed(alg),
                                       mu=mu)(*inputs(alg, state))
             got = f(*inputs(alg, state), *params(alg, mu, gains, weights))
             check(got, ref, tol(alg), f"{alg} traced at mu={mu:g}, gains={gains}, weights={weights}")
@@ -115,21 +127,21 @@ def test_run_runtime_equals_built_in(alg, solo):
     state = states(solo, 4, 1, parse_constraints(solo, spec))[0]
     for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(mu, POINTS[1][1], w) for mu, w in WEIGHTED]:
         ref = gen.run(solo, alg, *inputs(alg, state), constraints=built_in(solo, spec, gains, weights),
-                      iterations=K, mu=mu)
+                      **fixed(alg), mu=mu)
         got = gen.run(solo, alg, *inputs(alg, state), *params(alg, mu, gains, weights), constraints=spec,
-                      iterations=K, runtime_params=True)
+                      **fixed(alg), runtime_params=True)
         check(got, ref, DUAL_TOL, f"{alg} gen.run at mu={mu:g}, gains={gains}, weights={weights}")
 
 
 # --- compiled C and the early-exit driver --------------------------------------------------------
 
-@pytest.mark.parametrize("alg", ["prox_ltl", "constrained_aba", "impulse"])
+@pytest.mark.parametrize("alg", ["prox_ltl", "constrained_aba", "impulse", "caba_osim"])
 def test_compiled_runtime_equals_built_in(alg, solo):
-    k = gen.build(solo, alg, SOLO, iterations=K, runtime_params=True)
+    k = gen.build(solo, alg, SOLO, **fixed(alg), runtime_params=True)
     for state in states(solo, 5, 2, parse_constraints(solo, SOLO)):
         for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(WEIGHTED[0][0], POINTS[1][1],
                                                                                WEIGHTED[0][1])]:
-            baked = gen.build(solo, alg, built_in(solo, SOLO, gains, weights), iterations=K, mu=mu)
+            baked = gen.build(solo, alg, built_in(solo, SOLO, gains, weights), **fixed(alg), mu=mu)
             check(k(*inputs(alg, state), *params(alg, mu, gains, weights)), baked(*inputs(alg, state)), tol(alg),
                   f"{alg} compiled at mu={mu:g}, gains={gains}, weights={weights}")
 
@@ -178,12 +190,13 @@ BAD = [("prox_ltl", -1e-6, [0, 0, 0], WEIGHTS), ("prox_ltl", 0.0, [0, 0, 0], WEI
        ("prox_ltl", 1e-6, [0, -1.0, 0], WEIGHTS), ("prox_ltl", 1e-6, [np.inf, 0, 0], WEIGHTS),
        ("prox_ltl", 1e-6, [0, 0, np.nan], WEIGHTS), ("prox_ltl", 1e-6, [0, 0, 0], [1, 1, 0.0, 1]),
        ("prox_ltl", 1e-6, [0, 0, 0], [1, -2, 1, 1]), ("constrained_aba", 5e-7, [0, 0, 0], WEIGHTS),
-       ("impulse", 1e-9, None, WEIGHTS), ("impulse", 1e-6, None, [1, 1, 1, np.inf])]
+       ("impulse", 1e-9, None, WEIGHTS), ("impulse", 1e-6, None, [1, 1, 1, np.inf]),
+       ("caba_osim", 1e-7, None, WEIGHTS), ("ltl_osim", 1e-6, None, [1, 1, 1, 0.0])]
 
 
 @pytest.mark.parametrize("alg, mu, gains, weights", BAD, ids=[f"{a}-{m}-{g}-{w}" for a, m, g, w in BAD])
 def test_bad_parameters_refused(alg, mu, gains, weights, solo):
-    k = gen.build(solo, alg, SOLO, iterations=K, runtime_params=True)
+    k = gen.build(solo, alg, SOLO, **fixed(alg), runtime_params=True)
     state = inputs(alg, states(solo, 9, 1)[0])
     args = [np.array([mu])] + ([] if gains is None else [np.array(gains, dtype=float)]) \
         + [np.array(weights, dtype=float)]
@@ -241,6 +254,9 @@ def test_header_and_manifest_document_it(solo, tmp_path):
                                                         "iterations"]
     assert "runtime_params" not in plain.manifest and "DEFAULT_MU" not in plain.header_path.read_text()
     assert plain.prefix != f.prefix
+    osim = emit(solo, "ltl_osim", SOLO, out_dir=tmp_path / "osim", runtime_params=True)
+    assert osim.manifest["parameters"] == {"run_time": ["mu", "weights"], "built_in": ["constraint set", "anchors"]}
+    assert [x["name"] for x in osim.manifest["functions"][0]["inputs"]] == ["q", "mu", "weights"]
 
 
 def test_cli_build_runtime_params(tmp_path, capsys, monkeypatch, request):

@@ -113,6 +113,8 @@ IMPULSE_JAC = Jacobian("impulse_derivatives", {"v_plus": ("dvplus_dq", "dvplus_d
 #: set's Baumgarte gains and the constraint weights; the impact map reads no gains (its a_c*
 #: is -(1 + e) J v-)
 SOLVER_RUNTIME = ("mu", "gains", "weights")
+#: those of the damped Delassus inverses: the damping R = diag(mu / weight)
+OSIM_RUNTIME = ("mu", "weights")
 
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
@@ -245,24 +247,28 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               generic_note="the generic library computes the Delassus matrix once, by rbg_delassus"),
     Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, "
-              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(ALM_MU,),
+              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse as caba_osim, split at the floating base",
-              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU,),
+              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               # rbg_caba_osim carries every supporting body in constraint space: at a
               # floating base that is eq. 41's split
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
               pin_peer="delassus_inv"),
     Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
-              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU,),
+              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               generic=GenericC(12, "rbg_ltl_osim", lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse from the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU,),
+              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               generic=GenericC(14, "rbg_kkt_osim", lambda nb, nv, m: (m + nv) * (m + nv + 1)
                                + nv * (nv + m + 6) + 22 * nb + m * (m + 1)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained"})),
