@@ -96,7 +96,10 @@ def run(robot, algorithm: str, *inputs, constraints=None, **options):
     """Evaluate ``algorithm`` on ``robot`` with the NumPy backend.  Vectors come back 1-D,
     matrices 2-D; several outputs come back as a tuple.  Inputs, options
     (:meth:`~gen.algorithms.registry.Algorithm.check_options`) and constraints
-    (required by the constrained algorithms, refused by the others) are checked.  A
+    (required by the constrained algorithms, refused by the others) are checked; with
+    ``runtime_params=True`` the inputs end with the row's run-time parameters (``mu``,
+    ``gains`` = [Kp, Kd, Kv], ``weights``; registry ``runtime``) in place of the built-in
+    values.  A
     derivative row's ``route`` selects the traced graph (:func:`gen.trace.trace`); the
     NumPy path is always the row's analytical algorithm."""
     model = robot if isinstance(robot, Model) else load_robot(robot)
