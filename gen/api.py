@@ -41,10 +41,11 @@ def check_unit_norms(model: Model, q: np.ndarray, name: str = "q") -> None:
                                   f"{norm:.9g}, not 1: normalise it (q[{b.idx_q + off}:{b.idx_q + off + n}] /= norm)")
 
 
-def check_inputs(model: Model, algo: Algorithm, inputs, cset=None) -> list[np.ndarray]:
+def check_inputs(model: Model, algo: Algorithm, inputs, cset=None, options=None) -> list[np.ndarray]:
     """Validate and convert user inputs to finite float64 columns (unit-norm coordinates
-    of ``q`` checked by :func:`check_unit_norms`)."""
-    spec = algo.inputs(model, cset)
+    of ``q`` checked by :func:`check_unit_norms`; with ``runtime_params`` in ``options``,
+    the run-time parameters by :func:`check_runtime`)."""
+    spec = algo.input_spec(model, cset, options or {})
     if len(inputs) != len(spec):
         names = ", ".join(n for n, _ in spec)
         raise RbdgenError(f"{algo.name} on {model.name} takes {len(spec)} inputs ({names}), got {len(inputs)}")
@@ -61,7 +62,28 @@ def check_inputs(model: Model, algo: Algorithm, inputs, cset=None) -> list[np.nd
         if name == "q":
             check_unit_norms(model, a.reshape(-1))
         out.append(a.reshape(n, 1))
+    check_runtime(algo, {name: a for (name, _), a in zip(spec, out)})
     return out
+
+
+#: the order of the run-time ``gains`` input (ConstraintSet's Kp, Kd, Kv)
+GAIN_NAMES = ("Kp", "Kd", "Kv")
+
+
+def check_runtime(algo: Algorithm, values: dict) -> None:
+    """The run-time parameters among ``values`` (name -> column) in range, as the C
+    checks them (RBDGEN_ERR_INVALID_ARGUMENT): ``mu`` by the row's own ``mu`` option
+    (positive; at least the accuracy floor of an augmented-Lagrangian row), each gain
+    finite and non-negative, each weight positive and finite."""
+    if "mu" in values:
+        option = next(o for o in algo.options if o.name == "mu")
+        option.check(algo.name, float(values["mu"][0, 0]), "mu")
+    for name, g in zip(GAIN_NAMES, values["gains"][:, 0] if "gains" in values else ()):
+        if not (np.isfinite(g) and g >= 0):
+            raise RbdgenError(f"{algo.name}: run-time Baumgarte gain {name}={g:g} must be finite and non-negative")
+    for c, w in enumerate(values["weights"][:, 0] if "weights" in values else ()):
+        if not (np.isfinite(w) and w > 0):
+            raise RbdgenError(f"{algo.name}: run-time weight {w:g} of constraint {c} must be positive and finite")
 
 
 def shape_outputs(algo: Algorithm, model: Model, cset, outs) -> tuple:
@@ -74,14 +96,17 @@ def run(robot, algorithm: str, *inputs, constraints=None, **options):
     """Evaluate ``algorithm`` on ``robot`` with the NumPy backend.  Vectors come back 1-D,
     matrices 2-D; several outputs come back as a tuple.  Inputs, options
     (:meth:`~gen.algorithms.registry.Algorithm.check_options`) and constraints
-    (required by the constrained algorithms, refused by the others) are checked.  A
+    (required by the constrained algorithms, refused by the others) are checked; with
+    ``runtime_params=True`` the inputs end with the row's run-time parameters (``mu``,
+    ``gains`` = [Kp, Kd, Kv], ``weights``; registry ``runtime``) in place of the built-in
+    values.  A
     derivative row's ``route`` selects the traced graph (:func:`gen.trace.trace`); the
     NumPy path is always the row's analytical algorithm."""
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
     options = algo.check_options(options)
-    args = check_inputs(model, algo, inputs, cset)
+    args = check_inputs(model, algo, inputs, cset, options)
     extra = {"cset": cset} if algo.constrained else {}
     with np.errstate(all="ignore"):          # a non-finite result is refused below, with its name
         outs = algo.fn(model, *args, be=NUMPY, **extra, **algo.fn_options(options))

@@ -47,7 +47,7 @@ from .errors import RbdgenError
 
 DEFAULT_FLAGS = ("-O3", "-march=native")
 RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)",
-                -3: "a run-time option is out of range", -4: "not converged (max_iter reached with residual > tol)"}
+                -3: "a run-time option or parameter is out of range", -4: "not converged (max_iter reached with residual > tol)"}
 NOT_CONVERGED = -4      # RBDGEN_ERR_NOT_CONVERGED: warned (gen.errors.NotConvergedWarning), outputs returned
 
 
@@ -150,9 +150,10 @@ class Kernel:
     (``warnings.simplefilter("error", NotConvergedWarning)`` makes it raise); other
     non-zero codes raise :class:`RbdgenError`."""
 
-    def __init__(self, folder, module, model, algorithm, cset=None):
+    def __init__(self, folder, module, model, algorithm, cset=None, options=None):
         self.folder = folder
         self.model, self.algorithm, self.cset = model, algorithm, cset
+        self.options: dict = dict(options or {})
         self.module, self.ffi, self.lib = module, module.ffi, module.lib
         self.manifest: dict = folder.manifest
         self.function: dict = self.manifest["functions"][0]
@@ -194,7 +195,7 @@ class Kernel:
     def __call__(self, *inputs):
         if self.batch:
             return self._call_batch(inputs)
-        args = check_inputs(self.model, self.algorithm, inputs, self.cset)
+        args = check_inputs(self.model, self.algorithm, inputs, self.cset, self.options)
         outs = [np.empty(o["size"]) for o in self.function["outputs"]]
         rc = self.call_raw([a.reshape(-1) for a in args], outs)
         if rc not in (0, NOT_CONVERGED):
@@ -228,7 +229,8 @@ class Kernel:
             raise RbdgenError(f"{self.symbol}: the inputs hold different numbers of states "
                               f"({', '.join(str(s.shape[0]) for s in stacks)})")
         # every state checked as gen.run checks it (sizes, finite, unit quaternions)
-        states = [check_inputs(self.model, self.algorithm, [s[j] for s in stacks], self.cset) for j in range(k)]
+        states = [check_inputs(self.model, self.algorithm, [s[j] for s in stacks], self.cset, self.options)
+                  for j in range(k)]
         specs = self.function["outputs"]
         result = [np.empty((k, o["size"])) for o in specs]
         for start in range(0, k, n_lanes):
@@ -276,4 +278,4 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
                         under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig,
                         choice=None if choice is None else choice.record())
     module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
-    return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset)
+    return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset, tr.options)

@@ -248,6 +248,9 @@ def casadi_external(robot, algorithm: str, constraints=None, *, name: str | None
     serialisable (use :func:`casadi_function` for that) and not thread-safe (one
     workspace)."""
     model, algo, cset, options = _resolve(robot, algorithm, constraints, options)
+    if options.get("runtime_params"):
+        raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the compiled "
+                          f"callback does too: build it without runtime_params (casadi_function takes them)")
     kw = dict(flags=flags, cache=cache, progress=progress)
     kernel = build(model, algo.name, cset, **kw, **options)
     jac_kernel, blocks = None, {}

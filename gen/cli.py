@@ -89,7 +89,7 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-OPTION_FLAGS = ("iterations", "tol", "max_iter", "mu", "restitution", "route")
+OPTION_FLAGS = ("iterations", "tol", "max_iter", "mu", "restitution", "route", "runtime_params")
 
 
 def _flag(option: str) -> str:
@@ -137,6 +137,10 @@ def _solver_option_args(s) -> None:
                                             "proximal solvers and damped Delassus inverses")
     s.add_argument("--restitution", type=float, help="impact map: coefficient of restitution e in [0, 1] "
                                                      "(default 0, plastic)")
+    s.add_argument("--runtime-params", action="store_const", const=True,
+                   help="proximal solvers: take mu, the Baumgarte gains [Kp, Kd, Kv] and the constraint weights as "
+                        "inputs of every call (retune without rebuilding; --mu, --baumgarte, --kv, --weights give "
+                        "the documented defaults)")
     s.add_argument("--route", choices=ROUTES, help="derivative algorithms: analytical algorithm or automatic "
                                                    "differentiation of the value algorithm (default: the one "
                                                    "with fewer operations; the manifest records which)")
@@ -197,10 +201,11 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None or converged else 0.0,
              "numpy_pinocchio": None if pm is None else 0.0}
+    params = runtime_defaults(kernel.manifest)
     for _ in range(samples):
         ins = random_inputs(model, name, rng, cset)
-        c = kernel(*ins)
-        ref = run(model, name, *ins, constraints=cset, **options)
+        c = kernel(*ins, *params)
+        ref = run(model, name, *ins, *params, constraints=cset, **options)
         worst["c_numpy"] = max(worst["c_numpy"], _relerr(c, ref))
         if pm is not None:
             p = pinref.reference(model, name, *ins, pmodel=pm, cset=cset, options=options)
@@ -210,6 +215,13 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
                 worst["c_pinocchio"] = max(worst["c_pinocchio"], _relerr(c, p))
             worst["numpy_pinocchio"] = max(worst["numpy_pinocchio"], _relerr(ref, p))
     return worst
+
+
+def runtime_defaults(manifest: dict) -> list[np.ndarray]:
+    """The run-time parameters of a kernel built with runtime_params at their built values
+    (the manifest's defaults, the values Pinocchio's reference uses); [] for other kernels."""
+    rt = manifest.get("runtime_params") or {}
+    return [np.array(rt[name]["default"], dtype=float).reshape(-1) for name in ("mu", "gains", "weights") if name in rt]
 
 
 def tolerances(name: str, rtol: float) -> dict:

@@ -67,6 +67,7 @@ other rows stay bilateral.  Only ``prox_lcp`` reads the flag
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass, field
 
@@ -138,23 +139,40 @@ class Constraint:
 class ConstraintSet:
     """An ordered list of constraints with Baumgarte gains ``Kp``, ``Kd`` of the position
     constraints and ``Kv`` of the velocity constraints (default 0).  Rows are stacked in
-    list order; ``offsets[c]`` is the first row of constraint c."""
+    list order; ``offsets[c]`` is the first row of constraint c.  ``runtime``: the gains
+    are backend values (the symbolic inputs of a run-time-parameters kernel,
+    :meth:`with_gains`), so every gain term enters ``a_c*`` whatever its value."""
 
     model: Model = field(repr=False)
     constraints: list[Constraint]
     Kp: float = 0.0
     Kd: float = 0.0
     Kv: float = 0.0
+    runtime: bool = False
 
     def __post_init__(self) -> None:
         for name, g in (("Kp", self.Kp), ("Kd", self.Kd), ("Kv", self.Kv)):
-            if not np.isfinite(g) or g < 0:
-                raise RbdgenError(f"Baumgarte gain {name}={g} must be finite and non-negative")
+            if not self.runtime:
+                check_gain(name, g)
         self.offsets, m = [], 0
         for c in self.constraints:
             self.offsets.append(m)
             m += c.size
         self.m = m
+
+    def with_gains(self, Kp, Kd, Kv, *, runtime: bool = False) -> "ConstraintSet":
+        """The same constraints with the gains ``(Kp, Kd, Kv)``: numbers (checked), or with
+        ``runtime`` backend values (a run-time-parameters kernel; the C checks them)."""
+        return ConstraintSet(self.model, self.constraints, Kp, Kd, Kv, runtime)
+
+    def with_weights(self, weights) -> "ConstraintSet":
+        """The same constraints and gains with one weight per constraint (each positive
+        and finite)."""
+        for con, w in zip(self.constraints, weights):
+            if not (np.isfinite(w) and w > 0):
+                raise RbdgenError(f"constraint '{con}': weight {w} must be positive and finite")
+        cons = [dataclasses.replace(con, weight=float(w)) for con, w in zip(self.constraints, weights)]
+        return ConstraintSet(self.model, cons, self.Kp, self.Kd, self.Kv, self.runtime)
 
     # --- structure (plain ints, resolved at trace time) ------------------------------
     def __len__(self) -> int:
@@ -325,7 +343,7 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
             err = -log6(rel[0], rel[1], be) if _position_feedback(cset, con) else None
         r = -gx if gx is not None else be.zeros(con.size, 1)
         kd = cset.gains(ci)[1]                         # velocity rows: psi' = -Kv psi
-        if kd != 0.0:
+        if cset.runtime or kd != 0.0:
             r = r - kd * jv
         if err is not None:
             r = r - cset.Kp * err
@@ -344,8 +362,16 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
 
 
 def _position_feedback(cset: ConstraintSet, con: Constraint) -> bool:
-    """The position error enters ``a_c*`` (``Kp != 0``; never for velocity constraints)."""
-    return cset.Kp != 0.0 and not con.velocity
+    """The position error enters ``a_c*`` (``Kp != 0`` or a run-time ``Kp``; never for
+    velocity constraints)."""
+    return (cset.runtime or cset.Kp != 0.0) and not con.velocity
+
+
+def check_gain(name: str, g) -> float:
+    """A Baumgarte gain as a float, or an :class:`RbdgenError` unless finite and >= 0."""
+    if not np.isfinite(g) or g < 0:
+        raise RbdgenError(f"Baumgarte gain {name}={g} must be finite and non-negative")
+    return float(g)
 
 
 def _rows3(rel, v1, v2, a1, a2, be):
@@ -460,8 +486,8 @@ def _atan2(y, x, be):
         return fn(y, x)
     if not be.symbolic:
         return np.arctan2(y, x)
-    raise RbdgenError("6D Baumgarte position feedback (Kp > 0) needs atan2, which this backend "
-                      "does not provide; use Kp = 0 or 3D constraints")
+    raise RbdgenError("6D Baumgarte position feedback (Kp > 0, or a run-time Kp) needs atan2, which this "
+                      "backend does not provide; build Kp = 0 in or use 3D constraints")
 
 
 def log3(R, be):

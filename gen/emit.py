@@ -51,8 +51,10 @@ constraint residual ``|J ddq - a_c*|_inf`` of the returned ``ddq`` (the reported
 max_iter, int *n_iter)`` is the same loop with ``tol`` and ``max_iter`` given at run time
 (``P`` calls it with ``P_TOL``, ``P_MAX_ITER``; out of range: ``RBDGEN_ERR_INVALID_ARGUMENT``,
 -3) and the iteration count as an int; ``mu`` stays compile-time (it is folded into the
-traced factorisation).  The ``iterations`` output stays a double so that every output of
-every kernel is a double array (manifest, cffi cdef, ``Kernel``, the generic binding, the
+traced factorisation) unless the kernel is built with ``runtime_params``, which makes
+``mu``, the Baumgarte gains and the weights inputs of both functions
+(:func:`runtime_parameters`).  The ``iterations`` output stays a double so that every
+output of every kernel is a double array (manifest, cffi cdef, ``Kernel``, the generic binding, the
 bench harness and the simulator read them uniformly); it is an exact integer.
 ``const`` and both loop states live in the caller's ``work`` (``P_WORK_SIZE`` doubles,
 independent of ``max_iter``).  Op counts are per
@@ -138,7 +140,8 @@ import jinja2
 from opcount import CLASSES, count_trace
 
 from .algorithms import in_report
-from .api import get_algorithm
+from .algorithms.proximal import DEFAULT_MU, default_mu
+from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
 from .errors import RbdgenError
 from .model import Model
@@ -375,6 +378,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
     if batch_trig not in BATCH_TRIG:
         raise RbdgenError(f"batch_trig={batch_trig!r}: choose from {', '.join(BATCH_TRIG)}")
+    runtime = runtime_parameters(tr)
+    if batch and runtime:
+        raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
+                          "weights built in (runtime_params off)")
     tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else ""
     prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + tag
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
@@ -403,6 +410,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "robot": model.name, "algorithm": algo.name, "constraints": spec,
         "nq": model.nq, "nv": model.nv, "m": m, **loop,
         **({} if tr.cset is None else {"constraint_gains": _gains(tr.cset)}),
+        **({} if not algo.runtime else {"parameters": _parameters(algo, runtime, driver is not None)}),
+        **({} if runtime is None else {"runtime_params": _runtime_manifest(runtime)}),
         "options": options,
         **({} if getattr(tr, "route", None) is None else {"route": _jsonable(tr.route)}),
         "layout": "column-major", "header": files["header"], "sources": sources,
@@ -410,8 +419,11 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)" if not batch else
                          "non-finite input (the outputs of the lanes concerned set to NaN)",
                          "-2": "non-finite output",
-                         **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)",
-                             "-4": "not converged: max_iter reached with residual > tol (outputs written)"}
+                         **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)"}
+                            if driver and not runtime else {}),
+                         **({"-3": "invalid run-time option or parameter (" + ("tol < 0, max_iter < 1, " if driver else "")
+                             + "mu, a gain or a weight out of range; outputs set to NaN)"} if runtime else {}),
+                         **({"-4": "not converged: max_iter reached with residual > tol (outputs written)"}
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
@@ -435,10 +447,57 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
         "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
-        "pkgconfig": f"{prefix}.pc", "batch": batch,
+        "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
         "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name(), batch_trig) if batch
         else _casadi_code(funcs, cg_prefix, avoid_stack),
     }
+
+
+def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:
+    """The run-time parameters of a kernel built with ``runtime_params`` (issue 14 §5),
+    for the header, the wrapper's checks and the manifest; None for other kernels.
+    ``mu``: its default (the built value: the ``mu`` option, else the solver's default,
+    :func:`gen.algorithms.proximal.default_mu`) and valid range (the row's ``mu`` option:
+    ``> 0``, or ``>=`` the augmented-Lagrangian accuracy floor); ``gains``: [Kp, Kd, Kv]
+    and their defaults, the constraint set's; ``weights``: the constraints' (every row
+    with run-time parameters takes them)."""
+    algo = tr.algorithm
+    if not tr.options.get("runtime_params"):
+        return None
+    option = next(o for o in algo.options if o.name == "mu")
+    mu = default_mu(tr.options.get("mu"), tr.options.get("tol"), getattr(algo.fn, "converged_mu", DEFAULT_MU))
+    out = {"inputs": list(algo.runtime),
+           "mu": {"default": mu, "c_default": repr(mu), "min": option.low, "c_min": _c_double(option.low),
+                  "open": option.open_low, "floor": option.floor},
+           "gains": None}
+    if "gains" in algo.runtime:
+        g = [float(tr.cset.Kp), float(tr.cset.Kd), float(tr.cset.Kv)]
+        out["gains"] = {"names": list(GAIN_NAMES), "default": g,
+                        "c_default": "{" + ", ".join(repr(x) for x in g) + "}"}
+    w = [float(c.weight) for c in tr.cset.constraints]
+    out["weights"] = {"default": w, "c_default": "{" + ", ".join(repr(x) for x in w) + "}", "count": len(w)}
+    return out
+
+
+def _runtime_manifest(runtime: dict) -> dict:
+    mu = runtime["mu"]
+    out = {"mu": {"default": mu["default"], "valid": ("(" if mu["open"] else "[") + f"{mu['min']:g}, inf)",
+                  **({"floor": mu["floor"]} if mu["floor"] else {})}}
+    if runtime["gains"]:
+        out["gains"] = {"order": runtime["gains"]["names"], "default": runtime["gains"]["default"],
+                        "valid": "[0, inf) each"}
+    out["weights"] = {"order": "the constraints'", "default": runtime["weights"]["default"], "valid": "(0, inf) each"}
+    return out
+
+
+def _parameters(algo, runtime: dict | None, driver: bool) -> dict:
+    """Which values of a constrained solver's kernel are taken at run time and which are
+    constants of the traced graph (rebuild to change them)."""
+    loop = ["tol", "max_iter"] if driver else []
+    fixed = ["iterations"] if algo.iterative and not driver else []
+    given = [] if runtime is None else runtime["inputs"]
+    built = ["constraint set", "anchors"] + [p for p in algo.runtime if p not in given] + fixed
+    return {"run_time": given + loop, "built_in": built}
 
 
 def _gains(cset) -> list[dict]:

@@ -270,6 +270,9 @@ def rigid_inertia(inertia: Inertia, be):
     augmented inertias, e.g. proxLTLs' constraint terms, are included), as backend
     values.  The matrix must have the rigid-body form."""
     I6 = inertia.matrix()
+    if not isinstance(I6, np.ndarray):   # proxLTLs' terms scaled by a run-time 1/rho: rigid by construction
+        B = I6[3:6, 0:3]
+        return I6[0, 0], be.vcat([B[2, 1], B[0, 2], B[1, 0]]), I6[3:6, 3:6]
     m, B = I6[0, 0], I6[3:6, 0:3]
     h = np.array([B[2, 1], B[0, 2], B[1, 0]])
     rigid = np.allclose(I6[0:3, 0:3], m * np.eye(3), rtol=0, atol=1e-12 * max(1.0, abs(m))) and \

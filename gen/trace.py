@@ -78,7 +78,7 @@ def operations(tr: Trace) -> int:
 
 def _trace_fn(model: Model, algo: Algorithm, cset, options: dict) -> Trace:
     be = SXBackend()
-    syms = [(name, be.sym(name, n)) for name, n in algo.inputs(model, cset)]
+    syms = [(name, be.sym(name, n)) for name, n in algo.input_spec(model, cset, options)]
     extra = {"cset": cset} if algo.constrained else {}
     outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **algo.fn_options(options))
     names = [n for n, _, _ in algo.outputs(model, cset)]
@@ -248,13 +248,13 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
     if not isinstance(solver, ProximalSolver):
         raise RbdgenError(f"{algo.name} is not iterative: a tolerance applies to the proximal solvers only")
     be = SXBackend()
-    syms = [(name, be.sym(name, n)) for name, n in algo.inputs(model, cset)]
-    prox, own = solver.start(model, cset, be, options)
+    syms = [(name, be.sym(name, n)) for name, n in algo.input_spec(model, cset, options)]
+    prox, own, ins = solver.start(model, cset, be, algo.fn_options(options), [s for _, s in syms])
     if prox.tol is None or not math.isfinite(prox.tol):
         raise RbdgenError(f"the early-exit driver needs a finite tolerance, got tol={options.get('tol')}")
     if not prox.cset.m:
         raise RbdgenError(f"{algo.name} without constraints does not iterate: build it without a tolerance")
-    plan, const, state0 = solver.setup(model, *[s for _, s in syms], prox, be, **own)
+    plan, const, state0 = solver.setup(model, *ins, prox, be, **own)
 
     const_leaves, const_tree = _flatten(const)
     unique: dict[int, ca.SX] = {}                 # element hash -> value, first occurrence
@@ -285,10 +285,20 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
     finish_be.mark("acceleration", ddq, true_r)
     finish_out = [ddq, fin.lam, norm_inf(true_r, finish_be)]
 
-    # move what does not depend on the loop state to setup: outputs and marked values of
-    # step and finish are rewritten together, so that both read one const
+    # inputs that step or finish read directly, not through const (a run-time mu in the
+    # damping rho of the controller and the plan) become const slots: setup copies them
     loops = [(step_out, step_be.phases), (finish_out, finish_be.phases)]
     flat = [ca.SX(e) for outs, phases in loops for e in outs + [v for _, vals in phases for v in vals]]
+    loop_syms = {e.element_hash() for e in ca.symvar(ca.vertcat(csym, ssym))}
+    direct = [e for e in ca.symvar(ca.veccat(*flat)) if e.element_hash() not in loop_syms]
+    if direct:
+        slots = ca.SX.sym("direct", len(direct))
+        flat = ca.substitute(flat, direct, [slots[a] for a in range(len(direct))])
+        csym = ca.vertcat(csym, slots)
+        unique.update({("direct", a): e for a, e in enumerate(direct)})
+
+    # move what does not depend on the loop state to setup: outputs and marked values of
+    # step and finish are rewritten together, so that both read one const
     values = list(unique.values())
     rebuilt, moved, moved_vals = _hoist(flat, csym, values, ssym)
     rest = iter(rebuilt)

@@ -52,7 +52,7 @@ def test_constraints_given_to_an_unconstrained_algorithm_are_refused(humanoid):
     (dict(mu=-1.0), r"option mu=-1.0 is outside \(0, inf\)"),
     (dict(mu=float("inf")), "option mu=inf must be finite"),
     (dict(tol="small"), "option tol='small' is not a number"),
-    (dict(speed=3), r"has no option speed \(options: iterations, mu, tol, max_iter\)"),
+    (dict(speed=3), r"has no option speed \(options: iterations, mu, tol, max_iter, runtime_params\)"),
 ])
 def test_option_errors_name_the_option(humanoid, options, message):
     q = humanoid.random_q(np.random.default_rng(4))

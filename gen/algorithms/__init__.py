@@ -45,6 +45,8 @@ from .registry import (  # noqa: F401
     PROXIMAL_ALM,
     RESTITUTION,
     ROUTE,
+    RUNTIME_INPUTS,
+    RUNTIME_PARAMS,
     ADRoute,
     Algorithm,
     Floor,
@@ -106,6 +108,13 @@ SOLVER_JAC = Jacobian("constrained_derivatives", {"ddq": ("ddq_dq", "ddq_dv", "d
                                                   "lam": ("dlam_dq", "dlam_dv", "dlam_dtau")})
 IMPULSE_JAC = Jacobian("impulse_derivatives", {"v_plus": ("dvplus_dq", "dvplus_dv"),
                                                "impulse": ("dimpulse_dq", "dimpulse_dv")})
+
+#: the run-time parameters of the proximal solvers (option runtime_params): the damping, the
+#: set's Baumgarte gains and the constraint weights; the impact map reads no gains (its a_c*
+#: is -(1 + e) J v-)
+SOLVER_RUNTIME = ("mu", "gains", "weights")
+#: those of the damped Delassus inverses: the damping R = diag(mu / weight)
+OSIM_RUNTIME = ("mu", "weights")
 
 PEER_NOTE = "timed against constraintDynamics, whose K-th iterate is rbdgen's"
 
@@ -170,28 +179,29 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               options=(ROUTE,), ad=ADRoute("aba", 1), pin_peer="aba_derivatives"),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(7, "rbg_prox_ltl", lambda nb, nv, m: (m + nv) * (m + nv + 2)
                                + nv * (nv + m + 7) + 3 * m + 52 * nb),
               pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_ltls", prox_ltls, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM on the sparse LTDL of M + J^T J / mu",
-              "Sathya 2024 eq. 16, 24", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
+              "Sathya 2024 eq. 16, 24", options=PROXIMAL_ALM, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(8, "rbg_prox_ltls", lambda nb, nv, m: nv * (nv + m + 9) + 4 * m + 62 * nb),
               floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("constrained_aba", constrained_aba, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): ALM in maximal coordinates, O(n + m) sweeps",
-              "Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM, pinocchio=SOLVER_PIN,
+              "Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(9, "rbg_constrained_aba", lambda nb, nv, m: 103 * nb + nv + 10 * m),
               floor=ALM_FLOOR, pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_pv", prox_pv, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): Popov-Vereshchagin with proximal dual iterations",
-              "Sathya 2024 Alg. 4", options=PROXIMAL, pinocchio=SOLVER_PIN,
+              "Sathya 2024 Alg. 4", options=PROXIMAL, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
               generic=GenericC(10, "rbg_prox_pv", lambda nb, nv, m: 103 * nb + nv + m * (m + 6 * nb + 25)),
               pin_peer="constraint_dynamics", reports=SOLVER_REPORTS, jacobian=SOLVER_JAC),
     Algorithm("prox_lcp", prox_lcp, constrained_inputs, constrained_outputs, "event",
               "forward dynamics with unilateral normal rows (3D+/6D+): LCP by projected proximal Gauss-Seidel "
               "on the sparse KKT factorisation", "Tedrake 2012 §3.1, Carpentier 2021 eq. 18", options=PROXIMAL,
+              runtime=SOLVER_RUNTIME,
               docs={"residual": "complementarity residual: |min(lam, w)| on unilateral rows, "
                                 "|w| = |J ddq - a_c*| on bilateral rows (inf-norm)"},
               generic=GenericC(15, "rbg_prox_lcp", lambda nb, nv, m: (m + nv) * (m + nv + 3)
@@ -200,6 +210,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("impulse", impulse, impulse_inputs, impulse_outputs, "event",
               "impact map (v_plus, impulse): M (v+ - v-) = J^T impulse, J v+ = -e J v-, by constrainedABA's "
               "proximal sweeps", "Tedrake 2012 §3.2, Sathya 2024 Alg. 1-3", options=PROXIMAL_ALM + (RESTITUTION,),
+              runtime=("mu", "weights"),
               docs={"impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse)",
                     "residual": "|J v_plus + e J v_minus|_inf of the result"},
               pinocchio=PinocchioRef(pin_ref.impulse_dynamics, "impulseDynamics (exact solve)", joint1_only=True,
@@ -238,24 +249,28 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               generic_note="the generic library computes the Delassus matrix once, by rbg_delassus"),
     Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, "
-              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(ALM_MU,),
+              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse as caba_osim, split at the floating base",
-              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU,),
+              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               # rbg_caba_osim carries every supporting body in constraint space: at a
               # floating base that is eq. 41's split
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13)),
               pin_peer="delassus_inv"),
     Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
-              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU,),
+              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               generic=GenericC(12, "rbg_ltl_osim", lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse from the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU,),
+              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
+              runtime=OSIM_RUNTIME,
               generic=GenericC(14, "rbg_kkt_osim", lambda nb, nv, m: (m + nv) * (m + nv + 1)
                                + nv * (nv + m + 6) + 22 * nb + m * (m + 1)),
               pin_peer="delassus_inv", reports=frozenset({"suite-constrained"})),

@@ -72,7 +72,7 @@ from ..kinematics import forward_velocities, qslice, subspaces
 from ..model import Model
 from ..spatial import act_force, inertia_matrix, inertia_to_parent
 from .aba import articulated_inertia, null_axis
-from .delassus import delassus_set
+from .delassus import damping, delassus_set
 from .dense import ldlt_factor
 from .proximal import (
     DEFAULT_MU,
@@ -83,14 +83,19 @@ from .proximal import (
 )
 
 
-def caba_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):
-    """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q by Algorithm 5 (module docstring)."""
-    return _caba_osim(model, q, be, cset, mu, "caba_osim", split_roots=False)
+def caba_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
+    """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q by Algorithm 5 (module docstring);
+    ``params``: run-time ``mu`` and weights (:func:`~gen.algorithms.delassus.damping`)."""
+    cset = delassus_set(model, cset, "caba_osim")
+    return _caba_osim(model, q, be, cset, damping(cset, mu, params, runtime_params, be), "caba_osim",
+                      split_roots=False)
 
 
-def caba_osimf(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):
+def caba_osimf(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
     """``Lambda_mu`` as :func:`caba_osim`, split at each free-flyer root (eq. 41)."""
-    return _caba_osim(model, q, be, cset, mu, "caba_osimf", split_roots=True)
+    cset = delassus_set(model, cset, "caba_osimf")
+    return _caba_osim(model, q, be, cset, damping(cset, mu, params, runtime_params, be), "caba_osimf",
+                      split_roots=True)
 
 
 @dataclass
@@ -114,13 +119,11 @@ class Node:
     children: list = field(default_factory=list)
 
 
-def _caba_osim(model: Model, q, be, cset, mu, name: str, split_roots: bool):
-    cset = delassus_set(model, cset, name)
+def _caba_osim(model: Model, q, be, cset, rho, name: str, split_roots: bool):
     for con in cset.constraints:
         if not con.anchored:
             raise RbdgenError(f"{name} handles constraints relative to the world only (Sathya 2024 §II-E); "
                               f"'{con}' closes a loop between two moving bodies: use ltl_osim or kkt_osim")
-    rho = cset.damping(mu)
     S = subspaces(model, be)
     kin = forward_velocities(model, q, be.zeros(model.nv, 1), S, be)
     ev = cset.evaluate(model, q, be.zeros(model.nv, 1), be=be, kin=kin, jacobian=False, drift=False)
@@ -128,7 +131,7 @@ def _caba_osim(model: Model, q, be, cset, mu, name: str, split_roots: bool):
     cons = []                                          # (rows, body, K^A, W)
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
         (body, K), = terms
-        W = 1.0 / float(rho[cset.offsets[ci]])
+        W = 1.0 / rho[cset.offsets[ci]]
         aug = constant_constraint_inertia(con, W)
         IA[body] = IA[body] + (be.asarray(aug[1]) if aug is not None else W * (K.T @ K))   # line 4
         cons.append((list(cset.rows(ci)), body, W * K, W))

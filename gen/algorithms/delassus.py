@@ -59,6 +59,22 @@ def delassus(model: Model, q, *, be, cset=None):
 
 # --- registry helpers ----------------------------------------------------------------------
 
+def damping(cset: ConstraintSet, mu, params, runtime_params, be) -> list:
+    """Per-row ``rho = mu / weight`` of a damped Delassus inverse: floats from the built-in
+    ``mu`` and weights, or, with ``runtime_params`` (the row's run-time input names, registry
+    ``runtime``: ``mu`` 1 x 1, ``weights`` one per constraint), from the trailing inputs
+    ``params``: numbers on the NumPy path (checked), one backend value per constraint in a
+    trace (docs/ARCHITECTURE.md, "Run-time parameters")."""
+    if not runtime_params:
+        return [float(x) for x in cset.damping(mu)]
+    given = dict(zip(runtime_params, params))
+    mu = given["mu"][0, 0]
+    weights = [given["weights"][c, 0] for c in range(len(cset))]
+    if not be.symbolic:
+        return [float(x) for x in cset.with_weights([float(w) for w in weights]).damping(float(mu))]
+    return [mu / w for c, w in zip(cset.constraints, weights) for _ in range(c.size)]
+
+
 def delassus_set(model: Model, cset, name: str) -> ConstraintSet:
     """The (validated) constraint set of a Delassus algorithm; it must not be empty."""
     cset = as_constraint_set(model, cset)

@@ -98,7 +98,7 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
         for body, K in terms:
             merged[body] = K if body not in merged else merged[body] + K
         r0 = cset.offsets[ci]
-        w = 1.0 / float(prox.rho[r0])
+        w = 1.0 / prox.rho[r0]
         k = -(1.0 + restitution) * ev.Jv[r0:r0 + con.size, 0:1]           # -(1 + e) K v-
         aug = constant_constraint_inertia(con, w)
         rows.append(ConstraintRow(con, list(merged.items()), k, w, None if aug is None else aug[1]))

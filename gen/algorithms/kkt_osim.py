@@ -26,16 +26,17 @@ from __future__ import annotations
 
 from ..model import Model
 from .crba import crba
-from .delassus import delassus_set, inverse_from_lower
+from .delassus import damping, delassus_set, inverse_from_lower
 from .prox_ltl import kkt_pattern
 from .proximal import DEFAULT_MU, fill_pattern, ldl_eliminate, ldl_factor
 
 
-def kkt_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):
-    """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q from the KKT factors (eq. 24)."""
+def kkt_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
+    """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q from the KKT factors (eq. 24);
+    ``params``: run-time ``mu`` and weights (:func:`~gen.algorithms.delassus.damping`)."""
     cset = delassus_set(model, cset, "kkt_osim")
-    m, rho = cset.m, cset.damping(mu)
-    diag, off = _schur(model, cset, q, [-float(x) for x in rho], be)      # -Lambda_mu^-1
+    m, rho = cset.m, damping(cset, mu, params, runtime_params, be)
+    diag, off = _schur(model, cset, q, [-x for x in rho], be)             # -Lambda_mu^-1
     dense = fill_pattern([set(range(k)) for k in range(m)])
     dinv, Lc = ldl_factor(dense, diag, off, be)                           # = Lc^T Dc Lc
     be.mark("osim_factorisation", be.vcat(dinv), *[Lc[e] for e in sorted(Lc)])

@@ -24,6 +24,7 @@ from ..model import Model
 from .crba import crba
 from .delassus import (
     back_substitute,
+    damping,
     delassus_set,
     gram,
     inverse_from_lower,
@@ -33,10 +34,11 @@ from .ltdl import ltl_factor
 from .proximal import DEFAULT_MU
 
 
-def ltl_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):
-    """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q, ``R = diag(mu / weight)``."""
+def ltl_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
+    """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q, ``R = diag(mu / weight)``;
+    ``params``: run-time ``mu`` and weights (:func:`~gen.algorithms.delassus.damping`)."""
     cset = delassus_set(model, cset, "ltl_osim")
-    m, rho = cset.m, cset.damping(mu)
+    m, rho = cset.m, damping(cset, mu, params, runtime_params, be)
     lam = model.dof_parents()
     (M,) = crba(model, q, be=be)
     L = ltl_factor(lam, M, be)                                                    # M = L^T L
@@ -45,7 +47,7 @@ def ltl_osim(model: Model, q, *, be, cset=None, mu=DEFAULT_MU):
     be.mark("jacobian", J)
     sup = row_supports(model, cset)
     Y = [back_substitute(lam, L, J, r, sup[r], unit=False) for r in range(m)]    # y = L^-T j
-    A = gram(Y, Y, sup, be, diag=[float(x) for x in rho])                         # Y Y^T + R
+    A = gram(Y, Y, sup, be, diag=rho)                                             # Y Y^T + R
     be.mark("delassus", A)
     C = ltl_factor([r - 1 for r in range(m)], A, be)                              # A = C^T C
     be.mark("cholesky", C)

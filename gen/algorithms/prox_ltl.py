@@ -95,7 +95,7 @@ def kkt_factor(model: Model, cset, M, J, rho, be, order=None):
     Algorithm 1): constraint row ``order[i]`` at index ``i`` (default: row i), joint
     ``k`` at ``m + k``.  Returns (pattern, 1/D, L)."""
     order = list(range(cset.m)) if order is None else list(order)
-    pattern, diag, off = kkt_pattern(model, cset, M, J, [-float(rho[r]) for r in order], order)
+    pattern, diag, off = kkt_pattern(model, cset, M, J, [-rho[r] for r in order], order)
     dinv, L = ldl_factor(pattern, diag, off, be)
     return pattern, dinv, L
 

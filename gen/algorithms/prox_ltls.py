@@ -109,10 +109,10 @@ prox_ltls = ProximalSolver("prox_ltls", setup, step, converged_mu=ALM_CONVERGED_
 def augmented_model(model: Model, cset, rho):
     """The model whose body inertias include ``rho^-1 K^T K`` for every constraint where
     that is a constant inertia (Sathya 2024 eq. 24), and the indices of the others."""
-    extra: dict[int, np.ndarray] = {}
+    extra: dict[int, object] = {}
     additive = []
     for c, con in enumerate(cset.constraints):
-        const = constant_constraint_inertia(con, 1.0 / float(rho[cset.offsets[c]]))
+        const = constant_constraint_inertia(con, 1.0 / rho[cset.offsets[c]])
         if const is None:
             additive.append(c)
             continue
@@ -128,10 +128,11 @@ def augmented_model(model: Model, cset, rho):
 
 @dataclasses.dataclass(frozen=True)
 class AugmentedInertia(Inertia):
-    """A body inertia plus the constant constraint term ``rho^-1 K^T K`` (6x6), added as
-    matrices (not as masses: a 1e6 point mass would swamp the body's own inertia)."""
+    """A body inertia plus the constraint term ``rho^-1 K^T K`` (6x6, constant in q), added
+    as matrices (not as masses: a 1e6 point mass would swamp the body's own inertia); an
+    SX matrix with a run-time mu (``gen.spatial.rigid_inertia`` reads it as such)."""
 
-    extra: np.ndarray = None
+    extra: object = None
 
     def matrix(self) -> np.ndarray:
         return super().matrix() + self.extra

@@ -211,7 +211,7 @@ def delassus_factor(world: Subtree, a0, prox, be):
     KAt = be.hcat(list(world.col.values()))
     c0s = KAt.T @ a0 + be.vcat([world.l.get(r, 0.0) for r in world.col])
     c0 = [c0s[pos[r], 0] for r in range(m)]
-    diag = [float(prox.rho[r]) for r in range(m)]
+    diag = list(prox.rho)
     off = {}
     for (ra, rb), e in world.L.items():
         if ra == rb:

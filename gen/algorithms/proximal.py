@@ -58,6 +58,17 @@ model) would remove the floor at the price of an O(n) pass per iteration; not do
 Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (1x1, the number of proximal steps
 taken; 0 with no constraints) and ``residual`` (1x1, see above).
 
+**Run-time parameters.**  With the option ``runtime_params`` (registry.RUNTIME_PARAMS) the
+solver's inputs end with ``mu`` (1 x 1), for the rows that read them ``gains`` =
+``[Kp, Kd, Kv]`` (3 x 1; :class:`gen.constraints.ConstraintSet`'s set-wide gains), and
+``weights`` (one per constraint; ``rho = mu / weight`` on its rows).
+:meth:`ProximalSolver.start` takes them off the inputs for :class:`Proximal`: numbers (the
+NumPy run) replace the built-in values and run the same code; symbols (a trace) make
+``rho`` one expression ``mu / weight`` per constraint and the set's gains symbols
+(:meth:`ConstraintSet.with_gains`, ``runtime=True``), so that the C takes them per call
+(docs/ARCHITECTURE.md, "Run-time parameters").  Every solver reads ``rho`` as a list of
+floats or backend values, never converting it.
+
 **Setup and step.**  Each solver is a :class:`ProximalSolver`: ``setup`` computes what
 every iteration reads (``const``: factors, articulated inertias, constraint terms) and
 the loop state of the first iteration (``lam_0 = 0`` plus whatever the iterations
@@ -111,7 +122,7 @@ DEFAULT_MAX_ITER = 200        # the cap of a run with tol and neither max_iter n
 #: robots) is then <~2e-9 relative; 3-6 iterations for tol = 1e-10 on the named sets, 135 on
 #: a random tree whose Delassus matrix has condition 1e6 (rate mu / (mu + sigma_min))
 ALM_CONVERGED_MU = 1e-5
-PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter")
+PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter", "runtime_params")
 
 
 # --- registry helpers ------------------------------------------------------------------
@@ -128,11 +139,19 @@ def constrained_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
 
 # --- the iteration controller ------------------------------------------------------------
 
+def default_mu(mu, tol, converged_mu: float = DEFAULT_MU) -> float:
+    """``mu`` if given, else ``DEFAULT_MU`` for a fixed-K run and ``converged_mu`` (the
+    solver's) with a tolerance ("Accuracy" in the module docstring)."""
+    if mu is not None:
+        return float(mu)
+    return DEFAULT_MU if tol is None else float(converged_mu)
+
+
 class Proximal:
     """Options, damping and the stopping test shared by the solvers."""
 
     def __init__(self, model: Model, cset, be, iterations=None, mu=None, tol=None, max_iter=None,
-                 converged_mu=DEFAULT_MU):
+                 converged_mu=DEFAULT_MU, runtime_params=False, params=None):
         self.cset: ConstraintSet = as_constraint_set(model, cset)
         if tol is not None and not tol >= 0:
             raise RbdgenError(f"tolerance tol={tol} must be non-negative")
@@ -144,12 +163,40 @@ class Proximal:
             cap = DEFAULT_ITERATIONS if tol is None else DEFAULT_MAX_ITER
         if int(cap) != cap or cap < 1:
             raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
-        if mu is None:                # "Accuracy" in the module docstring
-            mu = DEFAULT_MU if tol is None else converged_mu
-        self.be, self.n, self.mu = be, int(cap), float(mu)
+        self.be, self.n, self.mu = be, int(cap), default_mu(mu, tol, converged_mu)
         self.tol = None if tol is None else float(tol)
-        self.rho = self.cset.damping(mu) if self.cset.m else None
+        #: the run-time parameters were traced as symbols ("Run-time parameters" above)
+        self.runtime = bool(runtime_params) and be.symbolic
+        self.weights = None           # run-time weights (symbols), else the constraints' own
+        if runtime_params:
+            self._take(params or {})
+        self.rho = self.damping() if self.cset.m else None
         self.k, self.res = 0, 0.0
+
+    def _take(self, params: dict) -> None:
+        """Use the run-time parameters ``params`` (name -> backend value: 1 x 1 ``mu``,
+        3 x 1 ``gains`` = [Kp, Kd, Kv], ``weights`` one per constraint): numbers replace
+        the built-in values (checked), symbols make them inputs of the trace."""
+        if "mu" in params:
+            mu = params["mu"][0, 0]
+            self.mu = mu if self.runtime else float(mu)
+        if "gains" in params:
+            g = [params["gains"][i, 0] for i in range(3)]
+            self.cset = self.cset.with_gains(*(g if self.runtime else map(float, g)), runtime=self.runtime)
+        if "weights" in params:
+            w = [params["weights"][c, 0] for c in range(len(self.cset))]
+            if self.runtime:
+                self.weights = w
+            else:
+                self.cset = self.cset.with_weights([float(x) for x in w])
+
+    def damping(self) -> list:
+        """Per-row ``rho = mu / weight`` (:meth:`ConstraintSet.damping`): floats, or with a
+        run-time ``mu`` or weights backend values (one per constraint, shared by its rows)."""
+        if not self.runtime:
+            return [float(x) for x in self.cset.damping(self.mu)]
+        weights = self.weights or [c.weight for c in self.cset.constraints]
+        return [self.mu / w for c, w in zip(self.cset.constraints, weights) for _ in range(c.size)]
 
     def step(self, r) -> bool:
         """Record the residual ``r = J ddq_k - a_c*`` of a new iterate; True to stop."""
@@ -210,16 +257,25 @@ class ProximalSolver:
     unilateral: bool = False        # reads one-sided rows (3D+, 6D+); the others refuse them
     converged_mu: float = DEFAULT_MU    # the default mu with tol (ALM_CONVERGED_MU for the ALM ones)
 
-    def start(self, model: Model, cset, be, options: dict):
-        """``(Proximal controller, own options)`` after checking the options and that the
-        set has no one-sided row this solver would silently treat as two-sided."""
+    def start(self, model: Model, cset, be, options: dict, inputs=()):
+        """``(Proximal controller, own options, the solver's inputs)`` after checking the
+        options and that the set has no one-sided row this solver would silently treat as
+        two-sided.  With ``runtime_params``, ``inputs`` end with the run-time parameters
+        (:data:`~gen.algorithms.registry.RUNTIME_INPUTS` order): they are taken off and
+        given to the controller; ``runtime_params`` holds their names (the registry row's
+        ``runtime``, :meth:`~gen.algorithms.registry.Algorithm.fn_options`)."""
         loop, own = self.split_options(options)
-        prox = Proximal(model, cset, be, converged_mu=self.converged_mu, **loop)
+        inputs = list(inputs)
+        names = loop.get("runtime_params") or ()
+        n = len(inputs) - len(names)
+        params = dict(zip(names, inputs[n:]))
+        inputs = inputs[:n]
+        prox = Proximal(model, cset, be, converged_mu=self.converged_mu, params=params, **loop)
         one_sided = [str(c) for c in prox.cset.constraints if c.unilateral]
         if one_sided and not self.unilateral:
             raise RbdgenError(f"{self.name} solves bilateral constraints only; {', '.join(one_sided)} "
                               f"has a unilateral row (+): use prox_lcp")
-        return prox, own
+        return prox, own, inputs
 
     def split_options(self, options: dict) -> tuple[dict, dict]:
         """``(options of the proximal loop, the solver's own options)``; an option neither
@@ -234,7 +290,7 @@ class ProximalSolver:
                 {k: v for k, v in options.items() if k not in PROXIMAL_OPTIONS})
 
     def __call__(self, model: Model, *inputs, be, cset=None, **options):
-        prox, own = self.start(model, cset, be, options)
+        prox, own, inputs = self.start(model, cset, be, options, inputs)
         plan, const, state = self.setup(model, *inputs, prox, be, **own)
         m = prox.cset.m
         while True:
@@ -453,7 +509,7 @@ def constraint_rows(model: Model, cset, rho, q, v, kin, be) -> list[ConstraintRo
         for body, K in terms:
             merged[body] = K if body not in merged else merged[body] + K
         r0 = cset.offsets[ci]
-        w = 1.0 / float(rho[r0])
+        w = 1.0 / rho[r0]
         k = ev.a_rest[r0:r0 + con.size, 0:1]
         for body, K in merged.items():
             k = K @ grav[body] + k

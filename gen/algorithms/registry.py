@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..constraints import ConstraintSet, parse_constraints
+from ..constraints import ConstraintSet, as_constraint_set, parse_constraints
 from ..errors import RbdgenError
 from ..model import Model
 
@@ -38,6 +38,9 @@ COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint accelera
                "M": "joint-space inertia matrix (full, symmetric)",
                "lam": "constraint forces (local frames, M ddq + b = tau + J^T lam)",
                "iterations": "proximal iterations performed",
+               "mu": "proximal damping, Pinocchio's sense (run-time parameter; rho = mu / weight per row)",
+               "gains": "Baumgarte gains [Kp, Kd, Kv] of the constraint set (run-time parameters)",
+               "weights": "constraint weights, one per constraint: damping mu / weight on its rows (run-time)",
                "residual": "|J ddq - a_c*|_inf of the result"}
 
 
@@ -47,7 +50,7 @@ COMMON_DOCS = {"q": "configuration", "v": "joint velocity", "a": "joint accelera
 class Option:
     """A keyword option: ``kind`` int or float, the closed (or, with ``open_low``, open
     at ``low``) range ``[low, high]``, ``default`` (None: absent), a one-line doc; or,
-    with ``choices``, ``kind`` str and one of ``choices``."""
+    with ``choices``, ``kind`` str and one of ``choices``; or ``kind`` bool (a switch)."""
 
     name: str
     kind: type
@@ -66,6 +69,10 @@ class Option:
         if self.choices:
             if not isinstance(value, str) or value not in self.choices:
                 raise RbdgenError(f"{what} is not one of {', '.join(self.choices)}")
+            return value
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise RbdgenError(f"{what} must be True or False")
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
             raise RbdgenError(f"{what} is not a number")
@@ -103,8 +110,18 @@ ALM_MU = Option("mu", float, 1e-6, ALM_MU_FLOOR,
 TOL = Option("tol", float, None, 0.0, doc="early exit once the true constraint residual is <= tol")
 MAX_ITER = Option("max_iter", int, None, 1, doc="iteration cap with tol")
 RESTITUTION = Option("restitution", float, 0.0, 0.0, 1.0, doc="coefficient of restitution e (0: plastic)")
-PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER)                # the dual formulations
-PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER)        # the augmented-Lagrangian ones
+#: the run-time parameters of a constrained solver (issue 14 §5): with the option on, the
+#: row's ``runtime`` values (names below) are traced as symbolic inputs after its own and
+#: the C takes them per call instead of folding them into the graph as constants
+RUNTIME_PARAMS = Option("runtime_params", bool, False,
+                        doc="take mu, the Baumgarte gains and the weights as inputs instead of building them in")
+#: run-time parameter -> its input size for a constraint set: ``mu`` (Pinocchio's damping),
+#: ``gains`` = [Kp, Kd, Kv] (the set's Baumgarte gains as
+#: :class:`gen.constraints.ConstraintSet` stores them) and ``weights`` (one per constraint;
+#: rho = mu / weight on its rows), in this order
+RUNTIME_INPUTS = {"mu": lambda cset: 1, "gains": lambda cset: 3, "weights": len}
+PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER, RUNTIME_PARAMS)          # the dual formulations
+PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER, RUNTIME_PARAMS)  # the augmented-Lagrangian ones
 #: the derivative rows' route (issue 13 §2): the analytical algorithm (the row's ``fn``)
 #: or automatic differentiation of its value algorithm (:class:`ADRoute`); absent, the
 #: trace takes the one with fewer operations (gen.trace.trace)
@@ -221,6 +238,7 @@ class Algorithm:
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
     ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)
+    runtime: tuple[str, ...] = ()  # its run-time parameters (RUNTIME_INPUTS order) under RUNTIME_PARAMS
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -231,6 +249,9 @@ class Algorithm:
             raise ValueError(f"{self.name}: no generic C and no note saying why")
         if (self.ad is not None) != (ROUTE in self.options):
             raise ValueError(f"{self.name}: the route option goes with an AD route, and only with one")
+        if bool(self.runtime) != (RUNTIME_PARAMS in self.options) or \
+                list(self.runtime) != [n for n in RUNTIME_INPUTS if n in self.runtime]:
+            raise ValueError(f"{self.name}: the runtime_params option goes with run-time parameters, and only with them")
 
     @property
     def constrained(self) -> bool:
@@ -239,6 +260,15 @@ class Algorithm:
     @property
     def iterative(self) -> bool:
         return any(o.name == "tol" for o in self.options)
+
+    def input_spec(self, model: Model, cset, options: dict) -> list[tuple[str, int]]:
+        """``(name, size)`` of the inputs a kernel with ``options`` takes: the row's
+        inputs, then, with ``runtime_params``, its run-time parameters (:attr:`runtime`:
+        ``mu``, ``gains``, ``weights``; :data:`RUNTIME_INPUTS`)."""
+        if not options.get("runtime_params"):
+            return self.inputs(model, cset)
+        cset = as_constraint_set(model, cset)
+        return self.inputs(model, cset) + [(n, RUNTIME_INPUTS[n](cset)) for n in self.runtime]
 
     def doc(self, name: str) -> str:
         """The one-line doc of input or output ``name``."""
@@ -257,8 +287,12 @@ class Algorithm:
 
     def fn_options(self, options: dict) -> dict:
         """``options`` without those that select the traced graph (:data:`TRACE_OPTIONS`):
-        what ``fn`` takes."""
-        return {k: v for k, v in options.items() if k not in TRACE_OPTIONS}
+        what ``fn`` takes; ``runtime_params`` on becomes the names of the row's run-time
+        inputs (:attr:`runtime`), which its inputs end with."""
+        out = {k: v for k, v in options.items() if k not in TRACE_OPTIONS}
+        if out.get("runtime_params"):
+            out["runtime_params"] = self.runtime
+        return out
 
     def constraint_set(self, model: Model, constraints) -> ConstraintSet | None:
         """The one constraint resolution: a spec string or a parsed set for a constrained
