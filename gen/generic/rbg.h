@@ -194,7 +194,8 @@ typedef enum rbg_algo {
 size_t rbg_work_size(const rbg_model *m, rbg_algo algo);
 
 /* RBG_OK if the model's arrays are consistent (parents, kinds, indices, sizes,
- * dof_parent, axis_k), RBG_EMODEL otherwise.  The algorithms assume a valid model. */
+ * dof_parent, axis_k, a finite pitch for each helical joint), RBG_EMODEL otherwise.
+ * The algorithms assume a valid model. */
 int rbg_check_model(const rbg_model *m);
 
 /* Fill out[10] = (m, m c, I_O packed) from mass, centre of mass c and the rotational
