@@ -41,3 +41,18 @@ def random_tree(n: int, seed: int, kinds=("revolute", "revolute_unb", "prismatic
 
 def random_state(model: Model, rng):
     return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+ALL_KINDS = ("free", "spherical", "planar", "helical", "revolute", "prismatic", "revolute_unb")
+
+
+def every_kind_tree(n: int, seed: int) -> Model:
+    """A random tree drawing from every joint kind (spherical, planar and helical among
+    them; free-flyer root, free joints mid-tree possible), helical pitches in [-0.5, 0.5]."""
+    model = random_tree(n, seed, kinds=ALL_KINDS)
+    rng = np.random.default_rng(100 + seed)
+    for b in model.bodies:
+        if b.kind == "helical":
+            b.pitch = float(rng.uniform(-0.5, 0.5))
+    model.name = f"every_kind{seed}"
+    return model

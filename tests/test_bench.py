@@ -60,6 +60,18 @@ def test_harness_generic_chain(algorithm):
     assert r["verify"]["max_rel_diff"]["generic"] <= harness.TOLERANCE
 
 
+def test_harness_generic_every_joint_kind_and_mimic():
+    """The generic column on a tree with spherical, planar and helical joints; a mimic
+    model, which the generic C refuses, is timed without it (the reason recorded)."""
+    from random_trees import every_kind_tree
+    from test_joint_types import mimic_tree
+    r = harness.benchmark(every_kind_tree(12, 8), "aba", against=("generic",), **SMALL)
+    _check_result(r, ("specialized", "generic"))
+    r = harness.benchmark(mimic_tree(0), "rnea", against=("generic",), **SMALL)
+    _check_result(r, ("specialized",))
+    assert r["skipped"] == {"generic": "the generic C has no mimic joints (joint 'j4')"}
+
+
 def test_harness_refuses_to_time_wrong_code():
     """A mismatch (here: an impossible tolerance) raises instead of reporting times."""
     with pytest.raises(harness.BenchmarkMismatch, match="disagree"):

@@ -1,8 +1,9 @@
 """The hand-written generic C library (gen/generic) against the NumPy reference
 (DESIGN §6c): every algorithm on synthetic trees, a prismatic + continuous model, random
-branched trees (every joint kind, free joints mid-tree) and the named robots; NaN/inf
-inputs return RBG_EINPUT; the workspace the API asks for is enough (canaries after it
-stay untouched); model_to_c embeds a model in a standalone C program."""
+branched trees (free joints mid-tree; spherical, planar and helical joints among every
+kind, to 1e-12) and the named robots; NaN/inf inputs return RBG_EINPUT; the workspace the
+API asks for is enough (canaries after it stay untouched); model_to_c embeds a model in a
+standalone C program."""
 from __future__ import annotations
 
 import shutil
@@ -12,7 +13,13 @@ import sys
 import numpy as np
 import pytest
 from conftest import load_or_skip, rel_err
-from random_trees import random_inertia, random_rotation, random_state, random_tree
+from random_trees import (
+    every_kind_tree,
+    random_inertia,
+    random_rotation,
+    random_state,
+    random_tree,
+)
 
 import gen
 from gen.errors import RbdgenError
@@ -32,6 +39,7 @@ from gen.robots.named import NAMED_ROBOTS
 from gen.robots.synthetic import bintree, chain, fourbar, humanoid30
 
 REL_TOL = 1e-10          # max|x - ref| / max(1, max|ref|), C vs NumPy float64
+KINDS_TOL = 1e-12        # the same on the trees with every joint kind (worst seen 3e-14)
 N_STATES = 4
 CANARY = -1.2345e300
 RBG_EINPUT, RBG_ESINGULAR, RBG_EMODEL = 1, 2, 4
@@ -64,6 +72,8 @@ def prismatic_continuous() -> Model:
 
 SYNTHETIC = [chain(7), bintree(15), humanoid30(), fourbar(), prismatic_continuous()]
 RANDOM = [random_tree(12, s) for s in range(4)] + [random_tree(9, 11, kinds=("prismatic", "revolute_unb"))]
+# every joint kind in each (seed 8: a spherical root; free, spherical, planar joints mid-tree)
+EVERY_KIND = [every_kind_tree(12, s) for s in (8, 10, 11)]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +96,7 @@ def reference_inputs(model: Model, rng):
             "crba_solve": (q, a), "aba": (q, v, a)}
 
 
-def check_against_numpy(model: Model, seed: int = 0, n_states: int = N_STATES) -> None:
+def check_against_numpy(model: Model, seed: int = 0, n_states: int = N_STATES, tol: float = REL_TOL) -> None:
     g = generic(model)
     rng = np.random.default_rng(seed)
     for _ in range(n_states):
@@ -98,7 +108,7 @@ def check_against_numpy(model: Model, seed: int = 0, n_states: int = N_STATES) -
                 err = rel_err(o, r)
                 key = (model.name, algo)
                 MAX_ERR[key] = max(MAX_ERR.get(key, 0.0), err)
-                assert err < REL_TOL, f"{model.name} {algo} output {k}: generic C vs NumPy rel. error {err:.2e}"
+                assert err < tol, f"{model.name} {algo} output {k}: generic C vs NumPy rel. error {err:.2e}"
 
 
 # --- C = NumPy --------------------------------------------------------------------------
@@ -111,6 +121,14 @@ def test_synthetic_matches_numpy(model):
 @pytest.mark.parametrize("model", RANDOM, ids=lambda m: m.name)
 def test_random_trees_match_numpy(model):
     check_against_numpy(model, seed=3)
+
+
+@pytest.mark.parametrize("model", EVERY_KIND, ids=lambda m: m.name)
+def test_spherical_planar_helical_match_numpy(model):
+    """rnea, nle, crba, ltdl, ltl, crba_solve and aba with spherical, planar and helical
+    joints (3-DoF blocks, the helical S = [h u; u]) next to every other kind."""
+    assert {"spherical", "planar", "helical"} <= {b.kind for b in model.bodies}
+    check_against_numpy(model, seed=4, tol=KINDS_TOL)
 
 
 @pytest.mark.parametrize("name", list(NAMED_ROBOTS))
@@ -134,7 +152,7 @@ def _outputs(model: Model, algo: str, pad: int = 0):
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-@pytest.mark.parametrize("model", [humanoid30(), prismatic_continuous()], ids=lambda m: m.name)
+@pytest.mark.parametrize("model", [humanoid30(), prismatic_continuous(), EVERY_KIND[0]], ids=lambda m: m.name)
 def test_non_finite_input_returns_einput(model, bad):
     g = generic(model)
     rng = np.random.default_rng(1)
@@ -150,7 +168,8 @@ def test_non_finite_input_returns_einput(model, bad):
         g.aba(*[np.full(n, np.nan) for n in (model.nq, model.nv, model.nv)])
 
 
-@pytest.mark.parametrize("model", [chain(7), humanoid30(), prismatic_continuous(), RANDOM[0]], ids=lambda m: m.name)
+@pytest.mark.parametrize("model", [chain(7), humanoid30(), prismatic_continuous(), RANDOM[0], EVERY_KIND[0]],
+                         ids=lambda m: m.name)
 def test_workspace_size_is_enough(model):
     """A workspace of exactly rbg_work_size doubles, followed by canaries, gives the
     reference results and leaves the canaries (and those after each output) untouched."""
@@ -198,6 +217,18 @@ def test_check_model_rejects_inconsistent_arrays(lib):
         m2 = ffi.new("rbg_model *", g.c_model[0])
         setattr(m2, field, buf)
         assert lib.lib.rbg_check_model(m2) == RBG_EMODEL, f"rbg_check_model accepted a bad {field}"
+    # a spherical joint has no axis (axis_k -1); a helical one needs its pitch
+    g = GenericModel(EVERY_KIND[0])
+    kinds = [b.kind for b in EVERY_KIND[0].bodies]
+    assert lib.lib.rbg_check_model(g.c_model) == 0
+    bad = np.array(g.arrays.axis_k)
+    bad[kinds.index("spherical")] = 2
+    m2 = ffi.new("rbg_model *", g.c_model[0])
+    m2.axis_k = ffi.from_buffer("int[]", bad)
+    assert lib.lib.rbg_check_model(m2) == RBG_EMODEL, "rbg_check_model accepted a spherical joint with an axis"
+    m2 = ffi.new("rbg_model *", g.c_model[0])
+    m2.pitch = ffi.NULL
+    assert lib.lib.rbg_check_model(m2) == RBG_EMODEL, "rbg_check_model accepted a helical joint without pitch"
 
 
 def test_inertia_params_match_serializer(lib):
@@ -276,21 +307,23 @@ int main(void) {
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler")
-@pytest.mark.parametrize("robot", ["humanoid30", "prismatic_continuous", "talos"])
+@pytest.mark.parametrize("robot", ["humanoid30", "prismatic_continuous", "every_kind", "talos"])
 def test_model_to_c_in_a_standalone_program(tmp_path, robot):
     """model_to_c output + rbg.c build as strict C99 and reproduce NumPy (talos: the
-    largest named robot, when example-robot-data is available)."""
+    largest named robot, when example-robot-data is available; every_kind: spherical,
+    planar and helical joints among the others)."""
     if robot == "talos":
         model = load_or_skip("talos")
     else:
-        model = prismatic_continuous() if robot == "prismatic_continuous" else humanoid30()
+        model = {"prismatic_continuous": prismatic_continuous, "every_kind": lambda: EVERY_KIND[0],
+                 "humanoid30": humanoid30}[robot]()
     q, v, a = random_state(model, np.random.default_rng(6))
     (tmp_path / "model.h").write_text(model_to_c(model, "robot"))
     fmt = lambda x: ", ".join(repr(float(t)) for t in x)
     (tmp_path / "main.c").write_text(HARNESS % {"q": fmt(q), "v": fmt(v), "a": fmt(a), "nv": model.nv,
                                                 "nb": model.nbodies})
     exe = tmp_path / "harness"
-    subprocess.run([CC, "-std=c99", "-pedantic", "-Wall", "-Werror", "-O2", "-I", str(INCLUDE_DIR), "-I",
+    subprocess.run([CC, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-I", str(INCLUDE_DIR), "-I",
                     str(tmp_path), str(tmp_path / "main.c"), *map(str, SOURCES), "-lm", "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True)
@@ -309,6 +342,16 @@ def test_serialized_arrays_describe_the_model():
     assert list(a.jtype) == [3, 1, 2, 1, 2, 0, 1, 2]
     assert list(a.axis_k) == [-1, 2, -1, -1, 1, -1, 0, 2], "only +e_k axes take the aligned path"
     assert a.inertia.shape == (10 * m.nbodies,) and a.plc_R.shape == (9 * m.nbodies,)
+    assert not a.pitch.any()
+    m = EVERY_KIND[0]
+    a = serialize(m)
+    codes = {"revolute": 0, "revolute_unb": 1, "prismatic": 2, "free": 3, "spherical": 4, "planar": 5, "helical": 6}
+    assert list(a.jtype) == [codes[b.kind] for b in m.bodies]
+    assert list(a.nvj) == [b.nv for b in m.bodies]
+    for i, b in enumerate(m.bodies):
+        assert a.pitch[i] == (b.pitch if b.kind == "helical" else 0.0)
+        if b.kind in ("free", "spherical", "planar"):
+            assert a.axis_k[i] == -1 and not a.axis[3 * i:3 * i + 3].any(), f"{b.kind} joints carry no axis"
 
 
 def teardown_module(module):

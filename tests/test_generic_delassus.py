@@ -21,6 +21,7 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import load_or_skip
+from random_trees import every_kind_tree, random_rotation
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 import gen
@@ -36,7 +37,7 @@ from gen.generic import (
     model_to_c,
 )
 from gen.generic.serialize import DELASSUS_ALGO_IDS
-from gen.model import SE3, Frame, Inertia
+from gen.model import SE3, Frame, Inertia, Model
 from gen.robots.synthetic import chain, humanoid30
 
 REL_TOL = 1e-10          # max|C - NumPy| / max|NumPy|
@@ -111,6 +112,16 @@ def test_weights_frames_in_the_world_and_free_joints_mid_tree():
     check(tree, parse_constraints(tree, "6D:tip4,3D:tip9,3D:tip2,3D:anchor~tip7", weights=[1.0, 0.5, 2.0, 1.0]),
           seed=3)
     check(tree, parse_constraints(tree, "3D:tip9,6D:anchor~tip4"), seed=4)
+
+
+@pytest.mark.parametrize("seed,spec", [(8, "3D:tip11,3D:tip10,6D:anchor~tip4"), (11, "3D:tip11,6D:tip10,3D:tip6")],
+                         ids=["every_kind8", "every_kind11"])
+def test_spherical_planar_helical_match_numpy(seed, spec):
+    """The 3-DoF joint blocks (cABA-OSIM's backward sweep) and the helical subspace."""
+    tree = every_kind_tree(12, seed)
+    anchor = Frame("anchor", -1, SE3(random_rotation(np.random.default_rng(seed)), np.ones(3)), "fixed_joint")
+    tree = Model(tree.name, tree.bodies, tree.frames + [anchor], source=tree.source)
+    check(tree, parse_constraints(tree, spec), seed=seed)
 
 
 def test_weights_reach_the_c():

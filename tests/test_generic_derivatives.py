@@ -1,15 +1,16 @@
 """rbg_rnea_derivatives and rbg_aba_derivatives in the generic C library (issue 13 §4)
 against the NumPy reference gen.run(model, "rnea_derivatives" | "aba_derivatives", ...)
-on chain:5, random trees with a free-flyer (free joints mid-tree too), ur5, solo12 and
-talos; the workspace the API asks for is enough (canaries after it, and after every
-output, stay untouched); NaN / inf inputs return RBG_EINPUT; joint kinds the generic
-library lacks are refused when the model is bound."""
+on chain:5, random trees with a free-flyer (free joints mid-tree too), random trees with
+every joint kind (spherical, planar and helical: the tangent-space derivatives of their
+LOCAL subspaces, Pinocchio's convention), ur5, solo12 and talos; the workspace the API
+asks for is enough (canaries after it, and after every output, stay untouched); NaN /
+inf inputs return RBG_EINPUT."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from conftest import load_or_skip, rel_err
-from random_trees import random_state, random_tree
+from random_trees import every_kind_tree, random_state, random_tree
 
 import gen
 from gen.errors import RbdgenError
@@ -29,12 +30,14 @@ MAX_ERR: dict[tuple[str, str], float] = {}
 
 
 def _model(name: str):
+    if name.startswith("every_kind"):
+        return every_kind_tree(12, int(name[len("every_kind"):]))
     if name.startswith("random"):
         return random_tree(10, int(name[len("random"):]))
     return load_or_skip(name) if name in NAMED_ROBOTS else gen.load_robot(name)
 
 
-MODELS = ("chain:5", "random0", "random5", "ur5", "solo12", "talos")
+MODELS = ("chain:5", "random0", "random5", "every_kind8", "every_kind11", "ur5", "solo12", "talos")
 _G: dict[str, tuple] = {}
 
 
@@ -50,6 +53,8 @@ def test_generic_derivatives_match_numpy(name):
     model, g = _bound(name)
     if name.startswith("random"):
         assert model.bodies[0].kind == "free", "the random tree must have a free-flyer root"
+    if name.startswith("every_kind"):
+        assert {"spherical", "planar", "helical"} <= {b.kind for b in model.bodies}
     rng = np.random.default_rng(21)
     for _ in range(3):
         q, v, x = random_state(model, rng)
@@ -64,7 +69,7 @@ def test_generic_derivatives_match_numpy(name):
             assert np.array_equal(out[2], out[2].T), f"{name} {algo}: M / Minv not exactly symmetric"
 
 
-@pytest.mark.parametrize("name", ("chain:5", "random0", "solo12"))
+@pytest.mark.parametrize("name", ("chain:5", "random0", "every_kind10", "solo12"))
 def test_aba_derivatives_solve_the_rnea_identity(name):
     """M dddq/dx = -dtau/dx at a = ddq and M Minv = 1, to rounding (RSS 2018 §IV)."""
     model, g = _bound(name)
@@ -84,7 +89,7 @@ def _raw(g: GenericModel, algo: str, inputs, outs, work):
               ptr(work))
 
 
-@pytest.mark.parametrize("name", ("chain:5", "random0", "random5", "solo12"))
+@pytest.mark.parametrize("name", ("chain:5", "random0", "random5", "every_kind8", "solo12"))
 def test_workspace_size_is_enough(name):
     model, g = _bound(name)
     nv, pad = model.nv, 32
@@ -116,13 +121,6 @@ def test_non_finite_input_returns_einput(bad):
             assert _raw(g, algo, spoiled, outs, work) == RBG_EINPUT, f"{algo}: {bad} in input {k}"
         with pytest.raises(RbdgenError, match="NaN or inf"):
             g.call(algo, *[np.full(n, np.nan) for n in (model.nq, model.nv, model.nv)])
-
-
-def test_unsupported_joint_kind_refused():
-    model = random_tree(8, 0, kinds=("revolute", "spherical"))
-    assert any(b.kind == "spherical" for b in model.bodies)
-    with pytest.raises(RbdgenError, match="generic C library has no 'spherical' joint"):
-        GenericModel(model)
 
 
 def test_report_max_errors():

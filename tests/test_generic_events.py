@@ -23,6 +23,7 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import SOLVERS, load_or_skip, rel_err
+from random_trees import every_kind_tree
 from test_constraints import HUMANOID_CONTACTS, loop_tree
 from test_generic_constrained import (
     CANARY,
@@ -129,12 +130,14 @@ def test_lcp_row_order_and_pattern(case):
 # --- impulse: C = NumPy --------------------------------------------------------------------------
 
 IMPULSE_SETS = [("ur5", "6D:tool0"), ("solo12", FEET), ("talos", SOLES), ("humanoid30", HUMANOID_CONTACTS),
-                ("loop_tree", WORLD_FRAME_A)]
+                ("loop_tree", WORLD_FRAME_A), ("every_kind10", "3D:tip9,6D:tip7,3D:tip11")]
 
 
 @pytest.mark.parametrize("robot,spec", IMPULSE_SETS, ids=[r for r, _ in IMPULSE_SETS])
 def test_impulse_matches_numpy(robot, spec):
-    model = loop_tree(3) if robot == "loop_tree" else load_or_skip(robot)
+    """The impact map; every_kind10 has frames below spherical, planar and helical joints."""
+    model = {"loop_tree": lambda: loop_tree(3), "every_kind10": lambda: every_kind_tree(12, 10)}.get(
+        robot, lambda: load_or_skip(robot))()
     cset = parse_constraints(model, spec)
     g = GenericModel(model, cset)
     for q, v, _ in states(model, 51, 2, cset):

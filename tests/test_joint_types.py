@@ -3,10 +3,10 @@
 through ``buildModelFromUrdf(path, mimic=True)`` and ``transformJointIntoMimic``):
 rnea / crba / aba / minv on random states, the derivatives and the constrained solvers
 where they apply, integrate vs ``pinocchio.integrate``, traced SX = NumPy, compiled C =
-NumPy for one kernel per kind, the RNEA/ABA derivatives on mimic models (against
-Richardson differences: Pinocchio's derivative functions refuse mimic), and the one-line
-refusals (generic C, mimic in the articulated solvers, a planar axis Pinocchio cannot
-express).
+NumPy for one kernel per kind, the generic C = NumPy on planar and helical trees, the
+RNEA/ABA derivatives on mimic models (against Richardson differences: Pinocchio's
+derivative functions refuse mimic), and the one-line refusals (mimic in the generic C
+and the articulated solvers, a planar axis Pinocchio cannot express).
 
 Pinocchio's ``aba``, ``computeMinverse``, Cholesky and constrained dynamics refuse mimic
 joints: there the reference is its ``crba`` and ``nonLinearEffects`` solved densely, and
@@ -301,6 +301,28 @@ def test_compiled_c_equals_numpy(which, mimic_urdf, tmp_path):
     assert relerr(k(*args), gen.run(model, algorithm, *args)) < 1e-12
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generic_c_equals_numpy(seed):
+    """The generic C library (gen.generic) on planar and helical trees: the dynamics to
+    1e-12, the derivatives to 1e-10, prox_ltl and constrained_aba with a 3D frame."""
+    model = kinds_tree(seed)
+    g = GenericModel(model)
+    rng = np.random.default_rng(seed)
+    q, v, a = random_state(model, rng)
+    for algorithm, args in (("rnea", (q, v, a)), ("crba", (q,)), ("aba", (q, v, a)), ("crba_solve", (q, a))):
+        assert relerr(g.call(algorithm, *args), gen.run(model, algorithm, *args)) < SX_TOL, algorithm
+    for algorithm in ("rnea_derivatives", "aba_derivatives"):
+        for got, ref in zip(g.call(algorithm, q, v, a), gen.run(model, algorithm, q, v, a)):
+            assert relerr(got, ref) < 1e-10, algorithm
+    tip = f"3D:tip{model.nbodies - 1}"
+    g = GenericModel(model, tip)
+    for algorithm, mu in (("prox_ltl", 1e-6), ("constrained_aba", 1e-3)):
+        got = g.call(algorithm, q, v, a, mu=mu, iterations=4)
+        ref = gen.run(model, algorithm, q, v, a, constraints=tip, mu=mu, iterations=4)
+        for x, y, what in zip(got, ref, ("ddq", "lam")):
+            assert relerr(x, y) < SX_TOL, f"{algorithm} {what}"
+
+
 def test_refusals(mimic_urdf, tmp_path):
     model = load_urdf(mimic_urdf, mimic=True)
     q, v, tau = random_state(model, np.random.default_rng(0))
@@ -309,8 +331,8 @@ def test_refusals(mimic_urdf, tmp_path):
             gen.run(model, algorithm, q, v, tau, constraints="3D:tip")
     with pytest.raises(RbdgenError, match="does not handle mimic"):
         gen.run(model, "constrained_derivatives", q, v, tau, constraints="3D:tip")
-    with pytest.raises(RbdgenError, match="generic C library has no 'planar' joint"):
-        GenericModel(model)
+    with pytest.raises(RbdgenError, match="generic C library has no mimic joints \\(joint 'd_right'\\)"):
+        GenericModel(model)                     # planar and mimic joints: the mimic one is refused
     with pytest.raises(RbdgenError, match="generic C library has no mimic joints"):
         GenericModel(mimic_tree(0))
     bad = tmp_path / "bad_planar.urdf"

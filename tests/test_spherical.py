@@ -2,7 +2,7 @@
 velocity, Pinocchio's ``JointModelSpherical``): against Pinocchio on random trees with
 spherical, free, revolute and prismatic joints (unconstrained and constrained rows), the
 configuration integrator against ``pinocchio.integrate``, traced SX = NumPy, and the
-generic C's one-line refusal.  MJCF ball joints: tests/test_mjcf.py."""
+generic C = NumPy.  MJCF ball joints: tests/test_mjcf.py."""
 import numpy as np
 import pytest
 from random_trees import random_state, random_tree
@@ -93,7 +93,7 @@ def test_traced_sx_equals_numpy():
         assert relerr(got.reshape(np.shape(ref)), ref) < SX_TOL, algorithm
 
 
-def test_unit_quaternion_checked_and_generic_refuses():
+def test_unit_quaternion_checked():
     model = spherical_tree(0)
     b = next(b for b in model.bodies if b.kind == "spherical")
     q = model.neutral()
@@ -101,6 +101,27 @@ def test_unit_quaternion_checked_and_generic_refuses():
     q[b.idx_q + 3] = 2.0
     with pytest.raises(RbdgenError, match=f"quaternion of joint '{b.name}'"):
         gen.run(model, "crba", q)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generic_c_equals_numpy(seed):
+    """The generic C library (gen.generic; 3-DoF blocks for the spherical joints, which it
+    takes as given, like a free joint's quaternion) = NumPy: the dynamics to 1e-12, the
+    derivatives to 1e-10, prox_ltl and constrained_aba with a 3D frame."""
     from gen.generic import GenericModel
-    with pytest.raises(RbdgenError, match="generic C library has no 'spherical' joint"):
-        GenericModel(model)
+    model = spherical_tree(seed)
+    g = GenericModel(model)
+    rng = np.random.default_rng(seed)
+    q, v, a = random_state(model, rng)
+    for algorithm, args in (("rnea", (q, v, a)), ("crba", (q,)), ("aba", (q, v, a)), ("crba_solve", (q, a))):
+        assert relerr(g.call(algorithm, *args), gen.run(model, algorithm, *args)) < SX_TOL, algorithm
+    for algorithm in ("rnea_derivatives", "aba_derivatives"):
+        for got, ref in zip(g.call(algorithm, q, v, a), gen.run(model, algorithm, q, v, a)):
+            assert relerr(got, ref) < 1e-10, algorithm
+    tip = "3D:tip7"
+    g = GenericModel(model, tip)
+    for algorithm, mu in (("prox_ltl", 1e-6), ("constrained_aba", 1e-3)):
+        got = g.call(algorithm, q, v, a, mu=mu, iterations=4)
+        ref = gen.run(model, algorithm, q, v, a, constraints=tip, mu=mu, iterations=4)
+        for x, y, what in zip(got, ref, ("ddq", "lam")):
+            assert relerr(x, y) < SX_TOL, f"{algorithm} {what}"

@@ -2,7 +2,9 @@
 the baseline the specialised C is benchmarked against (DESIGN §5).
 
 * ``rbg.h`` / ``rbg.c``: C99 library, ``rbg_model`` struct, ``rbg_<algo>`` functions,
-  ``rbg_work_size`` (see :data:`HEADER`, :data:`SOURCES`);
+  ``rbg_work_size`` (see :data:`HEADER`, :data:`SOURCES`); every joint kind of
+  :mod:`gen.model` (revolute, continuous, prismatic, spherical, planar, helical, free),
+  mimic joints excepted;
 * ``rbg_constrained.c``: constraint sets (``rbg_constraints``) and the four proximal
   solvers (``rbg_prox_ltl``, ``rbg_prox_ltls``, ``rbg_constrained_aba``, ``rbg_prox_pv``);
 * ``rbg_delassus.c``: the Delassus matrix and the damped Delassus inverses

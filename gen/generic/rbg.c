@@ -50,17 +50,19 @@ size_t rbg_work_size(const rbg_model *m, rbg_algo algo)
 
 int rbg_check_model(const rbg_model *m)
 {
-    static const int NQ[4] = {1, 2, 1, 7}, NV[4] = {1, 1, 1, 6};
+    static const int NQ[7] = {1, 2, 1, 7, 4, 4, 1}, NV[7] = {1, 1, 1, 6, 3, 3, 1};
     int iq = 0, iv = 0;
     if (m->nbodies < 0)
         return RBG_EMODEL;
     for (int i = 0; i < m->nbodies; ++i) {
         const int t = m->jtype[i];
-        if (t < RBG_REVOLUTE || t > RBG_FREE || m->parent[i] < -1 || m->parent[i] >= i)
+        if (t < RBG_REVOLUTE || t > RBG_HELICAL || m->parent[i] < -1 || m->parent[i] >= i)
             return RBG_EMODEL;
         if (m->idx_q[i] != iq || m->idx_v[i] != iv || m->nvj[i] != NV[t])
             return RBG_EMODEL;
-        if (m->axis_k[i] < -1 || m->axis_k[i] > 2 || (t == RBG_FREE && m->axis_k[i] != -1))
+        if (m->axis_k[i] < -1 || m->axis_k[i] > 2 || (NV[t] > 1 && m->axis_k[i] != -1))
+            return RBG_EMODEL;
+        if (t == RBG_HELICAL && !(m->pitch && isfinite(m->pitch[i])))
             return RBG_EMODEL;
         if (m->axis_k[i] >= 0) {
             const double *u = m->axis + 3 * i;
@@ -403,11 +405,35 @@ int rbgi_aba_backward(const rbg_model *RST m, const double *RST tau, const rbgi_
             double *x = ud + iv;
             for (int k = 0; k < 6; ++k)
                 x[k] = tau[iv + k] - pAi[k];
-            if (ldlt6_factor(IAi))
+            if (ldlt_factor(IAi, 6))
                 return RBG_ESINGULAR;
-            ldlt6_solve(IAi, x);
+            ldlt_solve(IAi, 6, x);
             if (p >= 0)
                 act_force_add(w->X + 12 * i, tau + iv, pA + 6 * p);
+            continue;
+        }
+        if (m->nvj[i] == 3) {
+            /* U_i = IA_i S_i, D_i = S_i^T U_i, Ia = IA_i - U_i D_i^-1 U_i^T (joint_step3);
+               u_i = tau_i - S_i^T pA_i,  ud = D_i^-1 u_i */
+            double Ia[36], *x = ud + iv;
+            S_dot(m, i, pAi, x);
+            for (int k = 0; k < 3; ++k)
+                x[k] = tau[iv + k] - x[k];
+            if (joint_step3(m, i, IAi, p >= 0 ? Ia : NULL))
+                return RBG_ESINGULAR;
+            ldlt_solve(joint_D3(IAi), 3, x);
+            if (p < 0)
+                continue;
+            /* pa = pA_i + Ia c_i + U_i D_i^-1 u_i;  IA_p += X_i^* Ia X_i^-1;  pA_p += X_i^* pa */
+            double pa[6];
+            const double *ci = w->c + 6 * i, *U = joint_U3(IAi);
+            for (int r = 0; r < 6; ++r) {
+                const double *row = Ia + 6 * r;
+                pa[r] = pAi[r] + row[0] * ci[0] + row[1] * ci[1] + row[2] * ci[2] + row[3] * ci[3]
+                        + row[4] * ci[4] + row[5] * ci[5] + U[r] * x[0] + U[6 + r] * x[1] + U[12 + r] * x[2];
+            }
+            inertia6_act_add(w->X + 12 * i, Ia, IA + 36 * p);
+            act_force_add(w->X + 12 * i, pa, pA + 6 * p);
             continue;
         }
         /* U_i = IA_i S_i,  D_i = S_i^T U_i,  u_i = tau_i - S_i^T pA_i */
@@ -452,11 +478,8 @@ void rbgi_aba_rollout(const rbg_model *RST m, int i, const rbgi_aba *RST w, doub
         }
     } else {
         /* qdd_i = D_i^-1 u_i - D_i^-1 U_i^T a';  a_i = a' + S_i qdd_i */
-        const double *Ui = w->U + 6 * i;
-        const double qdd = w->ud[iv] - w->Dinv[i] * (Ui[0] * ai[0] + Ui[1] * ai[1] + Ui[2] * ai[2]
-                                                     + Ui[3] * ai[3] + Ui[4] * ai[4] + Ui[5] * ai[5]);
-        ddq[iv] = qdd;
-        S_add1(m, i, qdd, ai);
+        joint_qdd(m, i, w, ai, ddq + iv);
+        S_add(m, i, ddq + iv, ai);
     }
 }
 

@@ -6,8 +6,9 @@
  * (the specialised C that rbdgen emits unrolls the same loops per robot).  It is written
  * the way Featherstone's spatial_v2 or RBDL are: LOCAL body frames, transforms applied
  * as (3x3 rotation, translation) rather than 6x6 matrices, rigid-body inertias as 10
- * parameters, 1-DoF joints special-cased (axis-aligned axes pick a column) and free
- * joints handled as 6-DoF blocks.  RNEA and ABA run in LOCAL frames; CRBA runs in
+ * parameters, 1-DoF joints special-cased (axis-aligned axes pick a column), spherical
+ * and planar joints as 3-DoF blocks whose subspace picks three columns, and free joints
+ * as 6-DoF blocks.  RNEA and ABA run in LOCAL frames; CRBA runs in
  * world coordinates (as Pinocchio's crba does), so each entry of M is one 6-term dot
  * product instead of a force transform per ancestor.  The analytical derivatives
  * (rbg_rnea_derivatives, rbg_aba_derivatives) run in world coordinates too (RSS 2018).
@@ -19,8 +20,13 @@
  *     the parent<-child transform of body i is placement_i * joint_i(q_i);
  *   - spatial vectors are [linear; angular]; gravity enters as a_0 = -g;
  *   - free joint: q = [x y z qx qy qz qw] (unit quaternion, not re-normalised),
- *     v = [v_lin v_ang] of the body in its LOCAL frame; continuous joint
- *     (RBG_REVOLUTE_UNB): q = [cos, sin] of the angle, used as given.
+ *     v = [v_lin v_ang] of the body in its LOCAL frame; spherical joint: q = [qx qy
+ *     qz qw] (likewise), v = its LOCAL angular velocity; planar joint: q = [x y cos
+ *     sin] in the joint frame's xy plane, v = [vx vy wz] LOCAL; continuous joint
+ *     (RBG_REVOLUTE_UNB): q = [cos, sin] of the angle, used as given (so are a planar
+ *     joint's cos, sin); helical joint: the angle about axis, with the translation
+ *     pitch * angle along it (Pinocchio's JointModelSpherical, JointModelPlanar,
+ *     JointModelHelicalUnaligned).
  *
  * Every algorithm has the form
  *     int rbg_<algo>(const rbg_model *m, const double *in0, ..., double *out0, ...,
@@ -29,8 +35,8 @@
  * buffers.  `work` holds at least rbg_work_size(m, RBG_ALGO_<ALGO>) doubles (equal
  * to the RBG_WORK_<ALGO>(nbodies, nv) macro, usable for static buffers).  Matrices
  * are row-major.  Return codes: RBG_OK (0), RBG_EINPUT (an input holds NaN or inf),
- * RBG_ESINGULAR (a pivot of M, of a joint's articulated inertia or of a free
- * joint's 6x6 block is not positive: the model is singular at q).
+ * RBG_ESINGULAR (a pivot of M, of a joint's articulated inertia or of a multi-DoF
+ * joint's 3x3 or 6x6 block is not positive: the model is singular at q).
  *
  * Do not compile with -ffast-math / -ffinite-math-only: the NaN checks rely on IEEE
  * semantics.
@@ -74,7 +80,10 @@ enum {
     RBG_REVOLUTE = 0,       /* nq 1, nv 1: angle about axis                     */
     RBG_REVOLUTE_UNB = 1,   /* nq 2, nv 1: [cos, sin] of the angle about axis   */
     RBG_PRISMATIC = 2,      /* nq 1, nv 1: displacement along axis              */
-    RBG_FREE = 3            /* nq 7, nv 6: [x y z qx qy qz qw] / [v_lin v_ang]  */
+    RBG_FREE = 3,           /* nq 7, nv 6: [x y z qx qy qz qw] / [v_lin v_ang]  */
+    RBG_SPHERICAL = 4,      /* nq 4, nv 3: [qx qy qz qw] / LOCAL angular velocity */
+    RBG_PLANAR = 5,         /* nq 4, nv 3: [x y cos sin] / LOCAL [vx vy wz]     */
+    RBG_HELICAL = 6         /* nq 1, nv 1: angle about axis, pitch * angle along it */
 };
 
 /* Number of doubles per body in rbg_model.inertia. */
@@ -85,16 +94,22 @@ enum {
  * i in [0, nbodies) (or dof k in [0, nv) for dof_parent).
  *
  *   parent[i]      parent body, -1 for the world; parent[i] < i
- *   jtype[i]       RBG_REVOLUTE, RBG_REVOLUTE_UNB, RBG_PRISMATIC or RBG_FREE
+ *   jtype[i]       RBG_REVOLUTE, RBG_REVOLUTE_UNB, RBG_PRISMATIC, RBG_FREE,
+ *                  RBG_SPHERICAL, RBG_PLANAR or RBG_HELICAL
  *   axis_k[i]      k in {0,1,2} if axis i is exactly +e_k (x, y, z), else -1;
- *                  -1 for free joints.  Selects the axis-aligned fast paths.
+ *                  -1 for free, spherical and planar joints.  Selects the
+ *                  axis-aligned fast paths.
  *   idx_q[i]       first configuration coordinate of joint i in q
  *   idx_v[i]       first velocity coordinate of joint i in v
- *   nvj[i]         number of velocity coordinates of joint i (1, or 6 for free)
+ *   nvj[i]         number of velocity coordinates of joint i (1; 3 for spherical
+ *                  and planar; 6 for free)
  *   dof_parent[k]  Featherstone 2005's expanded parent array lambda over dofs: the
- *                  dofs of a free joint form a chain, its first dof hangs from the
+ *                  dofs of a multi-DoF joint form a chain, its first dof hangs from the
  *                  last dof of the parent joint; -1 for the world; dof_parent[k] < k
- *   axis[3i..]     unit joint axis in the joint frame (unused for free joints)
+ *   axis[3i..]     unit joint axis in the joint frame (unused for free, spherical and
+ *                  planar joints: a planar joint moves in the xy plane of its frame)
+ *   pitch[i]       translation along the axis per radian of a helical joint (read for
+ *                  helical joints only; may be NULL when the model has none)
  *   plc_R[9i..]    joint placement rotation, row-major (parent <- joint at q neutral)
  *   plc_p[3i..]    joint placement translation, in the parent body frame
  *   inertia[10i..] rigid-body inertia about the BODY ORIGIN in the body frame:
@@ -114,6 +129,7 @@ typedef struct rbg_model {
     const int *nvj;
     const int *dof_parent;
     const double *axis;
+    const double *pitch;
     const double *plc_R;
     const double *plc_p;
     const double *inertia;
@@ -178,7 +194,8 @@ typedef enum rbg_algo {
 size_t rbg_work_size(const rbg_model *m, rbg_algo algo);
 
 /* RBG_OK if the model's arrays are consistent (parents, kinds, indices, sizes,
- * dof_parent, axis_k), RBG_EMODEL otherwise.  The algorithms assume a valid model. */
+ * dof_parent, axis_k, a finite pitch for each helical joint), RBG_EMODEL otherwise.
+ * The algorithms assume a valid model. */
 int rbg_check_model(const rbg_model *m);
 
 /* Fill out[10] = (m, m c, I_O packed) from mass, centre of mass c and the rotational
@@ -232,7 +249,8 @@ int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
  * computeRNEADerivatives): q[nq], v[nv], a[nv] -> dtau_dq, dtau_dv, M (each nv x nv,
  * ROW-major like every matrix of this library; M full and exactly symmetric).
  * dtau_dq is taken in the tangent space of q (q + d = integrate(q, d): a free joint's
- * d is its LOCAL twist), Pinocchio's convention.  One world-frame forward pass, one
+ * d is its LOCAL twist, a spherical joint's its LOCAL rotation vector, a planar
+ * joint's its LOCAL planar twist), Pinocchio's convention.  One world-frame forward pass, one
  * backward pass of subtree sums and the ancestor/descendant projections: O(nb d)
  * 6-vector products, d the depth. */
 int rbg_rnea_derivatives(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,

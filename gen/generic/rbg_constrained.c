@@ -532,10 +532,7 @@ static void local_crba(const rbg_model *RST m, const double *RST inertia, const 
         for (int k = 0; k < m->nvj[i]; ++k) {
             const int r = m->idx_v[i] + k;
             double *Mr = M + (size_t)nv * r, s[6] = {0}, F[6], Fs[6];
-            if (m->jtype[i] == RBG_FREE)
-                s[k] = 1.0;
-            else
-                S_add1(m, i, 1.0, s);
+            S_col(m, i, k, s);
             rbi_apply(Ic + 10 * i, s, F);
             S_dot(m, i, F, Fs);
             for (int e = 0; e <= k; ++e)
@@ -1022,10 +1019,10 @@ static void pv_step(const rbg_model *RST m, const rbg_constraints *RST c, int i,
     if (m->jtype[i] == RBG_FREE) {
         memcpy(z, w->ud + iv, sizeof z);
     } else {
-        const double *Ui = w->U + 6 * i, *ci = w->c + 6 * i;
-        memcpy(z, ci, sizeof z);
-        S_add1(m, i, w->ud[iv] - w->Dinv[i] * (Ui[0] * ci[0] + Ui[1] * ci[1] + Ui[2] * ci[2]
-                                              + Ui[3] * ci[3] + Ui[4] * ci[4] + Ui[5] * ci[5]), z);
+        double x[3];
+        memcpy(z, w->c + 6 * i, sizeof z);
+        joint_qdd(m, i, w, w->c + 6 * i, x);
+        S_add(m, i, x, z);
     }
     for (int a = c->es_ptr[i]; a < c->es_ptr[i + 1]; ++a) {
         const int la = c->es_idx[a];

@@ -305,10 +305,14 @@ int rbg_caba_osim(const rbg_model *RST m, const rbg_constraints *RST c, double m
        bodies L_0^A += KA_i S_i D_i^-1 S_i^T KA_i^T and the columns move up through
        X_i^* P_i;  H_parent^A += X_i^* (H_i^A - U_i D_i^-1 U_i^T) X_i^-1 */
     for (int i = nb - 1; i >= 0; --i) {
-        const int p = m->parent[i], free = m->jtype[i] == RBG_FREE;
-        double *IAi = w.IA + 36 * i, *Ui = w.U + 6 * i;
+        const int p = m->parent[i], free = m->jtype[i] == RBG_FREE, three = m->nvj[i] == 3;
+        double *IAi = w.IA + 36 * i, *Ui = w.U + 6 * i, Ia[36];
         if (free) {
-            if (ldlt6_factor(IAi))
+            if (ldlt_factor(IAi, 6))
+                return RBG_ESINGULAR;
+        } else if (three) {
+            /* U_i, D_i's factor into the IA_i block; Ia = H_i^A - U_i D_i^-1 U_i^T */
+            if (joint_step3(m, i, IAi, p >= 0 ? Ia : NULL))
                 return RBG_ESINGULAR;
         } else {
             const double D = joint_U(m, i, IAi, Ui);
@@ -319,7 +323,9 @@ int rbg_caba_osim(const rbg_model *RST m, const rbg_constraints *RST c, double m
         if (c->se[i])                          /* Alg. 5 lines 9-10, 16 (PV-OSIM) */
             rbgi_pv_delassus_step(m, c, i, &w, KA + (size_t)6 * mr * i, T, Lambda,
                                   p >= 0 ? KA + (size_t)6 * mr * p : NULL);
-        if (p >= 0 && !free) {
+        if (p >= 0 && three) {
+            inertia6_act_add(w.X + 12 * i, Ia, w.IA + 36 * p);
+        } else if (p >= 0 && !free) {
             articulated_update(IAi, Ui, w.Dinv[i]);
             inertia6_act_add(w.X + 12 * i, IAi, w.IA + 36 * p);
         }

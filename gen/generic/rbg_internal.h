@@ -276,40 +276,41 @@ static inline void inertia6_act_add(const double *RST X, const double *RST Ia, d
         }
 }
 
-/* In place A = L D L^T of a symmetric positive-definite 6x6 (row-major, lower triangle
- * used): L below the diagonal, D^-1 on it.  RBG_ESINGULAR on a non-positive pivot. */
-static inline int ldlt6_factor(double *RST A)
+/* In place A = L D L^T of a symmetric positive-definite n x n, n <= 6 (row-major, lower
+ * triangle used): L below the diagonal, D^-1 on it.  RBG_ESINGULAR on a non-positive
+ * pivot.  (A free joint's 6x6 D_i, a spherical or planar joint's 3x3.) */
+static inline int ldlt_factor(double *RST A, int n)
 {
     double d[6];
-    for (int j = 0; j < 6; ++j) {
+    for (int j = 0; j < n; ++j) {
         /* D_j = A_jj - sum_k L_jk^2 D_k ;  L_ij = (A_ij - sum_k L_ik L_jk D_k) / D_j */
-        double dj = A[7 * j];
+        double dj = A[(n + 1) * j];
         for (int k = 0; k < j; ++k)
-            dj -= A[6 * j + k] * A[6 * j + k] * d[k];
+            dj -= A[n * j + k] * A[n * j + k] * d[k];
         if (!(dj > 0.0))
             return RBG_ESINGULAR;
         d[j] = dj;
-        A[7 * j] = 1.0 / dj;
-        for (int i = j + 1; i < 6; ++i) {
-            double s = A[6 * i + j];
+        A[(n + 1) * j] = 1.0 / dj;
+        for (int i = j + 1; i < n; ++i) {
+            double s = A[n * i + j];
             for (int k = 0; k < j; ++k)
-                s -= A[6 * i + k] * A[6 * j + k] * d[k];
-            A[6 * i + j] = s * A[7 * j];
+                s -= A[n * i + k] * A[n * j + k] * d[k];
+            A[n * i + j] = s * A[(n + 1) * j];
         }
     }
     return RBG_OK;
 }
 
-/* x <- A^-1 x with A factored by ldlt6_factor. */
-static inline void ldlt6_solve(const double *RST A, double *RST x)
+/* x <- A^-1 x with A (n x n) factored by ldlt_factor. */
+static inline void ldlt_solve(const double *RST A, int n, double *RST x)
 {
-    for (int i = 0; i < 6; ++i)                  /* L y = x */
+    for (int i = 0; i < n; ++i)                  /* L y = x */
         for (int k = 0; k < i; ++k)
-            x[i] -= A[6 * i + k] * x[k];
-    for (int i = 5; i >= 0; --i) {               /* D L^T x = y */
-        x[i] *= A[7 * i];
-        for (int k = i + 1; k < 6; ++k)
-            x[i] -= A[6 * k + i] * x[k];
+            x[i] -= A[n * i + k] * x[k];
+    for (int i = n - 1; i >= 0; --i) {           /* D L^T x = y */
+        x[i] *= A[(n + 1) * i];
+        for (int k = i + 1; k < n; ++k)
+            x[i] -= A[n * k + i] * x[k];
     }
 }
 
@@ -339,7 +340,20 @@ static inline void placement_times_rotation(const double *RST P, int k, const do
     mm3(P, Rj, R);
 }
 
-/* X_i = placement_i * joint_i(q_i) = (R, p), stored as 12 doubles [R row-major, p]. */
+/* R = P R(x, y, z, w) for the unit quaternion quat = (x, y, z, w): Eigen's
+ * toRotationMatrix. */
+static inline void quat_times(const double *RST P, const double *RST quat, double *RST R)
+{
+    const double x = quat[0], y = quat[1], z = quat[2], w = quat[3];
+    const double Rj[9] = {
+        1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w),       2.0 * (x * z + y * w),
+        2.0 * (x * y + z * w),       1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+        2.0 * (x * z - y * w),       2.0 * (y * z + x * w),       1.0 - 2.0 * (x * x + y * y)};
+    mm3(P, Rj, R);
+}
+
+/* X_i = placement_i * joint_i(q_i) = (R, p), stored as 12 doubles [R row-major, p]
+ * (gen/spatial.py joint_motion). */
 static inline void joint_transform(const rbg_model *RST m, int i, const double *RST q, double *RST X)
 {
     const double *P = m->plc_R + 9 * i, *pp = m->plc_p + 3 * i, *qi = q + m->idx_q[i];
@@ -364,40 +378,81 @@ static inline void joint_transform(const rbg_model *RST m, int i, const double *
         p[2] += pp[2];
         break;
     }
-    default: { /* RBG_FREE: R = P R(quat), p = pp + P t;  Eigen's toRotationMatrix */
-        const double x = qi[3], y = qi[4], z = qi[5], w = qi[6];
-        const double Rj[9] = {
-            1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w),       2.0 * (x * z + y * w),
-            2.0 * (x * y + z * w),       1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
-            2.0 * (x * z - y * w),       2.0 * (y * z + x * w),       1.0 - 2.0 * (x * x + y * y)};
-        mm3(P, Rj, R);
+    case RBG_HELICAL: {
+        /* R = P Rot(axis, q), p = pp + P (pitch q axis)  (a screw about the axis) */
+        const double *u = m->axis + 3 * i, h = m->pitch[i];
+        const double d[3] = {h * u[0] * qi[0], h * u[1] * qi[0], h * u[2] * qi[0]};
+        placement_times_rotation(P, m->axis_k[i], u, cos(qi[0]), sin(qi[0]), R);
+        mv3(P, d, p);
+        p[0] += pp[0];
+        p[1] += pp[1];
+        p[2] += pp[2];
+        break;
+    }
+    case RBG_PLANAR: {
+        /* q = (x, y, cos, sin):  R = P Rz(cos, sin), p = pp + P (x, y, 0) */
+        const double ez[3] = {0.0, 0.0, 1.0};
+        placement_times_rotation(P, 2, ez, qi[2], qi[3], R);
+        for (int r = 0; r < 3; ++r)
+            p[r] = pp[r] + P[3 * r] * qi[0] + P[3 * r + 1] * qi[1];
+        break;
+    }
+    case RBG_SPHERICAL: /* R = P R(quat), p = pp */
+        quat_times(P, qi, R);
+        memcpy(p, pp, 3 * sizeof(double));
+        break;
+    default: /* RBG_FREE: R = P R(quat), p = pp + P t */
+        quat_times(P, qi + 3, R);
         mv3(P, qi, p);
         p[0] += pp[0];
         p[1] += pp[1];
         p[2] += pp[2];
         break;
     }
-    }
 }
 
-/* Offset of a 1-DoF joint's subspace in a spatial vector: prismatic moves the linear
- * part, revolute the angular part.  S = [0; u] or [u; 0]. */
+
+/* Motion subspaces S_i in the LOCAL frame (gen/spatial.py motion_subspace):
+ *   revolute, continuous  S = [0; u]           prismatic  S = [u; 0]
+ *   helical               S = [h u; u]  (h = pitch[i])
+ *   spherical             S = [0; 1_3]         planar     S = [e_x e_y 0; 0 0 e_z]
+ *   free                  S = 1_6
+ * Offset of a 1-DoF joint's axis in a spatial vector: prismatic moves the linear part,
+ * revolute and helical the angular part (a helical joint's linear part h u is added
+ * to it). */
 static inline int s_offset(int jtype)
 {
     return jtype == RBG_PRISMATIC ? 0 : 3;
+}
+
+/* Column k of a 3-DoF joint's S is e_{s_col3(k)}: spherical 3, 4, 5; planar 0, 1, 5. */
+static inline int s_col3(int jtype, int k)
+{
+    return jtype == RBG_SPHERICAL ? 3 + k : (k < 2 ? k : 5);
 }
 
 /* out += S_i x for a 1-DoF joint (x scalar) */
 static inline void S_add1(const rbg_model *RST m, int i, double x, double *RST out)
 {
     const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
+    const double *u = m->axis + 3 * i;
     if (k >= 0) {
         out[o + k] += x;
     } else {
-        const double *u = m->axis + 3 * i;
         out[o] += u[0] * x;
         out[o + 1] += u[1] * x;
         out[o + 2] += u[2] * x;
+    }
+    if (m->jtype[i] == RBG_HELICAL) {
+        /* the linear part h u x */
+        const double hx = m->pitch[i] * x;
+        if (k >= 0) {
+            out[k] += hx;
+        } else {
+            out[0] += u[0] * hx;
+            out[1] += u[1] * hx;
+            out[2] += u[2] * hx;
+        }
     }
 }
 
@@ -407,40 +462,118 @@ static inline void S_add(const rbg_model *RST m, int i, const double *RST x, dou
     if (m->jtype[i] == RBG_FREE) {
         for (int k = 0; k < 6; ++k)
             out[k] += x[k];
+    } else if (m->nvj[i] == 3) {
+        for (int k = 0; k < 3; ++k)
+            out[s_col3(m->jtype[i], k)] += x[k];
     } else {
         S_add1(m, i, x[0], out);
     }
+}
+
+/* out += S_i e_k, column k of S_i */
+static inline void S_col(const rbg_model *RST m, int i, int k, double *RST out)
+{
+    if (m->jtype[i] == RBG_FREE)
+        out[k] += 1.0;
+    else if (m->nvj[i] == 3)
+        out[s_col3(m->jtype[i], k)] += 1.0;
+    else
+        S_add1(m, i, 1.0, out);
 }
 
 /* S_i^T f for a 1-DoF joint */
 static inline double S_dot1(const rbg_model *RST m, int i, const double *RST f)
 {
     const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
-    return k >= 0 ? f[o + k] : dot3(m->axis + 3 * i, f + o);
+    const double *u = m->axis + 3 * i;
+    if (m->jtype[i] == RBG_HELICAL)     /* u . f_a + h u . f_l */
+        return k >= 0 ? f[3 + k] + m->pitch[i] * f[k] : dot3(u, f + 3) + m->pitch[i] * dot3(u, f);
+    return k >= 0 ? f[o + k] : dot3(u, f + o);
 }
 
 /* out[0..nvj) = S_i^T f */
 static inline void S_dot(const rbg_model *RST m, int i, const double *RST f, double *RST out)
 {
-    if (m->jtype[i] == RBG_FREE)
+    if (m->jtype[i] == RBG_FREE) {
         memcpy(out, f, 6 * sizeof(double));
-    else
+    } else if (m->nvj[i] == 3) {
+        for (int k = 0; k < 3; ++k)
+            out[k] = f[s_col3(m->jtype[i], k)];
+    } else {
         out[0] = S_dot1(m, i, f);
+    }
 }
 
-/* U_i = IA_i S_i for a 1-DoF joint (a column of IA_i when the axis is +e_k); returns
- * D_i = S_i^T U_i  (RBDA Table 7.1). */
+/* U_i = IA_i S_i for a 1-DoF joint (a column of IA_i when the axis is +e_k, plus h times
+ * another for a helical joint); returns D_i = S_i^T U_i  (RBDA Table 7.1). */
 static inline double joint_U(const rbg_model *RST m, int i, const double *RST IAi, double *RST Ui)
 {
     const int o = s_offset(m->jtype[i]), k = m->axis_k[i];
+    const double *u = m->axis + 3 * i;
     if (k >= 0) {
         memcpy(Ui, IAi + 6 * (o + k), 6 * sizeof(double));   /* row = column */
     } else {
-        const double *u = m->axis + 3 * i;
         for (int r = 0; r < 6; ++r)
             Ui[r] = IAi[6 * r + o] * u[0] + IAi[6 * r + o + 1] * u[1] + IAi[6 * r + o + 2] * u[2];
     }
+    if (m->jtype[i] == RBG_HELICAL) {
+        /* + IA_i [h u; 0] */
+        const double h = m->pitch[i];
+        for (int r = 0; r < 6; ++r)
+            Ui[r] += h * (k >= 0 ? IAi[6 * k + r]
+                                 : IAi[6 * r] * u[0] + IAi[6 * r + 1] * u[1] + IAi[6 * r + 2] * u[2]);
+    }
     return S_dot1(m, i, Ui);
+}
+
+/* The articulated step of a 3-DoF joint (spherical, planar; RBDA Table 7.1):
+ *   U_i = IA_i S_i (three columns of IA_i),  D_i = S_i^T U_i = L D L^T,
+ *   Ia = IA_i - U_i D_i^-1 U_i^T  (when Ia is not NULL; upper triangle, mirrored).
+ * On return the IA_i block holds U_i (column k at IA_i + 6 k) and D_i's factor (3x3 at
+ * IA_i + 18), as a free joint's holds the factor of its D_i = IA_i (joint_U3, joint_D3).
+ * RBG_ESINGULAR on a non-positive pivot. */
+static inline int joint_step3(const rbg_model *RST m, int i, double *RST IAi, double *RST Ia)
+{
+    const int t = m->jtype[i];
+    double U[18], D[9];
+    for (int k = 0; k < 3; ++k)
+        memcpy(U + 6 * k, IAi + 6 * s_col3(t, k), 6 * sizeof(double));   /* row = column */
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k)
+            D[3 * r + k] = U[6 * k + s_col3(t, r)];
+    if (ldlt_factor(D, 3))
+        return RBG_ESINGULAR;
+    if (Ia) {
+        /* W = D^-1 U^T, column l = D^-1 (row l of U) */
+        double W[18];
+        for (int l = 0; l < 6; ++l) {
+            double *x = W + 3 * l;
+            x[0] = U[l];
+            x[1] = U[6 + l];
+            x[2] = U[12 + l];
+            ldlt_solve(D, 3, x);
+        }
+        for (int r = 0; r < 6; ++r)
+            for (int l = r; l < 6; ++l) {
+                const double *w = W + 3 * l;
+                Ia[6 * r + l] = IAi[6 * r + l] - (U[r] * w[0] + U[6 + r] * w[1] + U[12 + r] * w[2]);
+                Ia[6 * l + r] = Ia[6 * r + l];
+            }
+    }
+    memcpy(IAi, U, sizeof U);
+    memcpy(IAi + 18, D, sizeof D);
+    return RBG_OK;
+}
+
+/* U_i (6x3, column k at + 6 k) and D_i's factor (3x3) of a 3-DoF joint after joint_step3. */
+static inline const double *joint_U3(const double *IAi)
+{
+    return IAi;
+}
+
+static inline const double *joint_D3(const double *IAi)
+{
+    return IAi + 18;
 }
 
 /* Ia = IA_i - U_i D_i^-1 U_i^T in place (symmetric: upper triangle, mirrored). */
@@ -496,7 +629,25 @@ static inline void world_subspace(const rbg_model *RST m, int i, const double *R
         }
         return;
     }
-    /* world axis w = oR u;  revolute J = [p x w; w], prismatic J = [w; 0] */
+    if (m->nvj[i] == 3) {
+        /* column k = oX_i e_c (c = s_col3(k)), w = oR e_(c mod 3):
+           [w; 0] for c < 3, else [p x w; w] */
+        for (int k = 0; k < 3; ++k) {
+            const int c = s_col3(m->jtype[i], k), a = c % 3;
+            const double w[3] = {R[a], R[3 + a], R[6 + a]};
+            double *Jk = Ji + 6 * k;
+            if (c < 3) {
+                Jk[0] = w[0]; Jk[1] = w[1]; Jk[2] = w[2];
+                Jk[3] = Jk[4] = Jk[5] = 0.0;
+            } else {
+                cross3(pw, w, Jk);
+                Jk[3] = w[0]; Jk[4] = w[1]; Jk[5] = w[2];
+            }
+        }
+        return;
+    }
+    /* world axis w = oR u;  revolute J = [p x w; w], prismatic J = [w; 0],
+       helical J = [p x w + h w; w] */
     const int k = m->axis_k[i];
     double w[3];
     if (k >= 0) {
@@ -510,6 +661,9 @@ static inline void world_subspace(const rbg_model *RST m, int i, const double *R
     } else {
         cross3(pw, w, Ji);
         Ji[3] = w[0]; Ji[4] = w[1]; Ji[5] = w[2];
+        if (m->jtype[i] == RBG_HELICAL)
+            for (int e = 0; e < 3; ++e)
+                Ji[e] += m->pitch[i] * w[e];
     }
 }
 
@@ -538,8 +692,9 @@ void rbgi_forward_velocities(const rbg_model *RST m, const double *RST q, const 
 /* The ABA quantities per body (RBDA Table 7.1), laid out in a workspace of
  * RBG_WORK_ABA(nb, nv) doubles: X[12 nb] vel[6 nb] c[6 nb] IA[36 nb] pA[6 nb] U[6 nb]
  * acc[6 nb] Dinv[nb] ud[nv].  For a 1-DoF joint U_i = IA_i S_i, Dinv_i = D_i^-1 and
- * ud holds D_i^-1 u_i; for a free joint (S = 1) IA_i holds the ldlt6_factor of D_i = IA_i
- * and ud the 6 entries IA_i^-1 u_i. */
+ * ud holds D_i^-1 u_i; for a spherical or planar joint the IA_i block holds U_i and the
+ * ldlt_factor of D_i (joint_step3) and ud the 3 entries D_i^-1 u_i; for a free joint
+ * (S = 1) IA_i holds the ldlt_factor of D_i = IA_i and ud the 6 entries IA_i^-1 u_i. */
 typedef struct rbgi_aba {
     double *X, *vel, *c, *IA, *pA, *U, *acc, *Dinv, *ud;
 } rbgi_aba;
@@ -643,13 +798,17 @@ static inline int constant_inertia(const rbg_constraints *RST c, int l)
     return c->body2[l] < 0 || (c->body1[l] < 0 && c->size[l] == 3);
 }
 
-/* out = D_i^-1 S_i^T f (nvj entries): 1/D for a 1-DoF joint, the 6x6 factor for a free one */
+/* out = D_i^-1 S_i^T f (nvj entries): 1/D for a 1-DoF joint, the 3x3 factor of a
+ * spherical or planar joint, the 6x6 factor of a free one */
 static inline void dinv_sT(const rbg_model *RST m, int i, const rbgi_aba *RST w, const double *RST f,
                             double *RST out)
 {
     if (m->jtype[i] == RBG_FREE) {
         memcpy(out, f, 6 * sizeof(double));
-        ldlt6_solve(w->IA + 36 * i, out);
+        ldlt_solve(w->IA + 36 * i, 6, out);
+    } else if (m->nvj[i] == 3) {
+        S_dot(m, i, f, out);
+        ldlt_solve(joint_D3(w->IA + 36 * i), 3, out);
     } else {
         out[0] = w->Dinv[i] * S_dot1(m, i, f);
     }
@@ -663,9 +822,38 @@ static inline void project_to_parent(const rbg_model *RST m, int i, const rbgi_a
     if (m->jtype[i] == RBG_FREE)
         return;
     double t[6];
-    for (int k = 0; k < 6; ++k)
-        t[k] = f[k] - w->U[6 * i + k] * x[0];
+    if (m->nvj[i] == 3) {
+        const double *U = joint_U3(w->IA + 36 * i);
+        for (int k = 0; k < 6; ++k)
+            t[k] = f[k] - (U[k] * x[0] + U[6 + k] * x[1] + U[12 + k] * x[2]);
+    } else {
+        for (int k = 0; k < 6; ++k)
+            t[k] = f[k] - w->U[6 * i + k] * x[0];
+    }
     act_force_add(w->X + 12 * i, t, fp);
+}
+
+/* out = D_i^-1 (u_i - U_i^T a) = (D_i^-1 u_i) - D_i^-1 U_i^T a (nvj entries) for a joint
+ * other than free, D_i^-1 u_i read from ud (RBDA Table 7.1, third loop). */
+static inline void joint_qdd(const rbg_model *RST m, int i, const rbgi_aba *RST w, const double *RST a,
+                             double *RST out)
+{
+    const double *ud = w->ud + m->idx_v[i];
+    if (m->nvj[i] == 3) {
+        const double *U = joint_U3(w->IA + 36 * i);
+        double x[3];
+        for (int k = 0; k < 3; ++k) {
+            const double *Uk = U + 6 * k;
+            x[k] = Uk[0] * a[0] + Uk[1] * a[1] + Uk[2] * a[2] + Uk[3] * a[3] + Uk[4] * a[4] + Uk[5] * a[5];
+        }
+        ldlt_solve(joint_D3(w->IA + 36 * i), 3, x);
+        for (int k = 0; k < 3; ++k)
+            out[k] = ud[k] - x[k];
+    } else {
+        const double *Ui = w->U + 6 * i;
+        out[0] = ud[0] - w->Dinv[i] * (Ui[0] * a[0] + Ui[1] * a[1] + Ui[2] * a[2]
+                                       + Ui[3] * a[3] + Ui[4] * a[4] + Ui[5] * a[5]);
+    }
 }
 
 /* In place H = L^T D L over the pattern (ptr, idx) of rbg_constraints, eliminating rows

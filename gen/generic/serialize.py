@@ -9,12 +9,16 @@ field          C type    contents
 nbodies        int       number of moving bodies (joints)
 nq, nv         int       configuration / velocity dimensions
 parent         int[nb]   parent body, -1 for the world, ``parent[i] < i``
-jtype          int[nb]   RBG_REVOLUTE 0, RBG_REVOLUTE_UNB 1, RBG_PRISMATIC 2, RBG_FREE 3
-axis_k         int[nb]   k if the axis is exactly +e_k, else -1 (always -1 for free)
+jtype          int[nb]   RBG_REVOLUTE 0, RBG_REVOLUTE_UNB 1, RBG_PRISMATIC 2, RBG_FREE 3,
+                         RBG_SPHERICAL 4, RBG_PLANAR 5, RBG_HELICAL 6 (:data:`JOINT_CODES`)
+axis_k         int[nb]   k if the axis is exactly +e_k, else -1 (always -1 for free,
+                         spherical and planar)
 idx_q, idx_v   int[nb]   first q / v coordinate of the joint
-nvj            int[nb]   velocity dimension of the joint (1 or 6)
+nvj            int[nb]   velocity dimension of the joint (1, 3 or 6)
 dof_parent     int[nv]   Featherstone 2005's λ over dofs (:meth:`Model.dof_parents`)
-axis           double[3 nb]   unit joint axis in the joint frame (0 for free)
+axis           double[3 nb]   unit joint axis in the joint frame (0 for free, spherical
+                              and planar)
+pitch          double[nb]     a helical joint's ``Body.pitch`` (0 for other kinds)
 plc_R          double[9 nb]   placement rotation, row-major (parent <- joint, q neutral)
 plc_p          double[3 nb]   placement translation
 inertia        double[10 nb]  m, m c (3), I_O = inertia about the body origin, packed
@@ -55,7 +59,10 @@ from ..constraints import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
 
-JOINT_CODES = {"revolute": 0, "revolute_unb": 1, "prismatic": 2, "free": 3}
+JOINT_CODES = {"revolute": 0, "revolute_unb": 1, "prismatic": 2, "free": 3, "spherical": 4, "planar": 5,
+               "helical": 6}
+#: kinds whose ``axis`` the C does not read (stored as 0, ``axis_k = -1``)
+NO_AXIS = ("free", "spherical", "planar")
 
 # (field, C element type, length as a function of (nbodies, nv)); order = struct order.
 STRUCT_FIELDS = [
@@ -70,6 +77,7 @@ STRUCT_FIELDS = [
     ("nvj", "int", lambda nb, nv: nb),
     ("dof_parent", "int", lambda nb, nv: nv),
     ("axis", "double", lambda nb, nv: 3 * nb),
+    ("pitch", "double", lambda nb, nv: nb),
     ("plc_R", "double", lambda nb, nv: 9 * nb),
     ("plc_p", "double", lambda nb, nv: 3 * nb),
     ("inertia", "double", lambda nb, nv: 10 * nb),
@@ -125,6 +133,7 @@ class ModelArrays:
     nvj: np.ndarray
     dof_parent: np.ndarray
     axis: np.ndarray
+    pitch: np.ndarray
     plc_R: np.ndarray
     plc_p: np.ndarray
     inertia: np.ndarray
@@ -148,14 +157,10 @@ def inertia_params(inertia) -> np.ndarray:
 
 
 def serialize(model: Model) -> ModelArrays:
-    """The struct arrays of ``model``.  The generic C implements the joint kinds of
-    :data:`JOINT_CODES` only; a model with another kind (spherical, planar, helical) or
-    a mimic joint is refused."""
+    """The struct arrays of ``model``.  The generic C implements every joint kind of
+    :data:`gen.model.JOINT_KINDS` (:data:`JOINT_CODES`); a model with a mimic joint is
+    refused."""
     bodies = model.bodies
-    other = [b for b in bodies if b.kind not in JOINT_CODES]
-    if other:
-        raise RbdgenError(f"{model.name}: the generic C library has no '{other[0].kind}' joint "
-                          f"(joint '{other[0].name}'); the specialized C (gen.build) supports it")
     mimic = [b for b in bodies if b.mimic is not None]
     if mimic:
         raise RbdgenError(f"{model.name}: the generic C library has no mimic joints (joint '{mimic[0].name}'); "
@@ -163,17 +168,18 @@ def serialize(model: Model) -> ModelArrays:
     ints = lambda xs: np.ascontiguousarray(xs, dtype=np.intc)
     flat = lambda xs, n: np.ascontiguousarray(np.reshape(xs, (len(bodies) * n,)) if bodies else np.zeros(0),
                                               dtype=np.float64)
-    axes = [np.zeros(3) if b.kind == "free" else np.asarray(b.axis, dtype=float) for b in bodies]
+    axes = [np.zeros(3) if b.kind in NO_AXIS else np.asarray(b.axis, dtype=float) for b in bodies]
     return ModelArrays(
         name=model.name, nbodies=len(bodies), nq=model.nq, nv=model.nv,
         parent=ints([b.parent for b in bodies]),
         jtype=ints([JOINT_CODES[b.kind] for b in bodies]),
-        axis_k=ints([-1 if b.kind == "free" else _axis_k(a) for b, a in zip(bodies, axes)]),
+        axis_k=ints([-1 if b.kind in NO_AXIS else _axis_k(a) for b, a in zip(bodies, axes)]),
         idx_q=ints([b.idx_q for b in bodies]),
         idx_v=ints([b.idx_v for b in bodies]),
         nvj=ints([b.nv for b in bodies]),
         dof_parent=ints(model.dof_parents()),
         axis=flat(axes, 3),
+        pitch=flat([float(b.pitch) if b.kind == "helical" else 0.0 for b in bodies], 1),
         plc_R=flat([np.asarray(b.placement.R, dtype=float) for b in bodies], 9),
         plc_p=flat([np.asarray(b.placement.p, dtype=float) for b in bodies], 3),
         inertia=flat([inertia_params(b.inertia) for b in bodies], 10),
@@ -303,7 +309,7 @@ def model_to_c(model: Model, name: str | None = None) -> str:
     if not _IDENT.match(name):
         raise RbdgenError(f"model_to_c: '{name}' is not a C identifier")
     a = serialize(model)
-    per_body = {"axis": 3, "plc_R": 9, "plc_p": 3, "inertia": 10}
+    per_body = {"axis": 3, "pitch": 8, "plc_R": 9, "plc_p": 3, "inertia": 10}
     out = [f"/* rbg_model for robot '{model.name}' (nq = {a.nq}, nv = {a.nv}, nbodies = {a.nbodies}).\n"
            f" * generated by rbdgen (gen.generic.serialize.model_to_c) -- do not edit.\n"
            f" * inertia: per body m, m c (3), I about the body origin (xx xy xz yy yz zz). */\n"
