@@ -387,7 +387,11 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         reason = adam_peer.unavailable(model, algo)
         if reason is None:
             say(f"ADAM's {algo.adam_peer} of {model.name} (adam-robotics, CasADi)")
-            adam_fn = adam_peer.function(model, algo, f"adam_{algorithm}")
+            try:
+                adam_fn = adam_peer.function(model, algo, f"adam_{algorithm}")
+            except Exception as e:        # noqa: BLE001 - a third-party library's failure is a skip reason
+                reason = f"ADAM failed on {model.name}: {' '.join(str(e).split())[:200]}"
+        if adam_fn is not None:
             impls.append({"name": "adam", "key": "adam", "kind": "adam", "work_size": None, "colmajor": True,
                           "quantity": algo.adam_peer, "ops": sum(count_function(adam_fn).values())})
         else:
