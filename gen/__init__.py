@@ -8,7 +8,7 @@ from .choose import (  # gen.run / gen.opcount, accepting -a auto, auto_osim (ge
     opcount,
     run,
 )
-from .constraints import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (DESIGN §4)
+from .constraint_spec import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (DESIGN §4)
 from .errors import RbdgenError
 from .robots import load_robot
 from .version import __version__

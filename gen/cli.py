@@ -35,7 +35,7 @@ from .backend import NUMPY
 from .bench.cli import add_parser as add_bench_parser
 from .build import build
 from .choose import AUTO, choose, is_auto
-from .constraints import parse_constraints
+from .constraint_spec import parse_constraints
 from .emit import timed
 from .errors import RbdgenError
 from .robots import load_robot

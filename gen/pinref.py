@@ -52,7 +52,7 @@ import functools
 import numpy as np
 
 from .algorithms import ALGORITHMS
-from .constraints import as_constraint_set
+from .constraint_spec import as_constraint_set
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot

@@ -32,7 +32,7 @@ from opcount.api import opcount
 from .algorithms import ALGORITHMS as REGISTRY
 from .algorithms import in_report
 from .bench.harness import benchmark
-from .constraints import parse_constraints
+from .constraint_spec import parse_constraints
 from .errors import RbdgenError
 from .robots import load_robot
 

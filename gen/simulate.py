@@ -77,7 +77,8 @@ from .api import run
 from .backend import NUMPY, SXBackend
 from .bench.harness import machine_info
 from .build import build, cache_dir, compile_cached, compile_flags
-from .constraints import log3, log6, parse_constraints
+from .constraint_spec import parse_constraints
+from .constraints import log3, log6
 from .emit import STAMP, _casadi_code, _environment, inert_text, sanitize, timed, write
 from .errors import RbdgenError
 from .kinematics import body_placements, frame_placement

@@ -151,7 +151,7 @@ def test_constrained_shim_equals_pin_python():
     harness, and the shim's (ddq, lambda) equal pin's Python constraintDynamics with the
     same settings."""
     from gen.algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
     from gen.pinref import pin_model
 
     model = gen.load_robot("solo12")
@@ -184,7 +184,7 @@ def test_harness_constrained_generic_ur5(algorithm):
     """A proximal solver on ur5 6D:tool0, specialised vs generic C: the program embeds the
     constraint set, the generic C agrees with the specialised C and with NumPy on every
     state, and the md / csv / json reports are well formed."""
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
 
     model = gen.load_robot("ur5")
     cset = parse_constraints(model, "6D:tool0")
@@ -227,7 +227,7 @@ def test_harness_delassus_generic(robot, algorithm, spec):
     """A Delassus algorithm (input q, output m x m), specialised vs generic C (caba_osimf:
     rbg_caba_osim): the generic C agrees with the specialised C and NumPy on every state
     and the report is well formed."""
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
 
     model = gen.load_robot(robot)
     cset = parse_constraints(model, spec)
@@ -260,7 +260,7 @@ def test_damped_delassus_inverse_vs_pinocchio():
     damped inverse by LTL-OSIM, and the report is well formed.  (pin's Python binding of
     computeDampedDelassusMatrixInverse cannot serve as the reference: without a binding of
     initPvDelassus it returns 1/mu on the diagonal and zeros elsewhere in pin 4.1.)"""
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
 
     model = gen.load_robot("solo12")
     cset = parse_constraints(model, FEET)
@@ -294,7 +294,7 @@ def test_harness_events_generic_solo12(algorithm, spec, opts):
     the generic C agrees with the specialised C and NumPy on every state (same iteration
     counts), and the md / csv / json reports are well formed."""
     from gen.algorithms import ALGORITHMS
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
 
     model = gen.load_robot("solo12")
     cset = parse_constraints(model, spec)
@@ -355,7 +355,7 @@ def test_impulse_vs_pinocchio():
     iteration (Pinocchio at the kernel's mu) the shim's (v_plus, impulse) equal pin's
     Python impulseDynamics with the same settings and restitution; with a tolerance the
     converged map agrees with Pinocchio's exact solve."""
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
     from gen.pinref import pin_model, rigid_constraints
 
     model = gen.load_robot("solo12")

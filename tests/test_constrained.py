@@ -29,7 +29,8 @@ from gen import RbdgenError
 from gen.algorithms import ALGORITHMS
 from gen.algorithms.aba import aba
 from gen.backend import NUMPY
-from gen.constraints import ConstraintSet, parse_constraints
+from gen.constraint_spec import parse_constraints
+from gen.constraints import ConstraintSet
 from gen.robots.synthetic import bintree, fourbar, humanoid30
 from gen.trace import trace
 

@@ -12,7 +12,7 @@ from gen import pinref
 from gen.algorithms import ALGORITHMS
 from gen.backend import NUMPY
 from gen.configuration import integrate
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.trace import trace
 from opcount.constrained import CONSTRAINED_SETS
 

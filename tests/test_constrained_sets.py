@@ -35,7 +35,8 @@ from test_constraints import named, pin_constraint_dynamics
 import gen
 from gen.algorithms.aba import aba
 from gen.backend import NUMPY
-from gen.constraints import ConstraintSet, parse_constraints
+from gen.constraint_spec import parse_constraints
+from gen.constraints import ConstraintSet
 
 SETS = [("panda", "3D:panda_hand_tcp"),
         ("panda", "6D:panda_hand_tcp"),

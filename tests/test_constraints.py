@@ -14,7 +14,8 @@ from random_trees import random_rotation, random_tree
 import gen
 from gen import RbdgenError
 from gen.backend import NUMPY, SXBackend
-from gen.constraints import ConstraintSet, log6, parse_constraints
+from gen.constraint_spec import parse_constraints
+from gen.constraints import ConstraintSet, log6
 from gen.model import SE3, Frame, Model
 from gen.robots.synthetic import fourbar, humanoid30
 

@@ -29,7 +29,7 @@ from test_emit import needs_cc
 
 import gen
 from gen.backend import NUMPY
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.errors import RbdgenError
 from gen.robots.synthetic import humanoid30
 

@@ -29,7 +29,7 @@ import gen
 from gen import RbdgenError
 from gen.algorithms import ALGORITHMS
 from gen.backend import NUMPY
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.model import SE3, Body, Frame, Inertia, Model
 from gen.robots.synthetic import humanoid30
 from gen.trace import trace

@@ -20,7 +20,8 @@ from test_emit import needs_cc, standalone_program
 
 import gen
 from gen import RbdgenError
-from gen.constraints import ConstraintSet, parse_constraints
+from gen.constraint_spec import parse_constraints
+from gen.constraints import ConstraintSet
 from gen.emit import emit
 from gen.trace import trace, trace_driver
 

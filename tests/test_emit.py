@@ -235,7 +235,7 @@ def test_two_kernels_link_into_one_program(tmp_path):
 
 def test_every_registered_input_and_output_is_documented_in_the_header():
     from gen.algorithms import ALGORITHMS
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
     from gen.robots.synthetic import humanoid30
 
     model = humanoid30()

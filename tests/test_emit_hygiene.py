@@ -11,7 +11,7 @@ from test_urdf import joint, link, robot, write
 
 import gen
 from gen.cli import main
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.emit import emit, inert_text
 
 EVIL = "evil */ #error injected /*"

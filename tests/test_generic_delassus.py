@@ -26,7 +26,7 @@ from test_constraints import HUMANOID_CONTACTS, loop_tree
 
 import gen
 from gen.algorithms import ALGORITHMS as ROWS
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.errors import RbdgenError
 from gen.generic import (
     INCLUDE_DIR,

@@ -35,7 +35,7 @@ from test_unilateral import CASES
 import gen
 from gen.algorithms.prox_ltl import kkt_pattern
 from gen.backend import NUMPY
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.errors import RbdgenError
 from gen.generic import (
     INCLUDE_DIR,

@@ -23,7 +23,8 @@ import gen
 from gen import RbdgenError
 from gen.algorithms import ALGORITHMS
 from gen.backend import NUMPY
-from gen.constraints import ConstraintSet, parse_constraints
+from gen.constraint_spec import parse_constraints
+from gen.constraints import ConstraintSet
 from gen.trace import trace, trace_driver
 
 MU = 1e-4

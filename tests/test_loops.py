@@ -18,7 +18,7 @@ from test_impact import pinv_impact
 
 import gen
 from gen import RbdgenError
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.pinref import pin_model, reference
 from gen.trace import trace
 from opcount.constrained import LOOP_SETS

@@ -119,7 +119,7 @@ def test_committed_constrained_json_is_current(name, tmp_path):
 def test_committed_constrained_reports_cover_every_set_and_add_up():
     """Every set has its json and md, matches its definition, and its counts partition:
     classes and phases sum to the total for every solver and K; more iterations cost more."""
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
     from opcount.constrained import (
         CONSTRAINED_DIR,
         ITERATIONS,

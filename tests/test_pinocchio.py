@@ -15,7 +15,7 @@ import gen  # noqa: E402
 from gen import RbdgenError, pinref  # noqa: E402
 from gen.algorithms import ALGORITHMS  # noqa: E402
 from gen.backend import NUMPY  # noqa: E402
-from gen.constraints import parse_constraints  # noqa: E402
+from gen.constraint_spec import parse_constraints  # noqa: E402
 from gen.kinematics import (  # noqa: E402
     classical_drift,
     frame_jacobian,

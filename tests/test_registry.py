@@ -18,7 +18,7 @@ import pytest
 import gen
 from gen.algorithms import ALGORITHMS
 from gen.algorithms.registry import COMMON_DOCS, FAMILIES, REPORTS
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,6 +29,7 @@ STAGES = [
     ("gen.spatial", "gen.urdf", "gen.mjcf", "gen.robots"),
     ("gen.kinematics",),
     ("gen.constraints",),
+    ("gen.constraint_spec",),
     ("gen.algorithms", "gen.configuration"),
     ("gen.api",),
     ("gen.trace",),

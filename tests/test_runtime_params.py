@@ -25,7 +25,7 @@ import gen
 from gen import RbdgenError
 from gen.algorithms import ALGORITHMS, ALM_FLOOR, of_family
 from gen.cli import main
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.emit import emit
 
 #: the rows that take run-time parameters, from the registry

@@ -200,7 +200,7 @@ def test_fourbar_loop_closure_matches_kane(fourbar_case, Kp, Kd):
     """ddq, lam (tip LOCAL axes; its z row is void, lam_z = 0, the minimum-norm/proximal
     choice) and the generalized constraint force J^T lam, converged, for all four
     solvers, against the sympy KKT solve; open-loop random states and closed ones."""
-    from gen.constraints import parse_constraints
+    from gen.constraint_spec import parse_constraints
 
     model, (oracle, jacobian) = fourbar_case
     cset = parse_constraints(model, "3D:tip~anchor", Kp=Kp, Kd=Kd)

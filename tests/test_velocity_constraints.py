@@ -14,7 +14,7 @@ from test_constraints import (
 import gen
 from gen import RbdgenError
 from gen.backend import NUMPY
-from gen.constraints import parse_constraints
+from gen.constraint_spec import parse_constraints
 from gen.robots.synthetic import humanoid30
 
 KIN_TOL = 1e-11          # a_c* vs Pinocchio / vs the formula (relative)

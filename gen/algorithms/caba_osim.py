@@ -72,15 +72,15 @@ from ..kinematics import forward_velocities, qslice, subspaces
 from ..model import Model
 from ..spatial import act_force, inertia_matrix, inertia_to_parent
 from .aba import articulated_inertia, null_axis
-from .delassus import damping, delassus_set
-from .dense import ldlt_factor
-from .proximal import (
-    DEFAULT_MU,
+from .articulated import (
     constant_constraint_inertia,
     dsolve,
     project_force,
     supporting_bodies,
 )
+from .delassus import damping, delassus_set
+from .dense import ldlt_factor
+from .proximal import DEFAULT_MU
 
 
 def caba_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
@@ -303,7 +303,7 @@ def span(node: Node, cons, e) -> slice:
 
 
 def quadratic_form(Dfac, Q, be):
-    """``Q^T D^-1 Q`` from the factor of D (:func:`proximal.joint_terms`' convention): for a
+    """``Q^T D^-1 Q`` from the factor of D (:func:`articulated.joint_terms`' convention): for a
     multi-DoF joint ``D = L diag(d) L^T`` gives ``Y^T diag(1/d) Y`` with ``Y = L^-1 Q``,
     half of an LDL^T solve per column."""
     if not isinstance(Dfac, tuple):

@@ -36,18 +36,9 @@ from typing import NamedTuple
 
 from ..model import Model
 from ..spatial import act_force
+from .articulated import backward_pass, dsolve, forward_pass, rollout, supporting_bodies
 from .loops import Couplings
-from .proximal import (
-    ALM_CONVERGED_MU,
-    Iterate,
-    ProximalSolver,
-    backward_pass,
-    column,
-    dsolve,
-    forward_pass,
-    rollout,
-    supporting_bodies,
-)
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column
 
 
 class Plan(NamedTuple):
@@ -61,7 +52,7 @@ class Plan(NamedTuple):
 class Const(NamedTuple):
     """What every constrainedABA iteration reads."""
 
-    art: object         # proximal.Articulated after the augmented sweep
+    art: object         # articulated.Articulated after the augmented sweep
     K: list             # per constraint: its terms' K (size x 6)
     k: list             # per constraint (size x 1)
     coupled: dict       # loops.Couplings.coupled: body -> [(j, C_ji S, D^-1 S^T C_ji^T)]

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints import ConstraintSet, as_constraint_set
+from ..constraint_spec import as_constraint_set
+
+from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model
 from ..spatial import ang, cross3, lin

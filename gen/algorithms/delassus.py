@@ -32,7 +32,9 @@ not be empty.
 """
 from __future__ import annotations
 
-from ..constraints import ConstraintSet, as_constraint_set
+from ..constraint_spec import as_constraint_set
+
+from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model
 from .crba import crba

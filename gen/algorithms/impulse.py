@@ -55,23 +55,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..constraints import as_constraint_set
+from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..kinematics import forward_velocities, subspaces
 from ..model import Model
 from ..spatial import inertia_matrix
-from .constrained_aba import Const as CabaConst
-from .constrained_aba import Plan, State, augment
-from .constrained_aba import step as caba_step
-from .proximal import (
-    ALM_CONVERGED_MU,
+from .articulated import (
     Articulated,
     ConstraintRow,
-    Iterate,
-    ProximalSolver,
     constant_constraint_inertia,
     supporting_bodies,
 )
+from .constrained_aba import Const as CabaConst
+from .constrained_aba import Plan, State, augment
+from .constrained_aba import step as caba_step
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver
 
 
 class Const(NamedTuple):

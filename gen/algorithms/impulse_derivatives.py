@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints import as_constraint_set
+from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
 from .constrained_derivatives import (

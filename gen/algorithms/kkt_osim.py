@@ -28,7 +28,8 @@ from ..model import Model
 from .crba import crba
 from .delassus import damping, delassus_set, inverse_from_lower
 from .prox_ltl import kkt_pattern
-from .proximal import DEFAULT_MU, fill_pattern, ldl_eliminate, ldl_factor
+from .proximal import DEFAULT_MU
+from .sparse_ldl import fill_pattern, ldl_eliminate, ldl_factor
 
 
 def kkt_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):

@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..kinematics import gravity_acceleration
 from ..model import Model
 from ..spatial import act_force, inv_motion
-from .proximal import dsolve
+from .articulated import dsolve
 
 
 def to_parent(X, C, be):
@@ -54,7 +54,7 @@ class Couplings:
         self.C[(a, b)] = C if (a, b) not in self.C else self.C[(a, b)] + C
 
     def eliminate(self, model: Model, i: int, art, be) -> None:
-        """Body i's couplings after its joint terms (``art``: proximal.Articulated) and
+        """Body i's couplings after its joint terms (``art``: articulated.Articulated) and
         its ABA propagation to the parent: the module docstring's updates."""
         nbrs = sorted(j for (j, k) in self.C if k == i)
         if not nbrs:

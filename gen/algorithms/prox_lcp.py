@@ -62,15 +62,9 @@ from typing import NamedTuple
 from ..model import Model
 from .crba import crba
 from .prox_ltl import kkt_factor
-from .proximal import (
-    Iterate,
-    ProximalSolver,
-    Unmarked,
-    column,
-    ldl_backward,
-    ldl_forward,
-)
+from .proximal import Iterate, ProximalSolver, Unmarked, column
 from .rnea import nle
+from .sparse_ldl import ldl_backward, ldl_forward
 
 
 class Plan(NamedTuple):

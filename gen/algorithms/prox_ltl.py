@@ -21,7 +21,7 @@ joint rows of the factor, which are M's own LTDL factor; ``delassus``: the const
 rows) and step (one solve; loop state ``lam_{k-1}``), see :class:`proximal.ProximalSolver`.
 
 The sparsity pattern, fill-in included, is computed at trace time from the tree and the
-constraint supports (:func:`proximal.fill_pattern`), so loop closures between two moving
+constraint supports (:func:`sparse_ldl.fill_pattern`), so loop closures between two moving
 bodies are handled too.  Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1),
 iterations (1,1), residual (1,1).  ``mu`` is Pinocchio's damping (default 1e-6; Sathya's
 penalty 1/mu); see :mod:`gen.algorithms.proximal` for the options and the stopping test.
@@ -32,17 +32,9 @@ from typing import NamedTuple
 
 from ..model import Model
 from .crba import crba
-from .proximal import (
-    Iterate,
-    ProximalSolver,
-    Unmarked,
-    column,
-    fill_pattern,
-    ldl_factor,
-    ldl_solve,
-    tree_lower,
-)
+from .proximal import Iterate, ProximalSolver, Unmarked, column
 from .rnea import nle
+from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower
 
 
 class Const(NamedTuple):

@@ -34,20 +34,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ..model import Inertia, Model
+from .articulated import constant_constraint_inertia
 from .crba import crba
-from .proximal import (
-    ALM_CONVERGED_MU,
-    Iterate,
-    ProximalSolver,
-    Unmarked,
-    column,
-    constant_constraint_inertia,
-    fill_pattern,
-    ldl_factor,
-    ldl_solve,
-    tree_lower,
-)
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, Unmarked, column
 from .rnea import nle
+from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower
 
 
 class Const(NamedTuple):

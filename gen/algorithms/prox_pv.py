@@ -40,19 +40,9 @@ from typing import NamedTuple
 from ..kinematics import gravity_acceleration
 from ..model import Model
 from ..spatial import act_force
-from .proximal import (
-    Iterate,
-    ProximalSolver,
-    backward_pass,
-    column,
-    dsolve,
-    fill_pattern,
-    forward_pass,
-    ldl_factor,
-    ldl_solve,
-    rollout,
-    supporting_bodies,
-)
+from .articulated import backward_pass, dsolve, forward_pass, rollout, supporting_bodies
+from .proximal import Iterate, ProximalSolver, column
+from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve
 
 
 class Plan(NamedTuple):
@@ -66,7 +56,7 @@ class Plan(NamedTuple):
 class Const(NamedTuple):
     """What every proxPV iteration (and the final roll-out) reads."""
 
-    art: object         # proximal.Articulated after the backward sweep
+    art: object         # articulated.Articulated after the backward sweep
     K: list             # per constraint: its terms' K (size x 6)
     dinv: list          # 1/D of L_0 + rho = L^T D L
     L: dict             # L over the pattern

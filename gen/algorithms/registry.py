@@ -14,7 +14,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..constraints import ConstraintSet, as_constraint_set, parse_constraints
+from ..constraint_spec import as_constraint_set, parse_constraints
+
+from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model
 

@@ -42,7 +42,7 @@ from ..algorithms import ALGORITHMS
 from ..algorithms.delassus import delassus_set
 from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
 from ..build import compile_cached
-from ..constraints import as_constraint_set
+from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
 from .serialize import (

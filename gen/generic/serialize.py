@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms import ALGORITHMS
-from ..constraints import as_constraint_set
+from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..model import Model
 

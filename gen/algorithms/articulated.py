@@ -1,0 +1,203 @@
+"""The articulated-body pieces shared by constrainedABA, proxPV, the impact map and
+cABA-OSIM (Featherstone 2008 Table 7.1 in LOCAL frames; Sathya 2024 Alg. 1 and 4): the
+forward pass with the constraint rows in maximal coordinates (:class:`ConstraintRow`,
+Sathya 2024 eq. 20c), the backward sweep of joint terms and articulated inertias, the
+roll-out, and the constant constraint inertia of eq. 24.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..constraints import ConstraintSet
+from ..kinematics import (
+    forward_velocities,
+    gravity_acceleration,
+    qslice,
+    subspaces,
+    vslice,
+)
+from ..model import Model, skew
+from ..portable import matmul
+from ..spatial import (
+    act_force,
+    cross_force,
+    inertia_matrix,
+    inertia_to_parent,
+    inv_motion,
+)
+from .aba import articulated_inertia, null_axis
+from .dense import ldlt_factor, ldlt_solve
+
+
+class Articulated(NamedTuple):
+    """Per-body lists of the articulated-body sweeps: motion subspaces ``S``, ``Xup``,
+    ``c``, articulated inertias ``IA`` and bias forces ``pA`` (as propagated), ``U``, the
+    factor ``Dfac`` of ``D``, ``D^-1 u`` and ``D^-1 U^T`` (:func:`joint_terms`)."""
+
+    S: list
+    Xup: list
+    c: list
+    IA: list
+    pA: list
+    U: list
+    Dfac: list
+    Dinv_u: list
+    Dinv_Ut: list
+
+
+def forward_pass(model: Model, q, v, prox, be):
+    """Sathya 2024 Alg. 1 line 1-4 (Alg. 4 line 4): ``Xup``, ``v``, ``c``, ``IA_i = I_i``,
+    ``pA_i = v_i x* I_i v_i``, and the constraint rows (:func:`constraint_rows`).  Phase
+    ``kinematics``.  Returns (Articulated with the sweep lists still empty, rows)."""
+    nb = model.nbodies
+    S = subspaces(model, be)
+    Xup, vel, c = forward_velocities(model, q, v, S, be)
+    cons = constraint_rows(model, prox.cset, prox.rho, q, v, (Xup, vel, c), be) if prox.cset.m else []
+    IA, pA = [], []
+    for i, b in enumerate(model.bodies):
+        I = inertia_matrix(b.inertia, be)
+        IA.append(I)
+        pA.append(cross_force(vel[i], I @ vel[i], be))
+    be.mark("kinematics", *c, *pA, *[row.k for row in cons])
+    return Articulated(S, Xup, c, IA, pA, [None] * nb, [None] * nb, [None] * nb, [None] * nb), cons
+
+
+def backward_pass(model: Model, q, tau, art: Articulated, be, visit=None) -> None:
+    """Sathya 2024 Alg. 1 lines 5-8 (Alg. 4 lines 5-8), in place on ``art``: the joint
+    terms of every body, leaves to root, and the inertia and bias force it passes to its
+    parent; ``visit(i)`` runs after body ``i`` (proxPV folds its constraints there).
+    Phase ``factorisation``."""
+    for i in reversed(range(model.nbodies)):
+        art.U[i], art.Dfac[i], art.Dinv_u[i], art.Dinv_Ut[i] = joint_terms(model, i, art.S, art.IA, art.pA, tau, be)
+        if model.bodies[i].parent != -1:
+            propagate_inertia(model, i, q, art.Xup, art.c, art.IA, art.pA, art.U[i], art.Dinv_u[i],
+                              art.Dinv_Ut[i], be)
+        if visit is not None:
+            visit(i)
+    be.mark("factorisation", *art.U, *art.Dinv_u, *art.Dinv_Ut)
+
+
+def rollout(model: Model, bodies, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be, coupled=None):
+    """``a' = X^-1 a_parent + c``, ``ddq_i = D^-1 u_i - D^-1 U^T a'``, ``a_i = a' + S ddq_i``
+    for the listed bodies (ascending), ``a_0 = -g``.  ``coupled[i]``: the loop couplings
+    of body i at its elimination, ``(j, C_ji S_i, D^-1 S_i^T C_ji^T)`` with ``j < i``
+    (:mod:`gen.algorithms.loops`), adding ``- D^-1 S^T C_ji^T a_j`` to ``ddq_i``."""
+    a0 = gravity_acceleration(model, be)
+    for i in bodies:
+        p = model.bodies[i].parent
+        a = inv_motion(Xup[i], a0 if p == -1 else acc[p], be) + c[i]
+        ddq[i] = Dinv_u[i] - Dinv_Ut[i] @ a
+        for j, _, MD in (coupled or {}).get(i, ()):
+            ddq[i] = ddq[i] - MD @ acc[j]
+        acc[i] = a + S[i] @ ddq[i]
+
+
+class ConstraintRow(NamedTuple):
+    """One constraint in maximal coordinates (Sathya 2024 eq. 20c): ``sum_t K_t a_t = k``
+    over its terms ``(body, K_t)`` (one for a constraint to the world, two for a loop
+    between moving bodies), ``a_t`` the body's gravity-offset LOCAL acceleration."""
+
+    con: object         # the Constraint
+    terms: list         # [(body, K (size x 6))]
+    k: object           # size x 1: K a0 + a_rest
+    w: float            # the penalty 1/rho of its rows
+    inertia: object     # the constant w K^T K of an anchored constraint (eq. 24), or None
+
+
+def constraint_rows(model: Model, cset, rho, q, v, kin, be) -> list[ConstraintRow]:
+    """Per constraint its :class:`ConstraintRow`, with ``k = sum_t K_t a0_t + a_rest``
+    the desired (gravity-offset) acceleration component; a loop whose two frames are on
+    one body has the single term ``K_1 + K_2``."""
+    ev = cset.evaluate(model, q, v, be=be, kin=kin, jacobian=False, drift=False)
+    Xup = kin[0]
+    grav = body_gravity(model, Xup, [b for terms in ev.terms for b, _ in terms], be)
+    out = []
+    for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
+        merged: dict[int, object] = {}
+        for body, K in terms:
+            merged[body] = K if body not in merged else merged[body] + K
+        r0 = cset.offsets[ci]
+        w = 1.0 / rho[r0]
+        k = ev.a_rest[r0:r0 + con.size, 0:1]
+        for body, K in merged.items():
+            k = K @ grav[body] + k
+        const = constant_constraint_inertia(con, w)
+        out.append(ConstraintRow(con, list(merged.items()), k, w, None if const is None else const[1]))
+    return out
+
+
+def joint_terms(model: Model, i: int, S, IA, pA, tau, be):
+    """``U = IA S``, the factor of ``D = S^T U`` (``1/D`` for a 1-DoF joint, an unrolled
+    LDL^T otherwise), ``D^-1 u`` and ``D^-1 U^T`` with ``u = tau_i - S^T pA``."""
+    U = IA[i] @ S[i]
+    D = S[i].T @ U
+    u = vslice(model, i, tau) - S[i].T @ pA[i]
+    Dfac = be.reciprocal(D[0, 0]) if model.bodies[i].nv == 1 else ldlt_factor(D, be)
+    return U, Dfac, dsolve(Dfac, u, be), dsolve(Dfac, U.T, be)
+
+
+def dsolve(Dfac, x, be):
+    """``D^-1 x`` from :func:`joint_terms`' factor."""
+    return x * Dfac if not isinstance(Dfac, tuple) else ldlt_solve(Dfac, x, be)
+
+
+def propagate_inertia(model: Model, i: int, q, Xup, c, IA, pA, U, Dinv_u, Dinv_Ut, be):
+    """``IA_p += X^* Ia X^-1`` with ``Ia = IA - U D^-1 U^T`` and
+    ``pA_p += X^* (pA + Ia c + U D^-1 u)`` (Featherstone 2008 Table 7.1)."""
+    b = model.bodies[i]
+    Ia = articulated_inertia(IA[i], U, Dinv_Ut, null_axis(b), be)
+    pa = pA[i] + Ia @ c[i] + U @ Dinv_u
+    IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
+    pA[b.parent] = pA[b.parent] + act_force(Xup[i], pa, be)
+
+
+def project_force(U, Dinv_Ut, S, f):
+    """``P f = f - U D^-1 S^T f`` (Sathya 2024 eq. 38: the part of a force on body i
+    that its parent feels through the articulated joint)."""
+    return f - Dinv_Ut.T @ (S.T @ f)
+
+
+def body_gravity(model: Model, Xup, bodies, be) -> dict:
+    """The world's gravity offset ``a_0 = -g`` seen in the LOCAL frame of each listed body
+    (and its ancestors): ``g_i = Xup_i^-1 g_parent``; angular part zero."""
+    a0 = gravity_acceleration(model, be)
+    g: dict[int, object] = {}
+
+    def get(i):
+        if i not in g:
+            p = model.bodies[i].parent
+            g[i] = inv_motion(Xup[i], a0 if p == -1 else get(p), be)
+        return g[i]
+
+    for b in bodies:
+        get(b)
+    return g
+
+
+def supporting_bodies(model: Model, cset: ConstraintSet) -> list[int]:
+    """``S_E`` of Sathya 2024: bodies supporting at least one constraint, ascending."""
+    out = set()
+    for con in cset.constraints:
+        for b in (con.body1, con.body2):
+            if b >= 0:
+                out.update(model.ancestors(b))
+    return sorted(out)
+
+
+def constant_constraint_inertia(con, w: float):
+    """``w K^T K`` as a constant 6x6 matrix when it is one (Sathya 2024 eq. 24): for a
+    frame held by the world it is a point mass ``w`` at the frame origin, plus the
+    rotational inertia ``w I`` for 6D (independent of the frame's orientation);
+    returns (body, matrix), or None when it depends on q (a loop between two moving
+    bodies, a 6D constraint whose frame A is the world)."""
+    if con.body2 < 0:
+        body, p, rot = con.body1, con.placement1.p, con.kind == "6D"
+    elif con.body1 < 0 and con.kind == "3D":
+        body, p, rot = con.body2, con.placement2.p, False
+    else:
+        return None
+    P = skew(np.asarray(p, dtype=float))
+    X = np.block([[np.eye(3), -P], [P, -matmul(P, P) + (np.eye(3) if rot else 0.0)]])
+    return body, w * X

@@ -1,0 +1,96 @@
+"""Sparse LDL^T on a symbolic pattern, unrolled at trace time (Featherstone 2005 Table 2,
+Carpentier 2021 Alg. 1): the fill pattern of ``A = L^T D L`` (unit lower ``L``,
+elimination from the last index to the first), the factorisation with one reciprocal
+per pivot, and the two triangular solves.  For a tree's expanded parent array the pattern
+is the ancestor chain (no fill, Featherstone 2005 §4); for the KKT matrix with the
+constraint rows first it adds the dense constraint block (Carpentier 2021 §IV-C).  Used
+by ``ltdl``, ``prox_ltl``, ``prox_ltls``, ``prox_lcp``, ``prox_pv`` (its dense Delassus
+factor) and the OSIM rows.
+"""
+from __future__ import annotations
+
+from ..model import Model
+
+
+def fill_pattern(lower: list) -> list[list[int]]:
+    """``lower[k]``: indices ``i < k`` with ``A[k, i]`` possibly non-zero.  Returns the
+    pattern of L in ``A = L^T D L`` (unit lower L, elimination from the last index to the
+    first), fill-in included, each row sorted descending.  For a tree's expanded parent
+    array it is the ancestor chain (no fill, Featherstone 2005 §4); for the KKT matrix
+    with constraint rows first it adds the dense constraint block (Carpentier 2021 §IV-C)."""
+    pat = [set(s) for s in lower]
+    for k in reversed(range(len(pat))):
+        row = sorted(pat[k], reverse=True)
+        for a, i in enumerate(row):
+            pat[i].update(row[a + 1:])
+        pat[k] = row
+    return [list(p) for p in pat]
+
+
+def ldl_factor(pattern, diag, off, be):
+    """In place on scalars: ``A = L^T D L``.  ``diag[k] = A[k, k]``, ``off[(k, i)] =
+    A[k, i]`` for ``i`` in ``pattern[k]`` (missing entries are 0).  Returns ``(1/D, L)``
+    with ``L`` a dict over the pattern.  Loops run over the pattern at trace time."""
+    d, H = list(diag), dict(off)
+    dinv = ldl_eliminate(pattern, d, H, 0, be)
+    return dinv, H
+
+
+def ldl_eliminate(pattern, d, H, stop: int, be) -> list:
+    """Eliminate indices ``len(d) - 1`` down to ``stop`` of ``A = L^T D L`` in place
+    (``d``: pivots, ``H``: off-diagonal entries, overwritten by ``L`` on eliminated rows;
+    afterwards ``d[:stop]``, ``H`` on ``[:stop]`` hold the Schur complement left).  Each
+    pivot is final when its row is eliminated, so its reciprocal is taken once and the
+    row is scaled by products (``be.reciprocal``).  Returns the reciprocals ``1/d[k]`` of
+    the eliminated pivots (index ``k - stop``)."""
+    dinv = [None] * (len(d) - stop)
+    for k in reversed(range(stop, len(d))):
+        dinv[k - stop] = rk = be.reciprocal(d[k])
+        row = pattern[k]
+        for a, i in enumerate(row):
+            hki = H.get((k, i), 0.0)
+            x = hki * rk
+            d[i] = d[i] - x * hki
+            for j in row[a + 1:]:
+                H[(i, j)] = H.get((i, j), 0.0) - x * H.get((k, j), 0.0)
+            H[(k, i)] = x
+    return dinv
+
+
+def ldl_solve(pattern, dinv, L, b):
+    """``x = A^-1 b`` for ``A = L^T D L``: ``L^-T`` leaves to root, ``D^-1``, ``L^-1``."""
+    return ldl_forward(pattern, L, ldl_backward(pattern, dinv, L, b), len(b))
+
+
+def ldl_backward(pattern, dinv, L, b) -> list:
+    """``D^-1 L^-T b`` (leaves to root), the first half of :func:`ldl_solve`."""
+    y = list(b)
+    for i in reversed(range(len(y))):
+        for j in pattern[i]:
+            y[j] = y[j] - L[(i, j)] * y[i]
+    return [yi * di for yi, di in zip(y, dinv)]
+
+
+def ldl_forward(pattern, L, y, stop: int, z=()) -> list:
+    """``L^-1 y`` on the indices below ``stop`` (root to leaves), the second half of
+    :func:`ldl_solve`, continuing the already solved leading entries ``z``."""
+    z = list(z)
+    for i in range(len(z), stop):
+        zi = y[i]
+        for j in pattern[i]:
+            zi = zi - L[(i, j)] * z[j]
+        z.append(zi)
+    return z
+
+
+def tree_lower(model: Model) -> list[set[int]]:
+    """Ancestor dofs of every dof (the pattern of M below the diagonal)."""
+    lam = model.dof_parents()
+    out = []
+    for k in range(model.nv):
+        s, i = set(), lam[k]
+        while i != -1:
+            s.add(i)
+            i = lam[i]
+        out.append(s)
+    return out
