@@ -436,13 +436,13 @@ def test_each_branching_body_takes_the_cheaper_form():
     humanoid30 everywhere); caba_osimf always puts the floating base in constraint space."""
     import importlib
 
-    from gen.algorithms.proximal import supporting_bodies
+    from gen.algorithms.articulated import supporting_bodies
 
     caba = importlib.import_module("gen.algorithms.caba_osim")
 
     def forms(model, spec, split):
         cset = parse_constraints(model, spec)
-        cons = [(list(cset.rows(i)), c.body1, None, None) for i, c in enumerate(cset.constraints)]
+        cons = [caba.OsimRow(list(cset.rows(i)), c.body1, None, None) for i, c in enumerate(cset.constraints)]
         nodes = caba.branching_bodies(model, supporting_bodies(model, cset), cons, split)
         return {model.bodies[d].name: n.rows for d, n in nodes.items()}
 

@@ -66,6 +66,7 @@ Shapes: q (nq,1) -> Lambda (m,m).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import RbdgenError
 from ..kinematics import forward_velocities, qslice, subspaces
@@ -98,6 +99,15 @@ def caba_osimf(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_p
                       split_roots=True)
 
 
+class OsimRow(NamedTuple):
+    """One constraint of Algorithm 5: its global rows, its body, ``K^A = W K`` and ``W``."""
+
+    rows: list
+    body: int
+    KA: object
+    W: object
+
+
 @dataclass
 class Node:
     """A branching body of N.  ``rows``: constraint-space form (else frame form).
@@ -128,13 +138,13 @@ def _caba_osim(model: Model, q, be, cset, rho, name: str, split_roots: bool):
     kin = forward_velocities(model, q, be.zeros(model.nv, 1), S, be)
     ev = cset.evaluate(model, q, be.zeros(model.nv, 1), be=be, kin=kin, jacobian=False, drift=False)
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
-    cons = []                                          # (rows, body, K^A, W)
+    cons = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
         (body, K), = terms
         W = 1.0 / rho[cset.offsets[ci]]
         aug = constant_constraint_inertia(con, W)
         IA[body] = IA[body] + (be.asarray(aug[1]) if aug is not None else W * (K.T @ K))   # line 4
-        cons.append((list(cset.rows(ci)), body, W * K, W))
+        cons.append(OsimRow(list(cset.rows(ci)), body, W * K, W))
     nodes = branching_bodies(model, supporting_bodies(model, cset), cons, split_roots)
 
     sweep(model, q, kin[0], S, IA, nodes, cons, be)                 # lines 5-11 (and 16)
@@ -152,14 +162,14 @@ def _caba_osim(model: Model, q, be, cset, rho, name: str, split_roots: bool):
     m = cset.m
     out = be.zeros(m, m)                               # line 21: Lambda_mu = W - L_0^A
     for (e, f), blk in L.items():
-        for a, r in enumerate(cons[e][0]):
-            for b, s in enumerate(cons[f][0]):
+        for a, r in enumerate(cons[e].rows):
+            for b, s in enumerate(cons[f].rows):
                 if r <= s:
                     out[r, s] = -blk[a, b]
                     out[s, r] = out[r, s]
-    for rows, _, _, W in cons:
-        for r in rows:
-            out[r, r] = W + out[r, r]
+    for c in cons:
+        for r in c.rows:
+            out[r, r] = c.W + out[r, r]
     be.mark("lambda", out)
     return (out,)
 
@@ -173,7 +183,7 @@ def branching_bodies(model: Model, SE, cons, split_roots: bool) -> dict:
     for i in SE:
         if model.bodies[i].parent != -1:
             nsup[model.bodies[i].parent] += 1
-    constrained = {b for _, b, _, _ in cons}
+    constrained = {c.body for c in cons}
     N = {i for i in SE if i in constrained or nsup[i] >= 2}
     roots = [i for i in SE if model.bodies[i].parent == -1]
     if split_roots:
@@ -185,11 +195,11 @@ def branching_bodies(model: Model, SE, cons, split_roots: bool) -> dict:
         N.update(roots)
     nodes = {}
     for d in sorted(N):
-        below = [e for e, (_, b, _, _) in enumerate(cons) if d in model.ancestors(b)]
+        below = [e for e, c in enumerate(cons) if d in model.ancestors(c.body)]
         chain = [d]                                    # the joints from d up to N_anc(d)
         while model.bodies[chain[-1]].parent not in N and model.bodies[chain[-1]].parent != -1:
             chain.append(model.bodies[chain[-1]].parent)
-        rows = constraint_space(model, chain, sum(len(cons[e][0]) for e in below))
+        rows = constraint_space(model, chain, sum(len(cons[e].rows) for e in below))
         nodes[d] = Node(d, rows or (split_roots and d in roots), below)
     return nodes
 
@@ -261,9 +271,9 @@ def start(node: Node, nodes, cons, be) -> Node:
     for c in node.children:
         cols.append(nodes[c].arr)
         order += nodes[c].cons
-    own = [e for e in node.cons if cons[e][1] == node.body]
+    own = [e for e in node.cons if cons[e].body == node.body]
     node.cons = order + own
-    node.kt = be.hcat(cols + [cons[e][2].T for e in own])
+    node.kt = be.hcat(cols + [cons[e].KA.T for e in own])
     return node
 
 
@@ -273,9 +283,9 @@ def coupling(model: Model, nodes, cons, be) -> dict:
     ``^kK_e ^0Omega_k ^kK_f^T`` at its lowest member k."""
     X = {}
     L = {}
-    for f, (_, bf, _, _) in enumerate(cons):
+    for f, cf in enumerate(cons):
         for e in range(f + 1):
-            k, t = common_ancestor(model, cons[e][1], bf), None
+            k, t = common_ancestor(model, cons[e].body, cf.body), None
             while k != -1:
                 n = nodes[k]
                 if n.rows:
@@ -298,8 +308,8 @@ def span(node: Node, cons, e) -> slice:
     for c in node.cons:
         if c == e:
             break
-        o += len(cons[c][0])
-    return slice(o, o + len(cons[e][0]))
+        o += len(cons[c].rows)
+    return slice(o, o + len(cons[e].rows))
 
 
 def quadratic_form(Dfac, Q, be):
