@@ -140,6 +140,7 @@ from opcount import CLASSES, count_trace
 from .algorithms import in_report
 from .api import get_algorithm
 from .choose import resolve
+from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -305,28 +306,17 @@ def _kernel_function(name: str, tr: Trace) -> ca.Function:
                        [n for n, _ in tr.inputs], [n for n, _ in tr.outputs])
 
 
-def _casadi_code(funcs: list[ca.Function], cg_prefix: str, avoid_stack: bool) -> str:
-    cg = ca.CodeGenerator(f"{cg_prefix}.c", {
-        "casadi_int": "int", "casadi_real": "double", "prefix": cg_prefix,
-        "avoid_stack": bool(avoid_stack), "with_header": False, "with_export": False,
-        "static_aux": True, "verbose": False})
-    for f in funcs:
-        cg.add(f)
-    code = cg.dump()
-    if not avoid_stack and re.search(r"\bw\[", code):
-        raise RuntimeError("CasADi kernel uses its work array although avoid_stack is off")
-    return "\n".join(line.rstrip() for line in code.strip().splitlines())
-
-
 def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Function], avoid_stack: bool,
-                      oc, driver: dict | None = None) -> dict:
-    """The context of one public function calling the CasADi functions ``funcs`` (one
-    kernel, or setup/step/finish of a driver, whose ``const`` and loop states take the
-    first ``driver["w_offset"]`` doubles of ``work``)."""
+                      oc, driver: dict | None = None, written: list | None = None) -> dict:
+    """The context of one public function calling the C functions ``funcs`` (one kernel,
+    or setup/step/finish of a driver, whose ``const`` and loop states take the first
+    ``driver["w_offset"]`` doubles of ``work``); ``written``: their
+    :class:`gen.cwriter.Written` (None for a batched kernel: one frame of ``sz_w``
+    vector locals)."""
     w_size = max(f.sz_w() for f in funcs) if avoid_stack else 0
-    sz_iw = max(f.sz_iw() for f in funcs)
-    iw_doubles = math.ceil(sz_iw * 4 / 8)          # ints stored after the doubles
     w_offset = driver["w_offset"] if driver else 0
+    stack = (0 if avoid_stack else max(int(f.sz_w()) for f in funcs)) if written is None else \
+        max(w.stack_doubles for w in written)
     inputs = [{"name": n, "size": int(s.numel()), "rows": int(s.numel()), "cols": 1,
                "doc": tr.algorithm.doc(n)} for n, s in tr.inputs]
     outputs = []
@@ -339,10 +329,9 @@ def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Funct
             "kernels": [f.name() for f in funcs], "driver": driver,
             "summary": tr.algorithm.summary, "inputs": inputs, "outputs": outputs,
             "sz_arg": max(int(f.sz_arg()) for f in funcs), "sz_res": max(int(f.sz_res()) for f in funcs),
-            "sz_w": int(w_size), "sz_iw": int(sz_iw), "w_offset": int(w_offset),
-            "work_size": int(w_offset + w_size + iw_doubles),
-            "uses_work": bool(w_offset + w_size + iw_doubles),
-            "stack_doubles": 0 if avoid_stack else max(int(f.sz_w()) for f in funcs),
+            "sz_w": int(w_size), "w_offset": int(w_offset), "work_size": int(w_offset + w_size),
+            "uses_work": bool(w_offset + w_size), "stack_doubles": int(stack),
+            "parts": [w.parts for w in written] if written else [1],
             "opcount_raw": oc, "opcount": _opcount_layout(oc, titles)}
 
 
@@ -389,9 +378,12 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                               "gen.trace.trace_driver (gen.emit.trace_for does for tol=...)")
         funcs, driver = [_kernel_function(f"{prefix}_kernel", tr)], None
         loop = {"iterations": _traced_iterations(tr), "tolerance": None}
-    cg_prefix = f"{prefix}_cg"
     oc = _opcount(tr) if opcount is _UNSET else opcount
-    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver)
+    if batch:
+        kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
+    else:
+        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack)
+    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
@@ -415,7 +407,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
-        "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
+        "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"]},
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -433,11 +425,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "constraints": inert_text(spec), "m": m, "iterations": manifest["iterations"],
         "tolerance": manifest["tolerance"], "max_iter": loop.get("max_iter"),
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
-        "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
+        "codegen": {"prefix": f"{prefix}_cg", "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch,
-        "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name(), batch_trig) if batch
-        else _casadi_code(funcs, cg_prefix, avoid_stack),
+        "kernel_code": kernel_code,
     }
 
 
@@ -479,23 +470,6 @@ BATCH_SIZES = (2, 4, 8, 16)
 #: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
 #: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
 BATCH_TRIG = ("vector", "libm")
-#: element-wise operations on whole vectors ({0}, {1}: the operands)
-_VECTOR_OPS = {ca.OP_ASSIGN: "{0}", ca.OP_ADD: "{0} + {1}", ca.OP_SUB: "{0} - {1}", ca.OP_MUL: "{0} * {1}",
-               ca.OP_DIV: "{0} / {1}", ca.OP_NEG: "-{0}", ca.OP_TWICE: "2. * {0}", ca.OP_SQ: "{0} * {0}",
-               ca.OP_INV: "1. / {0}"}
-#: per-lane scalar C (CasADi's own printing of the operation)
-_LANE_OPS = {ca.OP_SQRT: "sqrt({0})", ca.OP_FABS: "fabs({0})", ca.OP_EXP: "exp({0})", ca.OP_LOG: "log({0})",
-             ca.OP_TAN: "tan({0})", ca.OP_ASIN: "asin({0})", ca.OP_ACOS: "acos({0})", ca.OP_ATAN: "atan({0})",
-             ca.OP_SINH: "sinh({0})", ca.OP_COSH: "cosh({0})", ca.OP_TANH: "tanh({0})",
-             ca.OP_ASINH: "asinh({0})", ca.OP_ACOSH: "acosh({0})", ca.OP_ATANH: "atanh({0})",
-             ca.OP_FLOOR: "floor({0})", ca.OP_CEIL: "ceil({0})", ca.OP_ERF: "erf({0})",
-             ca.OP_EXPM1: "expm1({0})", ca.OP_LOG1P: "log1p({0})",
-             ca.OP_FMAX: "fmax({0}, {1})", ca.OP_FMIN: "fmin({0}, {1})", ca.OP_POW: "pow({0}, {1})",
-             ca.OP_CONSTPOW: "pow({0}, {1})", ca.OP_ATAN2: "atan2({0}, {1})", ca.OP_FMOD: "fmod({0}, {1})",
-             ca.OP_COPYSIGN: "copysign({0}, {1})", ca.OP_HYPOT: "hypot({0}, {1})",
-             ca.OP_LT: "({0} < {1})", ca.OP_LE: "({0} <= {1})", ca.OP_EQ: "({0} == {1})",
-             ca.OP_NE: "({0} != {1})", ca.OP_NOT: "(!{0})", ca.OP_AND: "({0} && {1})",
-             ca.OP_OR: "({0} || {1})", ca.OP_IF_ELSE_ZERO: "({0} ? {1} : 0)"}
 _TRIG_OPS = {ca.OP_SIN: "sin", ca.OP_COS: "cos"}
 #: |x| above which the vectorised sin/cos hand a lane to libm: the reduction's products
 #: k*C1, k*C2 are exact while |k| < 2^21 (k = round(2x/pi), C1, C2 of 32 bits)
@@ -510,16 +484,6 @@ def check_batch(batch) -> int | None:
         raise RbdgenError(f"batch={batch!r}: a batched kernel evaluates 2, 4, 8 or 16 states per call "
                           f"(batch=None builds the scalar kernel)")
     return batch
-
-
-def _c_double(x: float) -> str:
-    """A C double literal that reads back as exactly ``x`` (hexadecimal, C99)."""
-    x = float(x)
-    if math.isnan(x):
-        return "NAN"
-    if math.isinf(x):
-        return "INFINITY" if x > 0 else "(-INFINITY)"
-    return f"({x.hex()})" if x < 0 or (x == 0 and math.copysign(1.0, x) < 0) else x.hex()
 
 
 def _pi_over_2_parts() -> tuple[float, float, float]:
@@ -555,9 +519,9 @@ def _batch_trig_code(p: str, lanes: int) -> str:
     cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
 
     def horner(coeffs):
-        expr = _c_double(coeffs[-1])
+        expr = c_double(coeffs[-1])
         for c in reversed(coeffs[:-1]):
-            expr = f"{_c_double(c)} + r2 * ({expr})"
+            expr = f"{c_double(c)} + r2 * ({expr})"
         return expr
 
     def splat(c):
@@ -569,11 +533,11 @@ def _batch_trig_code(p: str, lanes: int) -> str:
  * |x| > {TRIG_LIMIT:g}, inf and NaN lanes through libm. */
 static {v} {p}_trig({v} x, int cosine)
 {{
-    const {v} magic = {splat("0x1.8p+52")}, limit = {splat(_c_double(TRIG_LIMIT))};
+    const {v} magic = {splat("0x1.8p+52")}, limit = {splat(c_double(TRIG_LIMIT))};
     const {u} sign = {splat("0x8000000000000000ULL")};
-    {v} t = x * {_c_double(2 / math.pi)} + magic;   /* low mantissa bits: k = round(2x/pi) */
+    {v} t = x * {c_double(2 / math.pi)} + magic;   /* low mantissa bits: k = round(2x/pi) */
     {v} k = t - magic;
-    {v} r = ((x - k * {_c_double(c1)}) - k * {_c_double(c2)}) - k * {_c_double(c3)};
+    {v} r = ((x - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
     {v} r2 = r * r;
     {v} s = r + (r * r2) * ({horner(sin_c)});
     {v} c = (1.0 - 0.5 * r2) + (r2 * r2) * ({horner(cos_c)});
@@ -621,7 +585,7 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
     for k in range(f.n_instructions()):
         op, ins, out = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
         if op == ca.OP_CONST:
-            const[out[0]] = _c_double(f.instruction_constant(k))
+            const[out[0]] = c_double(f.instruction_constant(k))
             continue
         if op == ca.OP_OUTPUT:
             src = vec(ins[0]) if ins[0] not in const else splat(const[ins[0]])
@@ -630,7 +594,7 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
         r = out[0]
         if op == ca.OP_INPUT:
             line = f"w{r} = {p}_load(arg[{ins[0]}] + {ins[1] * lanes});"
-        elif op in _VECTOR_OPS or op in _TRIG_OPS:
+        elif op in VECTOR_OPS or op in _TRIG_OPS:
             args = [vec(a) for a in ins]
             if all(a in const for a in ins):  # an operation of constants only: one vector operand
                 args[0] = splat(args[0])
@@ -641,13 +605,12 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
                 uses_trig = True
                 line = f"w{r} = {p}_{_TRIG_OPS[op]}({args[0]});"
             else:
-                line = f"w{r} = {_VECTOR_OPS[op].format(*args)};"
-        elif op in _LANE_OPS:
+                line = f"w{r} = {VECTOR_OPS[op].format(*args)};"
+        elif op in LIBM_OPS:
             args = [const[a] if a in const else f"w{a}[l]" for a in ins]
-            line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_LANE_OPS[op].format(*args)};"
+            line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {LIBM_OPS[op].format(*args)};"
         else:
-            names = {getattr(ca, n): n for n in dir(ca) if n.startswith("OP_")}
-            raise RbdgenError(f"a batched kernel cannot evaluate CasADi operation {names.get(op, op)}")
+            raise RbdgenError(f"a batched kernel cannot evaluate CasADi operation {op_name(op)}")
         const.pop(r, None)
         used.add(r)
         body.append(line)
