@@ -164,10 +164,13 @@ class Written:
     n_instructions: int
 
 
-def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int = SPLIT_ABOVE,
-                   part_size: int = PART_SIZE) -> Written:
-    """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` as
-    :data:`SPLIT_ABOVE` and :data:`PART_SIZE`."""
+def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
+                   part_size: int | None = None) -> Written:
+    """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
+    to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
+    ``split_above``."""
+    split_above = SPLIT_ABOVE if split_above is None else split_above
+    part_size = min(PART_SIZE if part_size is None else part_size, split_above)
     steps = _steps(f)
     name = f.name()
     params = "const double **arg, double **res" + (", double *w" if avoid_stack else "")
@@ -241,8 +244,8 @@ PART_MACROS = """#if defined(__GNUC__)
 #endif"""
 
 
-def write_functions(funcs, *, avoid_stack: bool = False, split_above: int = SPLIT_ABOVE,
-                    part_size: int = PART_SIZE) -> tuple[str, list[Written]]:
+def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
+                    part_size: int | None = None) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>`` and, when any is
     split, :data:`PART_MACROS`), and each one's :class:`Written`."""
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size)

@@ -348,12 +348,16 @@ _UNSET = object()
 
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None) -> dict:
+            batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None,
+            split_above: int | None = None) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
     ``batch_trig="libm"``), None for the scalar kernel; ``choice``: the record of an
-    automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest."""
+    automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
+    ``split_above``: the tape length above which a scalar kernel is split into parts
+    (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
+    :mod:`gen.bench.compile_time` compares)."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
@@ -382,7 +386,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     if batch:
         kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
     else:
-        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack)
+        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above)
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
@@ -707,18 +711,19 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector", choice: dict | None = None) -> BuildFolder:
+               batch_trig: str = "vector", choice: dict | None = None, split_above: int | None = None) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
     ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
-    below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`)."""
+    below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
+    ``split_above``: see :func:`context`."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
         ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
-                      choice=choice)
+                      choice=choice, split_above=split_above)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -743,15 +748,17 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
          avoid_stack: bool = False, progress=None, batch: int | None = None, batch_trig: str = "vector",
-         **options) -> BuildFolder:
+         split_above: int | None = None, **options) -> BuildFolder:
     """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
     (``batch=N``: the batched kernel, N states per call; ``algorithm`` ``auto`` or
-    ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest)."""
+    ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest;
+    ``split_above``: see :func:`context`)."""
     check_batch(batch)
     robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch,
-                      batch_trig=batch_trig, choice=None if choice is None else choice.record())
+                      batch_trig=batch_trig, choice=None if choice is None else choice.record(),
+                      split_above=split_above)
 
 
 # --- the committed reference set (generated/) --------------------------------------------
