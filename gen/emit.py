@@ -9,7 +9,8 @@
 ``P.c``             the wrapper(s): ``int P(const double *in0, ..., double *out0, ...,
                     double *work)`` -- input checks, workspace mapping, output checks
                     (and, for a tolerance, the early-exit driver loop)
-``P_kernel.c``      the math: CasADi code generation of the traced SX graph(s)
+``P_kernel.c``      the math: the traced SX graph(s)' instruction tape written as C by
+                    :mod:`gen.cwriter` (long tapes split into ``static`` parts)
 ``P.cdef``          the cffi ``cdef`` text (what :mod:`gen.build` compiles against)
 ``manifest.json``   robot, algorithm, constraints, sizes, functions, work sizes, op counts
 ``Makefile``        ``make`` -> ``libP.a`` (C99, no other dependency than libm);
@@ -19,16 +20,19 @@
 ``P.pc.in``         the pkg-config file both installs fill in (relocatable)
 ==================  =====================================================================
 
-Every text file except the CasADi math is rendered by jinja2 (``gen/templates/``,
+Every text file except the math is rendered by jinja2 (``gen/templates/``,
 StrictUndefined, layout only) from ONE context dict (:func:`context`), so the header, the
 wrapper, the cdef, the manifest and the build files cannot disagree on a signature.
 Output is deterministic: no timestamps, no absolute paths; emitting twice gives identical
 bytes (the CasADi and rbdgen versions are recorded, so upgrading either may change them).
 
 Symbols: every exported symbol of a folder starts with ``P``: the public functions
-(``P``), the CasADi entry points (``P_kernel``, or ``P_setup``, ``P_step``, ``P_finish``
-for a driver) and CasADi's internal helpers (``P_cg_*``; the rest are ``static``), so
-kernels of different robots and algorithms link together into one program.
+(``P``, ``P_opts`` for a driver) and the math's entry points (``P_kernel``, or
+``P_setup``, ``P_step``, ``P_finish`` for a driver; ``void f(const double **arg, double
+**res)``, plus ``double *w`` with ``avoid_stack``); everything else is ``static``.  So
+kernels of different robots and algorithms link together into one program, and no
+helper of a code generator is exported (issue 12 §6: CasADi's ``CodeGenerator`` added
+~17 global functions per kernel, ``_checkout``, ``_n_in``, ``_sparsity_in``, ``_work``...).
 
 Early-exit driver
 -----------------
@@ -64,7 +68,7 @@ Batched kernels
 ---------------
 ``batch=N`` (``gen.build(..., batch=N)``, ``rbdgen build --batch N``; N = 2, 4, 8, 16)
 emits ``P_b<N>``: one call evaluates N states, every input and output lane-innermost
-(element i of state l at ``x[i*N + l]``).  Its kernel file is not CasADi's code but the
+(element i of state l at ``x[i*N + l]``).  Its kernel file, like the scalar one, is the
 traced function's SX instruction tape written by :func:`_batch_code` as one GCC
 vector-extension statement per instruction over values of N doubles (``P_b<N>_kernel.c``,
 ``kernel_batch.c.j2``), so gcc emits AVX2 / AVX-512 arithmetic directly; sin and cos are
@@ -96,24 +100,32 @@ work array, -O3            3.54 / 3.75      1.96 / 2.03      2.97 / 3.06      13
 (For scale, DESIGN §5 quotes Pinocchio at 10.2 / 5.2 / 3.0 µs on this machine kind;
 that is a different run, the real comparison belongs to ``gen.bench``.)
 
-* ``avoid_stack``: CasADi either declares the intermediates as local variables
-  (``avoid_stack`` off) or keeps them in its ``w`` work array.  Locals are 17-26 %
+(Measured with CasADi's code generator, which wrote the same statements as
+:mod:`gen.cwriter` does now, one per instruction over CasADi's work slots.)
+
+* ``avoid_stack``: the writer either declares the intermediates as local variables
+  (``avoid_stack`` off) or keeps them in a ``w`` work array.  Locals are 17-26 %
   faster and compile 2x faster: gcc allocates registers instead of storing every
   intermediate to memory it must assume aliases the outputs.  The price is stack:
   ``-fstack-usage`` gives 7.7 kB for talos aba with locals, 1.2 kB with the work array
   (plus the 6.5 kB work buffer).  Default: locals; ``work_size`` is then 0 and the
-  header states the bound ``P_STACK_DOUBLES`` (CasADi's ``sz_w``, the number of locals).
+  header states the bound ``P_STACK_DOUBLES`` (CasADi's ``sz_w``, the number of locals;
+  for a split kernel the deepest part's locals plus the boundary array).
   ``avoid_stack=True`` is kept for small-stack targets: ``work_size`` is then exactly
-  ``sz_w`` (+ ``sz_iw`` ints, 0 for SX) and the kernel uses the caller's buffer.
+  ``sz_w`` and the kernel uses the caller's buffer.
+* Splitting (issue 15 §3, :mod:`gen.cwriter`): a tape longer than
+  ``gen.cwriter.SPLIT_ABOVE`` instructions becomes ``static`` parts of ``PART_SIZE``
+  instructions, so gcc's time and memory grow linearly with the kernel; the manifest's
+  ``codegen.parts`` gives the parts per function.  Measured in
+  ``bench/reports/2026-11-26-compile-time.md`` (:mod:`gen.bench.compile_time`).
 * ``cse``: the trace already applies ``casadi.cse``; the Function option ``cse=True`` on
   top finds nothing more (talos aba: 16360 instructions with and without).
 * ``-O2`` vs ``-O3``: equal within 1 %; ``-O1`` is 5-37 % slower.  ``-O3 -march=native``
   is the default of :mod:`gen.build` (``-O2`` would compile ~10 % faster for the same
   speed), the Makefile uses ``-O3``.  The ``-g`` that cffi/distutils adds costs +70 %
   compile time (5.4 -> 9.1 s), so :mod:`gen.build` appends ``-g0``.
-* ``casadi_int`` is ``int`` and ``casadi_real`` is ``double``; ``with_header`` is off
-  (the API header is ours), ``with_export`` off, ``static_aux`` on (``casadi_sq`` and
-  friends are ``static``), ``verbose`` off (it changes nothing in the SX kernels' text).
+* Constants are hexadecimal literals inlined at their uses: exact, and the same bytes on
+  every machine.
 * Outputs are densified before codegen, so matrices are written in full, column-major.
 """
 from __future__ import annotations
