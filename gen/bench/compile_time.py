@@ -35,8 +35,9 @@ from opcount.constrained import CONSTRAINED_SETS
 
 from .. import cwriter
 from ..build import compile_flags
-from ..emit import emit_trace, timed, trace_for
+from ..emit import _kernel_function, emit_trace, timed, trace_for
 from ..robots import load_robot
+from ..trace import DriverTrace
 from . import harness, report
 
 #: (robot, algorithm, named constraint set of opcount.constrained or None)
@@ -170,9 +171,6 @@ def measure(robot: str, algorithm: str, set_name: str | None, *, flags, timeout:
 
 
 def _functions(tr):
-    from ..emit import _kernel_function
-    from ..trace import DriverTrace
-
     if isinstance(tr, DriverTrace):
         return [_kernel_function(n, getattr(tr, n)) for n in ("setup", "step", "finish")]
     return [_kernel_function("k", tr)]
