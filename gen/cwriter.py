@@ -44,12 +44,16 @@ import casadi as ca
 
 from .errors import RbdgenError
 
-#: a tape of at most this many instructions stays one C function (measured: gcc -O3
-#: compiles it in well under a minute and the split would cost run time for nothing)
-SPLIT_ABOVE = 40000
-#: instructions per part of a split tape (measured: the compile time per instruction
-#: is flat up to here, and the boundary traffic costs a few per cent of run time)
-PART_SIZE = 8000
+#: a tape of at most this many instructions stays one C function: gcc -O3 compiles it
+#: in seconds (talos aba, 16.5k instructions: 4.5 s, 173 MB) and a split would cost run
+#: time (parts of 4000: +6 %)
+SPLIT_ABOVE = 20000
+#: instructions per part of a split tape: gcc's time per instruction is flat up to here
+#: and grows beyond (chain:300 aba, 90k instructions: parts of 2000 / 5000 / 10000 /
+#: 20000 compile in 15 / 15 / 27 / 38 s, 334 / 364 / 705 / 791 MB); larger parts cross
+#: fewer values through ``x`` (talos rnea_derivatives: 0.32 loads and stores per
+#: instruction at 4000, 0.24 at 8000)
+PART_SIZE = 5000
 #: work slots declared per line of a declaration (readability of the emitted C)
 DECL_PER_LINE = 12
 
