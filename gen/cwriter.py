@@ -158,16 +158,13 @@ def _declare(slots, indent: str = "    ") -> list[str]:
 
 @dataclass
 class Written:
-    """One function as C: ``code``, its entry point's parameters (``params``: ``arg,
-    res`` or ``arg, res, w``), ``parts`` (1: not split), ``stack_doubles`` (doubles of
-    locals and boundary array of the deepest frame) and ``n_instructions``."""
+    """One function as C: ``code``, ``parts`` (1: not split) and ``stack_doubles``
+    (the doubles of locals and boundary array of its deepest frame; 0 with
+    ``avoid_stack``)."""
 
-    name: str
     code: str
-    params: str
     parts: int
     stack_doubles: int
-    n_instructions: int
 
 
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
@@ -190,12 +187,13 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
         unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in body)]
         lines = [head, f"void {name}({params})", "{", *([] if avoid_stack else _declare(used)), *unused,
                  *body, "}"]
-        return Written(name, "\n".join(lines), params, 1, 0 if avoid_stack else int(f.sz_w()),
-                       f.n_instructions())
-    return _split(f, steps, name, params, head, slot, avoid_stack, part_size)
+        return Written("\n".join(lines), 1, 0 if avoid_stack else int(f.sz_w()))
+    return _split(steps, name, params, head, slot, avoid_stack, part_size)
 
 
-def _split(f, steps, name, params, head, slot, avoid_stack, part_size) -> Written:
+def _split(steps, name, params, head, slot, avoid_stack, part_size) -> Written:
+    """``name`` as parts of ``part_size`` steps and the entry point calling them (the
+    module docstring, "Splitting")."""
     chunks = [steps[i:i + part_size] for i in range(0, len(steps), part_size)]
     live_in, defs = [], []
     for chunk in chunks:
@@ -232,7 +230,7 @@ def _split(f, steps, name, params, head, slot, avoid_stack, part_size) -> Writte
         top.append(f"    double x[{len(crossing)}];   /* values crossing a part boundary */")
     lines = [f"/* {name} in {len(chunks)} parts of at most {part_size} instructions */", *parts,
              *top, *calls, "}"]
-    return Written(name, "\n".join(lines), params, len(chunks), len(crossing) + frame, f.n_instructions())
+    return Written("\n".join(lines), len(chunks), len(crossing) + frame)
 
 
 def _part_body(chunk, live_out: set[int], index: dict[int, int]) -> tuple[list[str], set[int]]:
