@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,13 +63,17 @@ def compile_c(src: Path, obj: Path, flags, timeout: float) -> dict:
     cc = os.environ.get("CC", "gcc")
     cmd = ["/usr/bin/time", "-v", cc, *flags, "-g0", "-fPIC", "-c", str(src), "-o", str(obj)]
     t0 = time.perf_counter()
+    # a session of its own, so that a timeout stops gcc's cc1 too, not only /usr/bin/time
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"timeout": True, "seconds": None, "rss_mb": None}
-    if out.returncode != 0:
-        raise RuntimeError(f"{cc} failed on {src.name}: {out.stderr[-2000:]}")
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cc} failed on {src.name}: {err[-2000:]}")
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
     wall = time.perf_counter() - t0
     return {"timeout": False, "seconds": round(wall, 2), "rss_mb": round(int(rss.group(1)) / 1024, 1) if rss else None}
 
