@@ -45,11 +45,12 @@ import casadi as ca
 from .errors import RbdgenError
 
 #: a tape of at most this many instructions stays one C function: gcc -O3 compiles it
-#: in seconds (talos aba, 16.5k instructions: 4.5 s, 173 MB) and a split would cost run
-#: time (parts of 4000: +6 %)
+#: in seconds (talos aba, 16.5k instructions: 4.8 s, 173 MB) and a split would cost run
+#: time for nothing (talos aba in parts of 4000: +6 %)
 SPLIT_ABOVE = 20000
 #: instructions per part of a split tape: gcc's time per instruction is flat up to here
-#: and grows beyond (chain:300 aba, 90k instructions: parts of 2000 / 5000 / 10000 /
+#: and grows beyond; split kernels stay within 6 % of the unsplit run time
+#: (bench/reports/2026-11-26-compile-time.md) (chain:300 aba, 90k instructions: parts of 2000 / 5000 / 10000 /
 #: 20000 compile in 15 / 15 / 27 / 38 s, 334 / 364 / 705 / 791 MB); larger parts cross
 #: fewer values through ``x`` (talos rnea_derivatives: 0.32 loads and stores per
 #: instruction at 4000, 0.24 at 8000)
