@@ -116,7 +116,7 @@ def _steps(f: ca.Function) -> list[_Step]:
     steps: list[_Step] = []
 
     def operand(slot):
-        return const.get(slot, "{%d}" % slot)
+        return const.get(slot, f"{{{slot}}}")
 
     for k in range(f.n_instructions()):
         op, ins, out = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
@@ -147,7 +147,7 @@ def _render(step: _Step, read, write) -> str:
     ``write(k)``."""
     expr = step.expr
     for s in step.reads:
-        expr = expr.replace("{%d}" % s, read(s))
+        expr = expr.replace(f"{{{s}}}", read(s))
     return f"{step.dest if step.writes is None else write(step.writes)} = {expr};"
 
 
