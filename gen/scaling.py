@@ -160,7 +160,8 @@ def markdown(result: dict, date: str | None = None) -> str:
              f"{s['rounds']} rounds x {s['batch']} calls). Exponent: least-squares slope of log(cost) "
              "against log(n) (Sathya 2024 Fig. 3; Featherstone 2005 §4.2)."
              + (f" Kernels above {s.get('max_timed_ops', MAX_TIMED_OPS)} operations are counted, not compiled "
-                "(marked *): their build would take minutes each." if s["bench"] else ""), ""]
+                "(marked *)." if s["bench"] else "")
+             + (f" {s['merged']}" if s.get("merged") else ""), ""]
     lines += ["## Growth exponents", "", "| mechanism | algorithm | K | ops exponent | time exponent |",
               "|---|---|--:|--:|--:|"]
     for f in result["fits"]:
