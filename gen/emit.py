@@ -9,7 +9,8 @@
 ``P.c``             the wrapper(s): ``int P(const double *in0, ..., double *out0, ...,
                     double *work)`` -- input checks, workspace mapping, output checks
                     (and, for a tolerance, the early-exit driver loop)
-``P_kernel.c``      the math: CasADi code generation of the traced SX graph(s)
+``P_kernel.c``      the math: the traced SX graph(s)' instruction tape written as C by
+                    :mod:`gen.cwriter` (long tapes split into ``static`` parts)
 ``P.cdef``          the cffi ``cdef`` text (what :mod:`gen.build` compiles against)
 ``manifest.json``   robot, algorithm, constraints, sizes, functions, work sizes, op counts
 ``Makefile``        ``make`` -> ``libP.a`` (C99, no other dependency than libm);
@@ -19,16 +20,19 @@
 ``P.pc.in``         the pkg-config file both installs fill in (relocatable)
 ==================  =====================================================================
 
-Every text file except the CasADi math is rendered by jinja2 (``gen/templates/``,
+Every text file except the math is rendered by jinja2 (``gen/templates/``,
 StrictUndefined, layout only) from ONE context dict (:func:`context`), so the header, the
 wrapper, the cdef, the manifest and the build files cannot disagree on a signature.
 Output is deterministic: no timestamps, no absolute paths; emitting twice gives identical
 bytes (the CasADi and rbdgen versions are recorded, so upgrading either may change them).
 
 Symbols: every exported symbol of a folder starts with ``P``: the public functions
-(``P``), the CasADi entry points (``P_kernel``, or ``P_setup``, ``P_step``, ``P_finish``
-for a driver) and CasADi's internal helpers (``P_cg_*``; the rest are ``static``), so
-kernels of different robots and algorithms link together into one program.
+(``P``, ``P_opts`` for a driver) and the math's entry points (``P_kernel``, or
+``P_setup``, ``P_step``, ``P_finish`` for a driver; ``void f(const double **arg, double
+**res)``, plus ``double *w`` with ``avoid_stack``); everything else is ``static``.  So
+kernels of different robots and algorithms link together into one program, and no
+helper of a code generator is exported (issue 12 §6: CasADi's ``CodeGenerator`` added
+~17 global functions per kernel, ``_checkout``, ``_n_in``, ``_sparsity_in``, ``_work``...).
 
 Early-exit driver
 -----------------
@@ -66,7 +70,7 @@ Batched kernels
 ---------------
 ``batch=N`` (``gen.build(..., batch=N)``, ``rbdgen build --batch N``; N = 2, 4, 8, 16)
 emits ``P_b<N>``: one call evaluates N states, every input and output lane-innermost
-(element i of state l at ``x[i*N + l]``).  Its kernel file is not CasADi's code but the
+(element i of state l at ``x[i*N + l]``).  Its kernel file, like the scalar one, is the
 traced function's SX instruction tape written by :func:`_batch_code` as one GCC
 vector-extension statement per instruction over values of N doubles (``P_b<N>_kernel.c``,
 ``kernel_batch.c.j2``), so gcc emits AVX2 / AVX-512 arithmetic directly; sin and cos are
@@ -98,24 +102,32 @@ work array, -O3            3.54 / 3.75      1.96 / 2.03      2.97 / 3.06      13
 (For scale, DESIGN §5 quotes Pinocchio at 10.2 / 5.2 / 3.0 µs on this machine kind;
 that is a different run, the real comparison belongs to ``gen.bench``.)
 
-* ``avoid_stack``: CasADi either declares the intermediates as local variables
-  (``avoid_stack`` off) or keeps them in its ``w`` work array.  Locals are 17-26 %
+(Measured with CasADi's code generator, which wrote the same statements as
+:mod:`gen.cwriter` does now, one per instruction over CasADi's work slots.)
+
+* ``avoid_stack``: the writer either declares the intermediates as local variables
+  (``avoid_stack`` off) or keeps them in a ``w`` work array.  Locals are 17-26 %
   faster and compile 2x faster: gcc allocates registers instead of storing every
   intermediate to memory it must assume aliases the outputs.  The price is stack:
   ``-fstack-usage`` gives 7.7 kB for talos aba with locals, 1.2 kB with the work array
   (plus the 6.5 kB work buffer).  Default: locals; ``work_size`` is then 0 and the
-  header states the bound ``P_STACK_DOUBLES`` (CasADi's ``sz_w``, the number of locals).
+  header states the bound ``P_STACK_DOUBLES`` (CasADi's ``sz_w``, the number of locals;
+  for a split kernel the deepest part's locals plus the boundary array).
   ``avoid_stack=True`` is kept for small-stack targets: ``work_size`` is then exactly
-  ``sz_w`` (+ ``sz_iw`` ints, 0 for SX) and the kernel uses the caller's buffer.
+  ``sz_w`` and the kernel uses the caller's buffer.
+* Splitting (issue 15 §3, :mod:`gen.cwriter`): a tape longer than
+  ``gen.cwriter.SPLIT_ABOVE`` instructions becomes ``static`` parts of ``PART_SIZE``
+  instructions, so gcc's time and memory grow linearly with the kernel; the manifest's
+  ``codegen.parts`` gives the parts per function.  Measured in
+  ``bench/reports/2026-11-26-compile-time.md`` (:mod:`gen.bench.compile_time`).
 * ``cse``: the trace already applies ``casadi.cse``; the Function option ``cse=True`` on
   top finds nothing more (talos aba: 16360 instructions with and without).
 * ``-O2`` vs ``-O3``: equal within 1 %; ``-O1`` is 5-37 % slower.  ``-O3 -march=native``
   is the default of :mod:`gen.build` (``-O2`` would compile ~10 % faster for the same
   speed), the Makefile uses ``-O3``.  The ``-g`` that cffi/distutils adds costs +70 %
   compile time (5.4 -> 9.1 s), so :mod:`gen.build` appends ``-g0``.
-* ``casadi_int`` is ``int`` and ``casadi_real`` is ``double``; ``with_header`` is off
-  (the API header is ours), ``with_export`` off, ``static_aux`` on (``casadi_sq`` and
-  friends are ``static``), ``verbose`` off (it changes nothing in the SX kernels' text).
+* Constants are hexadecimal literals inlined at their uses: exact, and the same bytes on
+  every machine.
 * Outputs are densified before codegen, so matrices are written in full, column-major.
 """
 from __future__ import annotations
@@ -143,6 +155,7 @@ from .algorithms import in_report
 from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
+from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -308,28 +321,17 @@ def _kernel_function(name: str, tr: Trace) -> ca.Function:
                        [n for n, _ in tr.inputs], [n for n, _ in tr.outputs])
 
 
-def _casadi_code(funcs: list[ca.Function], cg_prefix: str, avoid_stack: bool) -> str:
-    cg = ca.CodeGenerator(f"{cg_prefix}.c", {
-        "casadi_int": "int", "casadi_real": "double", "prefix": cg_prefix,
-        "avoid_stack": bool(avoid_stack), "with_header": False, "with_export": False,
-        "static_aux": True, "verbose": False})
-    for f in funcs:
-        cg.add(f)
-    code = cg.dump()
-    if not avoid_stack and re.search(r"\bw\[", code):
-        raise RuntimeError("CasADi kernel uses its work array although avoid_stack is off")
-    return "\n".join(line.rstrip() for line in code.strip().splitlines())
-
-
 def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Function], avoid_stack: bool,
-                      oc, driver: dict | None = None) -> dict:
-    """The context of one public function calling the CasADi functions ``funcs`` (one
-    kernel, or setup/step/finish of a driver, whose ``const`` and loop states take the
-    first ``driver["w_offset"]`` doubles of ``work``)."""
+                      oc, driver: dict | None = None, written: list | None = None) -> dict:
+    """The context of one public function calling the C functions ``funcs`` (one kernel,
+    or setup/step/finish of a driver, whose ``const`` and loop states take the first
+    ``driver["w_offset"]`` doubles of ``work``); ``written``: their
+    :class:`gen.cwriter.Written` (None for a batched kernel: one frame of ``sz_w``
+    vector locals)."""
     w_size = max(f.sz_w() for f in funcs) if avoid_stack else 0
-    sz_iw = max(f.sz_iw() for f in funcs)
-    iw_doubles = math.ceil(sz_iw * 4 / 8)          # ints stored after the doubles
     w_offset = driver["w_offset"] if driver else 0
+    stack = (0 if avoid_stack else max(int(f.sz_w()) for f in funcs)) if written is None else \
+        max(w.stack_doubles for w in written)
     inputs = [{"name": n, "size": int(s.numel()), "rows": int(s.numel()), "cols": 1,
                "doc": tr.algorithm.doc(n)} for n, s in tr.inputs]
     outputs = []
@@ -342,10 +344,9 @@ def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Funct
             "kernels": [f.name() for f in funcs], "driver": driver,
             "summary": tr.algorithm.summary, "inputs": inputs, "outputs": outputs,
             "sz_arg": max(int(f.sz_arg()) for f in funcs), "sz_res": max(int(f.sz_res()) for f in funcs),
-            "sz_w": int(w_size), "sz_iw": int(sz_iw), "w_offset": int(w_offset),
-            "work_size": int(w_offset + w_size + iw_doubles),
-            "uses_work": bool(w_offset + w_size + iw_doubles),
-            "stack_doubles": 0 if avoid_stack else max(int(f.sz_w()) for f in funcs),
+            "sz_w": int(w_size), "w_offset": int(w_offset), "work_size": int(w_offset + w_size),
+            "uses_work": bool(w_offset + w_size), "stack_doubles": int(stack),
+            "parts": [w.parts for w in written] if written else [1],
             "opcount_raw": oc, "opcount": _opcount_layout(oc, titles)}
 
 
@@ -362,12 +363,16 @@ _UNSET = object()
 
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None) -> dict:
+            batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None,
+            split_above: int | None = None) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
     ``batch_trig="libm"``), None for the scalar kernel; ``choice``: the record of an
-    automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest."""
+    automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
+    ``split_above``: the tape length above which a scalar kernel is split into parts
+    (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
+    :mod:`gen.bench.compile_time` compares)."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
@@ -396,9 +401,12 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                               "gen.trace.trace_driver (gen.emit.trace_for does for tol=...)")
         funcs, driver = [_kernel_function(f"{prefix}_kernel", tr)], None
         loop = {"iterations": _traced_iterations(tr), "tolerance": None}
-    cg_prefix = f"{prefix}_cg"
     oc = _opcount(tr) if opcount is _UNSET else opcount
-    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver)
+    if batch:
+        kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
+    else:
+        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above)
+    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
@@ -427,7 +435,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
-        "codegen": {"avoid_stack": bool(avoid_stack), "casadi_int": "int", "casadi_real": "double"},
+        "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"]},
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -445,11 +453,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "constraints": inert_text(spec), "m": m, "iterations": manifest["iterations"],
         "tolerance": manifest["tolerance"], "max_iter": loop.get("max_iter"),
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
-        "codegen": {"prefix": cg_prefix, "avoid_stack": bool(avoid_stack)},
+        "codegen": {"prefix": f"{prefix}_cg", "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
-        "kernel_code": _batch_code(funcs[0], cg_prefix, batch, funcs[0].name(), batch_trig) if batch
-        else _casadi_code(funcs, cg_prefix, avoid_stack),
+        "kernel_code": kernel_code,
     }
 
 
@@ -467,7 +474,7 @@ def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:
     option = next(o for o in algo.options if o.name == "mu")
     mu = default_mu(tr.options.get("mu"), tr.options.get("tol"), getattr(algo.fn, "converged_mu", DEFAULT_MU))
     out = {"inputs": list(algo.runtime),
-           "mu": {"default": mu, "c_default": repr(mu), "min": option.low, "c_min": _c_double(option.low),
+           "mu": {"default": mu, "c_default": repr(mu), "min": option.low, "c_min": c_double(option.low),
                   "open": option.open_low, "floor": option.floor},
            "gains": None}
     if "gains" in algo.runtime:
@@ -538,23 +545,6 @@ BATCH_SIZES = (2, 4, 8, 16)
 #: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
 #: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
 BATCH_TRIG = ("vector", "libm")
-#: element-wise operations on whole vectors ({0}, {1}: the operands)
-_VECTOR_OPS = {ca.OP_ASSIGN: "{0}", ca.OP_ADD: "{0} + {1}", ca.OP_SUB: "{0} - {1}", ca.OP_MUL: "{0} * {1}",
-               ca.OP_DIV: "{0} / {1}", ca.OP_NEG: "-{0}", ca.OP_TWICE: "2. * {0}", ca.OP_SQ: "{0} * {0}",
-               ca.OP_INV: "1. / {0}"}
-#: per-lane scalar C (CasADi's own printing of the operation)
-_LANE_OPS = {ca.OP_SQRT: "sqrt({0})", ca.OP_FABS: "fabs({0})", ca.OP_EXP: "exp({0})", ca.OP_LOG: "log({0})",
-             ca.OP_TAN: "tan({0})", ca.OP_ASIN: "asin({0})", ca.OP_ACOS: "acos({0})", ca.OP_ATAN: "atan({0})",
-             ca.OP_SINH: "sinh({0})", ca.OP_COSH: "cosh({0})", ca.OP_TANH: "tanh({0})",
-             ca.OP_ASINH: "asinh({0})", ca.OP_ACOSH: "acosh({0})", ca.OP_ATANH: "atanh({0})",
-             ca.OP_FLOOR: "floor({0})", ca.OP_CEIL: "ceil({0})", ca.OP_ERF: "erf({0})",
-             ca.OP_EXPM1: "expm1({0})", ca.OP_LOG1P: "log1p({0})",
-             ca.OP_FMAX: "fmax({0}, {1})", ca.OP_FMIN: "fmin({0}, {1})", ca.OP_POW: "pow({0}, {1})",
-             ca.OP_CONSTPOW: "pow({0}, {1})", ca.OP_ATAN2: "atan2({0}, {1})", ca.OP_FMOD: "fmod({0}, {1})",
-             ca.OP_COPYSIGN: "copysign({0}, {1})", ca.OP_HYPOT: "hypot({0}, {1})",
-             ca.OP_LT: "({0} < {1})", ca.OP_LE: "({0} <= {1})", ca.OP_EQ: "({0} == {1})",
-             ca.OP_NE: "({0} != {1})", ca.OP_NOT: "(!{0})", ca.OP_AND: "({0} && {1})",
-             ca.OP_OR: "({0} || {1})", ca.OP_IF_ELSE_ZERO: "({0} ? {1} : 0)"}
 _TRIG_OPS = {ca.OP_SIN: "sin", ca.OP_COS: "cos"}
 #: |x| above which the vectorised sin/cos hand a lane to libm: the reduction's products
 #: k*C1, k*C2 are exact while |k| < 2^21 (k = round(2x/pi), C1, C2 of 32 bits)
@@ -569,16 +559,6 @@ def check_batch(batch) -> int | None:
         raise RbdgenError(f"batch={batch!r}: a batched kernel evaluates 2, 4, 8 or 16 states per call "
                           f"(batch=None builds the scalar kernel)")
     return batch
-
-
-def _c_double(x: float) -> str:
-    """A C double literal that reads back as exactly ``x`` (hexadecimal, C99)."""
-    x = float(x)
-    if math.isnan(x):
-        return "NAN"
-    if math.isinf(x):
-        return "INFINITY" if x > 0 else "(-INFINITY)"
-    return f"({x.hex()})" if x < 0 or (x == 0 and math.copysign(1.0, x) < 0) else x.hex()
 
 
 def _pi_over_2_parts() -> tuple[float, float, float]:
@@ -614,9 +594,9 @@ def _batch_trig_code(p: str, lanes: int) -> str:
     cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
 
     def horner(coeffs):
-        expr = _c_double(coeffs[-1])
+        expr = c_double(coeffs[-1])
         for c in reversed(coeffs[:-1]):
-            expr = f"{_c_double(c)} + r2 * ({expr})"
+            expr = f"{c_double(c)} + r2 * ({expr})"
         return expr
 
     def splat(c):
@@ -628,11 +608,11 @@ def _batch_trig_code(p: str, lanes: int) -> str:
  * |x| > {TRIG_LIMIT:g}, inf and NaN lanes through libm. */
 static {v} {p}_trig({v} x, int cosine)
 {{
-    const {v} magic = {splat("0x1.8p+52")}, limit = {splat(_c_double(TRIG_LIMIT))};
+    const {v} magic = {splat("0x1.8p+52")}, limit = {splat(c_double(TRIG_LIMIT))};
     const {u} sign = {splat("0x8000000000000000ULL")};
-    {v} t = x * {_c_double(2 / math.pi)} + magic;   /* low mantissa bits: k = round(2x/pi) */
+    {v} t = x * {c_double(2 / math.pi)} + magic;   /* low mantissa bits: k = round(2x/pi) */
     {v} k = t - magic;
-    {v} r = ((x - k * {_c_double(c1)}) - k * {_c_double(c2)}) - k * {_c_double(c3)};
+    {v} r = ((x - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
     {v} r2 = r * r;
     {v} s = r + (r * r2) * ({horner(sin_c)});
     {v} c = (1.0 - 0.5 * r2) + (r2 * r2) * ({horner(cos_c)});
@@ -680,7 +660,7 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
     for k in range(f.n_instructions()):
         op, ins, out = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
         if op == ca.OP_CONST:
-            const[out[0]] = _c_double(f.instruction_constant(k))
+            const[out[0]] = c_double(f.instruction_constant(k))
             continue
         if op == ca.OP_OUTPUT:
             src = vec(ins[0]) if ins[0] not in const else splat(const[ins[0]])
@@ -689,7 +669,7 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
         r = out[0]
         if op == ca.OP_INPUT:
             line = f"w{r} = {p}_load(arg[{ins[0]}] + {ins[1] * lanes});"
-        elif op in _VECTOR_OPS or op in _TRIG_OPS:
+        elif op in VECTOR_OPS or op in _TRIG_OPS:
             args = [vec(a) for a in ins]
             if all(a in const for a in ins):  # an operation of constants only: one vector operand
                 args[0] = splat(args[0])
@@ -700,13 +680,12 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
                 uses_trig = True
                 line = f"w{r} = {p}_{_TRIG_OPS[op]}({args[0]});"
             else:
-                line = f"w{r} = {_VECTOR_OPS[op].format(*args)};"
-        elif op in _LANE_OPS:
+                line = f"w{r} = {VECTOR_OPS[op].format(*args)};"
+        elif op in LIBM_OPS:
             args = [const[a] if a in const else f"w{a}[l]" for a in ins]
-            line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_LANE_OPS[op].format(*args)};"
+            line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {LIBM_OPS[op].format(*args)};"
         else:
-            names = {getattr(ca, n): n for n in dir(ca) if n.startswith("OP_")}
-            raise RbdgenError(f"a batched kernel cannot evaluate CasADi operation {names.get(op, op)}")
+            raise RbdgenError(f"a batched kernel cannot evaluate CasADi operation {op_name(op)}")
         const.pop(r, None)
         used.add(r)
         body.append(line)
@@ -803,18 +782,19 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector", choice: dict | None = None) -> BuildFolder:
+               batch_trig: str = "vector", choice: dict | None = None, split_above: int | None = None) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
     ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
-    below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`)."""
+    below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
+    ``split_above``: see :func:`context`."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
         ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
-                      choice=choice)
+                      choice=choice, split_above=split_above)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -839,15 +819,17 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
          avoid_stack: bool = False, progress=None, batch: int | None = None, batch_trig: str = "vector",
-         **options) -> BuildFolder:
+         split_above: int | None = None, **options) -> BuildFolder:
     """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
     (``batch=N``: the batched kernel, N states per call; ``algorithm`` ``auto`` or
-    ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest)."""
+    ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest;
+    ``split_above``: see :func:`context`)."""
     check_batch(batch)
     robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch,
-                      batch_trig=batch_trig, choice=None if choice is None else choice.record())
+                      batch_trig=batch_trig, choice=None if choice is None else choice.record(),
+                      split_above=split_above)
 
 
 # --- the committed reference set (generated/) --------------------------------------------

@@ -54,7 +54,7 @@ mixed), kinetic energy ``0.5 v^T M v``, potential ``-sum_i m_i g . c_i`` and the
 
 **C loop** (:func:`build_loop`, ``--c-loop``).  The integrator and the PD law are
 written once over the backend ``be`` (:func:`integrate`, :func:`advance`,
-:func:`hold_torque`): NumPy in the Python loop, traced and emitted by CasADi for the C
+:func:`hold_torque`): NumPy in the Python loop, traced with CasADi and written by gen.cwriter for the C
 loop, which calls the kernel ``nsteps`` times in one C function
 (``templates/simulate.c.j2``, layout only) compiled with cffi together with the kernel's
 sources.  Both loops store every state; they agree to rounding (tested to 1e-12).
@@ -79,7 +79,8 @@ from .bench.harness import machine_info
 from .build import build, cache_dir, compile_cached, compile_flags
 from .constraint_spec import parse_constraints
 from .constraints import log3, log6
-from .emit import STAMP, _casadi_code, _environment, inert_text, sanitize, timed, write
+from .cwriter import write_functions
+from .emit import STAMP, _environment, inert_text, sanitize, timed, write
 from .errors import RbdgenError
 from .kinematics import body_placements, frame_placement
 from .model import Model
@@ -524,7 +525,7 @@ def _loop_context(kernel, prefix: str) -> dict:
             "off_res": 2 * model.nv + m + 1, "off_kernel": scratch,
             "work_size": scratch + kernel.work_size,
             "files": {"header": f"{prefix}.h", "source": f"{prefix}.c", "cdef": f"{prefix}.cdef"},
-            "math_code": _casadi_code([fa, fc], f"{prefix}_cg", False)}
+            "math_code": write_functions([fa, fc])[0]}
 
 
 def build_loop(kernel, *, flags=None, cache=None, progress=None) -> CLoop:

@@ -198,7 +198,7 @@ def test_manifest_header_and_abi(tmp_path):
     assert len(decl[1]) == 1 and decl[0][1].startswith(f"int {f['symbol']}_opts(") \
         and decl[0][1].endswith("double *work, double tol, int max_iter, int *n_iter);"), "the run-time-options entry"
     code = bf.files[f"{f['symbol']}_kernel.c"]
-    assert all(f"int {f['symbol']}_{p}(" in code for p in ("setup", "step", "finish"))
+    assert all(f"void {f['symbol']}_{p}(" in code for p in ("setup", "step", "finish"))
 
 
 @needs_cc

@@ -97,6 +97,8 @@ def test_cli_prefix(tmp_path, capsys):
     ("ur5", "crba", None, {"avoid_stack": True}),
     ("ur5", "constrained_aba", "3D:tool0", {}),
     ("ur5", "prox_ltl", "3D:tool0", {"tol": 1e-9, "max_iter": 20}),
+    ("ur5", "prox_ltl", "3D:tool0", {"tol": 1e-9, "max_iter": 20, "avoid_stack": True}),
+    ("ur5", "aba", None, {"split_above": 300}),
 ])
 def test_c_is_warning_free(tmp_path, robot, algorithm, spec, options):
     """The emitted C compiles without a warning under -std=c99 -Wall -Wextra -pedantic."""

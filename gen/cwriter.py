@@ -1,0 +1,271 @@
+"""rbdgen's scalar C writer: a CasADi SX function's instruction tape as C (issue 12 §6,
+issue 15 §3).
+
+CasADi's ``CodeGenerator`` wraps every function in ~17 global helpers (``_checkout``,
+``_release``, ``_n_in``, ``_sparsity_in``, ``_work``, ...) that an embedded controller
+neither needs nor wants exported, and writes each kernel as one C function, whose
+compile time grows faster than linearly with its length (gcc at -O3: talos aba, 16k
+instructions, 6 s; a 300-link chain's aba, 11.5 min and 1.5 GB).  This module walks the
+tape CasADi's generator walks (``instruction_id/input/output/constant``) and writes, per
+function, exactly one global C function::
+
+    void <name>(const double **arg, double **res)               intermediates in locals
+    void <name>(const double **arg, double **res, double *w)    avoid_stack: in w[]
+
+``arg[i]`` and ``res[j]`` point to the i-th input and j-th output, dense, column-major;
+all must be non-NULL (the wrappers always pass every array).  Work slots are CasADi's own
+register allocation (``w<k>`` locals, or ``w[k]`` with ``avoid_stack``), so ``sz_w``
+bounds both.  Constants are inlined as hexadecimal literals (:func:`c_double`): exact
+and the same bytes on every machine (tests/test_portable.py).
+
+Splitting
+---------
+A tape longer than :data:`SPLIT_ABOVE` instructions is cut into ``static`` part
+functions of at most :data:`PART_SIZE` instructions, called in order by the entry point,
+so that gcc optimises several functions of bounded size instead of one huge one (its
+time and memory then grow linearly with the kernel).  A value computed in one part and
+read in a later one crosses the boundary through an array ``x`` on the entry point's
+stack: a backward pass over the parts gives, per boundary, the work slots whose value is
+read later (``live_after[i] = live_in[i+1] | (live_after[i+1] - defs[i+1])``; CasADi
+reuses slots, so liveness is per slot and per boundary, not per expression); a part
+loads its upward-exposed slots from ``x`` on entry and stores those it defines that are
+live after it on exit.  With ``avoid_stack`` the slots already live in ``w[]``, which the
+parts share, so nothing crosses.  Parts are ``noinline`` (GCC, Clang): gcc would
+otherwise inline every static function called once back into the entry point.  The
+thresholds are measured (``bench/reports/2026-11-26-compile-time.md``,
+:mod:`gen.bench.compile_time`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import casadi as ca
+
+from .errors import RbdgenError
+
+#: a tape of at most this many instructions stays one C function: gcc -O3 compiles it
+#: in seconds (talos aba, 16.5k instructions: 4.8 s, 173 MB) and a split would cost run
+#: time for nothing (talos aba in parts of 4000: +6 %)
+SPLIT_ABOVE = 20000
+#: instructions per part of a split tape: gcc's time per instruction is flat up to here
+#: and grows beyond; split kernels stay within 6 % of the unsplit run time
+#: (bench/reports/2026-11-26-compile-time.md) (chain:300 aba, 90k instructions: parts of 2000 / 5000 / 10000 /
+#: 20000 compile in 15 / 15 / 27 / 38 s, 334 / 364 / 705 / 791 MB); larger parts cross
+#: fewer values through ``x`` (talos rnea_derivatives: 0.32 loads and stores per
+#: instruction at 4000, 0.24 at 8000)
+PART_SIZE = 5000
+#: work slots declared per line of a declaration (readability of the emitted C)
+DECL_PER_LINE = 12
+
+#: C of the element-wise operations ({0}, {1}: the operands), valid for doubles and for
+#: GCC vector values (the batched kernels of gen.emit use them on vectors)
+VECTOR_OPS = {ca.OP_ASSIGN: "{0}", ca.OP_ADD: "{0} + {1}", ca.OP_SUB: "{0} - {1}", ca.OP_MUL: "{0} * {1}",
+              ca.OP_DIV: "{0} / {1}", ca.OP_NEG: "-{0}", ca.OP_TWICE: "2. * {0}", ca.OP_SQ: "{0} * {0}",
+              ca.OP_INV: "1. / {0}"}
+#: libm functions and comparisons on doubles (CasADi's own printing of each operation)
+LIBM_OPS = {ca.OP_SQRT: "sqrt({0})", ca.OP_FABS: "fabs({0})", ca.OP_EXP: "exp({0})", ca.OP_LOG: "log({0})",
+            ca.OP_TAN: "tan({0})", ca.OP_ASIN: "asin({0})", ca.OP_ACOS: "acos({0})", ca.OP_ATAN: "atan({0})",
+            ca.OP_SINH: "sinh({0})", ca.OP_COSH: "cosh({0})", ca.OP_TANH: "tanh({0})",
+            ca.OP_ASINH: "asinh({0})", ca.OP_ACOSH: "acosh({0})", ca.OP_ATANH: "atanh({0})",
+            ca.OP_FLOOR: "floor({0})", ca.OP_CEIL: "ceil({0})", ca.OP_ERF: "erf({0})",
+            ca.OP_EXPM1: "expm1({0})", ca.OP_LOG1P: "log1p({0})",
+            ca.OP_FMAX: "fmax({0}, {1})", ca.OP_FMIN: "fmin({0}, {1})", ca.OP_POW: "pow({0}, {1})",
+            ca.OP_CONSTPOW: "pow({0}, {1})", ca.OP_ATAN2: "atan2({0}, {1})", ca.OP_FMOD: "fmod({0}, {1})",
+            ca.OP_COPYSIGN: "copysign({0}, {1})", ca.OP_HYPOT: "hypot({0}, {1})",
+            ca.OP_LT: "({0} < {1})", ca.OP_LE: "({0} <= {1})", ca.OP_EQ: "({0} == {1})",
+            ca.OP_NE: "({0} != {1})", ca.OP_NOT: "(!{0})", ca.OP_AND: "({0} && {1})",
+            ca.OP_OR: "({0} || {1})", ca.OP_IF_ELSE_ZERO: "({0} ? {1} : 0)"}
+TRIG_OPS = {ca.OP_SIN: "sin({0})", ca.OP_COS: "cos({0})"}
+SCALAR_OPS = {**VECTOR_OPS, **LIBM_OPS, **TRIG_OPS}
+
+
+def c_double(x: float) -> str:
+    """A C double literal that reads back as exactly ``x`` (hexadecimal, C99)."""
+    x = float(x)
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    return f"({x.hex()})" if x < 0 or (x == 0 and math.copysign(1.0, x) < 0) else x.hex()
+
+
+def op_name(op: int) -> str:
+    """CasADi's name of an operation code (``OP_CALL``), for error messages."""
+    names = {getattr(ca, n): n for n in dir(ca) if n.startswith("OP_")}
+    return names.get(op, str(op))
+
+
+@dataclass
+class _Step:
+    """One instruction as C: ``dest = expr;`` where ``expr`` has ``{k}`` standing for work
+    slot k; ``writes`` is the slot assigned (None for an output, whose ``dest`` is
+    ``res[i][j]``); ``reads`` the slots read."""
+
+    expr: str
+    reads: tuple[int, ...]
+    writes: int | None
+    dest: str = ""
+
+
+def _steps(f: ca.Function) -> list[_Step]:
+    """The tape of ``f`` as steps, constants folded into their uses as literals."""
+    if not f.is_a("SXFunction"):
+        raise RbdgenError(f"{f.name()}: the C writer takes an SX function")
+    const: dict[int, str] = {}                 # work slot -> the literal it holds now
+    steps: list[_Step] = []
+
+    def operand(slot):
+        return const.get(slot, f"{{{slot}}}")
+
+    for k in range(f.n_instructions()):
+        op, ins, out = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
+        if op == ca.OP_CONST:
+            const[out[0]] = c_double(f.instruction_constant(k))
+            continue
+        reads = tuple(a for a in dict.fromkeys(ins) if a not in const)
+        if op == ca.OP_OUTPUT:
+            steps.append(_Step(operand(ins[0]), reads, None, f"res[{out[0]}][{out[1]}]"))
+            continue
+        r = out[0]
+        if op == ca.OP_INPUT:
+            steps.append(_Step(f"arg[{ins[0]}][{ins[1]}]", (), r))
+        elif op in SCALAR_OPS:
+            steps.append(_Step(SCALAR_OPS[op].format(*(operand(a) for a in ins)), reads, r))
+        else:
+            raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
+        const.pop(r, None)
+    return steps
+
+
+def _slots(step: _Step) -> tuple[int, ...]:
+    return step.reads if step.writes is None else (*step.reads, step.writes)
+
+
+def _render(step: _Step, read, write) -> str:
+    """The C statement of ``step``, slot k read as ``read(k)`` and written as
+    ``write(k)``."""
+    expr = step.expr
+    for s in step.reads:
+        expr = expr.replace(f"{{{s}}}", read(s))
+    return f"{step.dest if step.writes is None else write(step.writes)} = {expr};"
+
+
+def _declare(slots, indent: str = "    ") -> list[str]:
+    """``double w3, w7, ...;`` over several lines."""
+    names = [f"w{s}" for s in sorted(slots)]
+    return [f"{indent}double {', '.join(names[i:i + DECL_PER_LINE])};" for i in range(0, len(names), DECL_PER_LINE)]
+
+
+@dataclass
+class Written:
+    """One function as C: ``code``, ``parts`` (1: not split) and ``stack_doubles``
+    (the doubles of locals and boundary array of its deepest frame; 0 with
+    ``avoid_stack``)."""
+
+    code: str
+    parts: int
+    stack_doubles: int
+
+
+def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
+                   part_size: int | None = None) -> Written:
+    """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
+    to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
+    ``split_above``."""
+    split_above = SPLIT_ABOVE if split_above is None else split_above
+    part_size = min(PART_SIZE if part_size is None else part_size, split_above)
+    steps = _steps(f)
+    name = f.name()
+    params = "const double **arg, double **res" + (", double *w" if avoid_stack else "")
+    head = (f"/* {name}: ({', '.join(f'{f.name_in(i)}[{f.nnz_in(i)}]' for i in range(f.n_in()))}) -> "
+            f"({', '.join(f'{f.name_out(i)}[{f.nnz_out(i)}]' for i in range(f.n_out()))}), "
+            f"{f.n_instructions()} instructions */")
+    slot = (lambda s: f"w[{s}]") if avoid_stack else (lambda s: f"w{s}")
+    if len(steps) <= split_above:
+        used = {s for st in steps for s in _slots(st)}
+        body = [f"    {_render(st, slot, slot)}" for st in steps]
+        unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in body)]
+        lines = [head, f"void {name}({params})", "{", *([] if avoid_stack else _declare(used)), *unused,
+                 *body, "}"]
+        return Written("\n".join(lines), 1, 0 if avoid_stack else int(f.sz_w()))
+    return _split(steps, name, params, head, slot, avoid_stack, part_size)
+
+
+def _split(steps, name, params, head, slot, avoid_stack, part_size) -> Written:
+    """``name`` as parts of ``part_size`` steps and the entry point calling them (the
+    module docstring, "Splitting")."""
+    chunks = [steps[i:i + part_size] for i in range(0, len(steps), part_size)]
+    live_in, defs = [], []
+    for chunk in chunks:
+        seen: set[int] = set()
+        exposed: set[int] = set()
+        for st in chunk:
+            exposed.update(s for s in st.reads if s not in seen)
+            if st.writes is not None:
+                seen.add(st.writes)
+        live_in.append(exposed)
+        defs.append(seen)
+    live_after = [set() for _ in chunks]
+    for i in range(len(chunks) - 2, -1, -1):
+        live_after[i] = live_in[i + 1] | (live_after[i + 1] - defs[i + 1])
+    crossing = sorted(set().union(*live_in)) if not avoid_stack else []
+    index = {s: i for i, s in enumerate(crossing)}
+    parts, calls, frame = [], [], 0
+    for i, chunk in enumerate(chunks):
+        pname = f"{name}_p{i}"
+        if avoid_stack:
+            body, local = [f"    {_render(st, slot, slot)}" for st in chunk], set()
+        else:
+            body, local = _part_body(chunk, live_after[i], index)
+        frame = max(frame, len(local))
+        text = "\n".join(body)
+        used = [p for p in ("arg", "res", "w", "x") if f"{p}[" in text]
+        decl = {"arg": "const double **arg", "res": "double **res", "w": "double *w",
+                "x": "double *restrict x"}
+        sig = ", ".join(decl[p] for p in used) or "void"
+        parts += [f"static RBDGEN_PART void {pname}({sig})", "{", *_declare(local), *body, "}", ""]
+        calls.append(f"    {pname}({', '.join(used)});")
+    top = [head, f"void {name}({params})", "{"]
+    if crossing:
+        top.append(f"    double x[{len(crossing)}];   /* values crossing a part boundary */")
+    lines = [f"/* {name} in {len(chunks)} parts of at most {part_size} instructions */", *parts,
+             *top, *calls, "}"]
+    return Written("\n".join(lines), len(chunks), len(crossing) + frame)
+
+
+def _part_body(chunk, live_out: set[int], index: dict[int, int]) -> tuple[list[str], set[int]]:
+    """The statements of one part with locals, and the slots it declares.  A slot read
+    before the part defines it is read from ``x`` where it is used, and a slot live after
+    the part is stored to ``x`` right after its last definition: loading every incoming
+    value on entry and storing every outgoing one on exit would keep them all live
+    through the part, and gcc then spills them (talos rnea_derivatives, parts of 4000:
+    1.5x the unsplit run time)."""
+    last = {st.writes: k for k, st in enumerate(chunk) if st.writes is not None}
+    defined: set[int] = set()
+    body = []
+    for k, st in enumerate(chunk):
+        body.append("    " + _render(st, lambda s: f"w{s}" if s in defined else f"x[{index[s]}]", lambda s: f"w{s}"))
+        if st.writes is not None:
+            defined.add(st.writes)
+            if last[st.writes] == k and st.writes in live_out:
+                body.append(f"    x[{index[st.writes]}] = w{st.writes};")
+    return body, defined
+
+
+#: the prologue of a file with split functions: parts are never inlined back (GCC, Clang)
+PART_MACROS = """#if defined(__GNUC__)
+#define RBDGEN_PART __attribute__((noinline))
+#else
+#define RBDGEN_PART
+#endif"""
+
+
+def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
+                    part_size: int | None = None) -> tuple[str, list[Written]]:
+    """C of several functions in one file (with ``#include <math.h>`` and, when any is
+    split, :data:`PART_MACROS`), and each one's :class:`Written`."""
+    written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size)
+               for f in funcs]
+    head = ["#include <math.h>", ""] + ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
+    return "\n".join(head + ["\n\n".join(w.code for w in written)]), written

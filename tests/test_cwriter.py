@@ -1,0 +1,148 @@
+"""gen/cwriter.py, rbdgen's scalar C writer: the written C evaluates the SX function as
+CasADi's own virtual machine does (the independent reference), whole or split into parts
+(liveness across the parts' boundaries, CasADi's reused work slots, avoid_stack), exports
+nothing but the entry points, and refuses operations it cannot write."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import casadi as ca
+import numpy as np
+import pytest
+
+import gen
+from gen.cwriter import c_double, write_functions
+from gen.emit import _kernel_function, emit, trace_for
+from gen.errors import RbdgenError
+
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+#: the C and CasADi's VM perform the same IEEE operations in the same order; only libm's
+#: sin/cos may differ from CasADi's in the last bit, which the algorithms amplify mildly
+VM_TOL = 1e-12
+#: a split changes nothing but where values live: with -ffp-contract=off, bit for bit
+SPLIT_TOL = 0.0
+
+
+def _compile(tmp_path, code: str, name: str):
+    src, lib = tmp_path / f"{name}.c", tmp_path / f"lib{name}.so"
+    src.write_text(code)
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-O1", "-ffp-contract=off",
+                    "-shared", "-fPIC", str(src), "-o", str(lib), "-lm"], check=True, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
+def _call(lib, f: ca.Function, inputs, work_size=None):
+    outs = [np.zeros(f.nnz_out(j)) for j in range(f.n_out())]
+    dp = ctypes.POINTER(ctypes.c_double)
+    arg = (dp * f.n_in())(*[np.ascontiguousarray(x, dtype=float).ctypes.data_as(dp) for x in inputs])
+    res = (dp * f.n_out())(*[y.ctypes.data_as(dp) for y in outs])
+    extra = [] if work_size is None else [np.full(work_size, np.nan).ctypes.data_as(dp)]
+    getattr(lib, f.name())(arg, res, *extra)
+    return outs
+
+
+def _vm(f: ca.Function, inputs):
+    out = f.call([ca.DM(x) for x in inputs])
+    return [np.asarray(y).ravel(order="F") for y in out]
+
+
+def _aba(robot="ur5"):
+    model = gen.load_robot(robot)
+    f = _kernel_function("rbd_t_kernel", trace_for(model, "aba"))
+    rng = np.random.default_rng(3)
+    return f, [model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)]
+
+
+def test_c_double_reads_back_exactly():
+    for x in (0.1, -0.1, 1 / 3, 5e-324, 1.7976931348623157e308, 0.0, -0.0, 2.0 ** -1074, np.pi):
+        lit = c_double(x)
+        assert float.fromhex(lit.strip("()")) == x and np.signbit(float.fromhex(lit.strip("()"))) == np.signbit(x)
+    assert c_double(float("inf")) == "INFINITY" and c_double(float("-inf")) == "(-INFINITY)"
+
+
+@needs_cc
+@pytest.mark.parametrize("split_above, part_size", [(None, None), (100, 97), (1, 1)])
+@pytest.mark.parametrize("avoid_stack", [False, True])
+def test_matches_casadis_virtual_machine_whole_and_split(tmp_path, split_above, part_size, avoid_stack):
+    """ur5 aba (1361 instructions): one function, parts of 97 instructions, and one part
+    per instruction (every reused slot crosses a boundary), locals or work array."""
+    f, inputs = _aba()
+    code, (w,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, part_size=part_size)
+    assert (w.parts > 1) == (split_above is not None)
+    lib = _compile(tmp_path, code, "k")
+    got = _call(lib, f, inputs, f.sz_w() if avoid_stack else None)
+    ref = _vm(f, inputs)
+    assert np.max(np.abs(got[0] - ref[0])) <= VM_TOL * np.max(np.abs(ref[0]))
+    whole = _call(_compile(tmp_path, write_functions([f], avoid_stack=avoid_stack)[0], "whole"), f, inputs,
+                  f.sz_w() if avoid_stack else None)
+    assert np.max(np.abs(got[0] - whole[0])) <= SPLIT_TOL
+
+
+@needs_cc
+def test_split_driver_parts_agree(tmp_path):
+    """setup, step and finish of an early-exit driver in one file, each split."""
+    model = gen.load_robot("solo12")
+    dt = trace_for(model, "prox_ltl", "3D:FL_FOOT,3D:HR_FOOT", tol=1e-9, max_iter=20)
+    funcs = [_kernel_function(f"rbd_t_{n}", getattr(dt, n)) for n in ("setup", "step", "finish")]
+    code, written = write_functions(funcs, split_above=60, part_size=50)
+    assert all(w.parts > 1 for w in written)
+    lib = _compile(tmp_path, code, "d")
+    rng = np.random.default_rng(5)
+    for f in funcs:
+        inputs = [rng.normal(size=f.nnz_in(i)) for i in range(f.n_in())]
+        got, ref = _call(lib, f, inputs), _vm(f, inputs)
+        for g, r in zip(got, ref):
+            assert np.max(np.abs(g - r)) <= VM_TOL * max(1.0, np.max(np.abs(r))), f.name()
+
+
+def test_unsupported_operation_is_named():
+    x = ca.SX.sym("x")
+    f = ca.Function("rbd_t_sign", [x], [ca.sign(x) * x])
+    with pytest.raises(RbdgenError, match="OP_SIGN"):
+        write_functions([f])
+
+
+def test_constants_are_exact_literals_inlined():
+    x = ca.SX.sym("x")
+    f = ca.Function("rbd_t_c", [x], [0.1 * x - 1 / 3, ca.fmax(x, -0.25) + x * np.inf])
+    code = write_functions([f])[0]
+    assert "0x1.999999999999ap-4" in code and "0x1.5555555555555p-2" in code and "(-0x1.0000000000000p-2)" in code
+    assert "INFINITY" in code
+
+
+@needs_cc
+@pytest.mark.parametrize("split_above", [None, 300])
+def test_kernel_object_exports_only_its_entry_points(tmp_path, split_above):
+    """Issue 12 §6: no CasADi helper (checkout, release, n_in, sparsity, work, ...) and
+    no part of a split kernel is global; the driver's object defines exactly setup,
+    step and finish."""
+    for algorithm, spec, options, entries in (("aba", None, {}, ["kernel"]),
+                                               ("prox_ltl", "3D:tool0", {"tol": 1e-9, "max_iter": 20},
+                                                ["setup", "step", "finish"])):
+        bf = emit("ur5", algorithm, spec, out_dir=tmp_path / algorithm, split_above=split_above, **options)
+        if split_above:
+            assert max(bf.manifest["codegen"]["parts"]) > 1
+        src = bf.path / f"{bf.prefix}_kernel.c"
+        obj = tmp_path / f"{algorithm}.o"
+        subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-O2", "-c", str(src),
+                        "-o", str(obj)], check=True, capture_output=True)
+        nm = subprocess.run(["nm", "-g", "--defined-only", str(obj)], check=True, capture_output=True,
+                            text=True).stdout
+        syms = sorted(ln.split()[-1] for ln in nm.splitlines() if ln.strip())
+        assert syms == sorted(f"{bf.prefix}_{e}" for e in entries), syms
+
+
+@needs_cc
+def test_split_kernel_built_and_called_equals_numpy(tmp_path):
+    """The whole path (wrapper, split kernel, cffi) on a kernel split into parts."""
+    from gen.api import get_algorithm
+    from gen.build import Kernel, compile_folder
+    model = gen.load_robot("solo12")
+    bf = emit(model, "crba", out_dir=tmp_path / "k", split_above=200)
+    assert max(bf.manifest["codegen"]["parts"]) > 1
+    k = Kernel(bf, compile_folder(bf.path), model, get_algorithm("crba"))
+    q = model.random_q(np.random.default_rng(7))
+    ref = gen.run(model, "crba", q)
+    assert np.max(np.abs(k(q) - ref)) <= 1e-12 * np.max(np.abs(ref))
