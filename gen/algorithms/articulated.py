@@ -115,17 +115,29 @@ def constraint_rows(model: Model, cset, rho, q, v, kin, be) -> list[ConstraintRo
     grav = body_gravity(model, Xup, [b for terms in ev.terms for b, _ in terms], be)
     out = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
-        merged: dict[int, object] = {}
-        for body, K in terms:
-            merged[body] = K if body not in merged else merged[body] + K
+        terms = by_body(terms)
         r0 = cset.offsets[ci]
-        w = 1.0 / rho[r0]
         k = ev.a_rest[r0:r0 + con.size, 0:1]
-        for body, K in merged.items():
+        for body, K in terms:
             k = K @ grav[body] + k
-        const = constant_constraint_inertia(con, w)
-        out.append(ConstraintRow(con, list(merged.items()), k, w, None if const is None else const[1]))
+        out.append(constraint_row(con, terms, k, 1.0 / rho[r0]))
     return out
+
+
+def by_body(terms) -> list:
+    """A constraint's terms ``(body, K)`` with those on one body added (a loop whose two
+    frames are on one body)."""
+    merged: dict[int, object] = {}
+    for body, K in terms:
+        merged[body] = K if body not in merged else merged[body] + K
+    return list(merged.items())
+
+
+def constraint_row(con, terms, k, w) -> ConstraintRow:
+    """The :class:`ConstraintRow` of ``con`` with penalty ``w``, its inertia constant when
+    :func:`constant_constraint_inertia` finds one."""
+    aug = constant_constraint_inertia(con, w)
+    return ConstraintRow(con, terms, k, w, None if aug is None else aug[1])
 
 
 def joint_terms(model: Model, i: int, S, IA, pA, tau, be):

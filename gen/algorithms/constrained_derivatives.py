@@ -39,7 +39,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraint_spec import as_constraint_set
-
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model

@@ -33,7 +33,6 @@ not be empty.
 from __future__ import annotations
 
 from ..constraint_spec import as_constraint_set
-
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model

@@ -60,12 +60,7 @@ from ..errors import RbdgenError
 from ..kinematics import forward_velocities, subspaces
 from ..model import Model
 from ..spatial import inertia_matrix
-from .articulated import (
-    Articulated,
-    ConstraintRow,
-    constant_constraint_inertia,
-    supporting_bodies,
-)
+from .articulated import Articulated, by_body, constraint_row, supporting_bodies
 from .constrained_aba import Const as CabaConst
 from .constrained_aba import Plan, State, augment
 from .constrained_aba import step as caba_step
@@ -92,14 +87,9 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     ev = cset.evaluate(model, q, v_minus, be=be, kin=(Xup, vel, c), jacobian=False, drift=False)
     rows = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
-        merged: dict[int, object] = {}
-        for body, K in terms:
-            merged[body] = K if body not in merged else merged[body] + K
         r0 = cset.offsets[ci]
-        w = 1.0 / prox.rho[r0]
         k = -(1.0 + restitution) * ev.Jv[r0:r0 + con.size, 0:1]           # -(1 + e) K v-
-        aug = constant_constraint_inertia(con, w)
-        rows.append(ConstraintRow(con, list(merged.items()), k, w, None if aug is None else aug[1]))
+        rows.append(constraint_row(con, by_body(terms), k, 1.0 / prox.rho[r0]))
     be.mark("kinematics", *[x for X in Xup for x in X], *[row.k for row in rows])
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
     art = Articulated(S, Xup, c, IA, [be.zeros(6, 1)] * nb, [None] * nb, [None] * nb, [None] * nb, [None] * nb)

@@ -92,7 +92,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..constraint_spec import as_constraint_set
-
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model

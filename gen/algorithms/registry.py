@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..constraint_spec import as_constraint_set, parse_constraints
-
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model
