@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import os
 import re
 import shutil
@@ -267,13 +266,7 @@ def markdown(doc: dict, notes: str = "") -> str:
 
 
 def write(doc: dict, out_dir=None, notes: str = "") -> dict[str, Path]:
-    out_dir = Path(out_dir) if out_dir else report.REPORTS_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{doc['date']}-compile-time"
-    paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md")}
-    paths["json"].write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    paths["md"].write_text(markdown(doc, notes))
-    return paths
+    return report.write_dated(doc, "compile-time", markdown(doc, notes), out_dir)
 
 
 def _case(text: str):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import os
 import sys
 from pathlib import Path
@@ -107,15 +106,7 @@ def markdown(doc: dict) -> str:
 
 
 def write(doc: dict, out_dir=None) -> dict[str, Path]:
-    out_dir = Path(out_dir) if out_dir else report.REPORTS_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{doc['date']}-derivatives"
-    slim = {**doc, "results": [{k: v for k, v in r.items() if k not in ("states", "outputs")}
-                               for r in doc["results"]]}
-    paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md")}
-    paths["json"].write_text(json.dumps(slim, indent=1, default=str) + "\n")
-    paths["md"].write_text(markdown(doc))
-    return paths
+    return report.write_dated(doc, "derivatives", markdown(doc), out_dir)
 
 
 def main(argv=None) -> int:

@@ -57,6 +57,7 @@ from pathlib import Path
 
 import jinja2
 import numpy as np
+
 from opcount.counter import count_function
 
 from .. import pinref

@@ -16,7 +16,6 @@ import argparse
 import datetime as _dt
 import importlib.metadata
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
@@ -117,13 +116,7 @@ def markdown(doc: dict) -> str:
 
 
 def write(doc: dict, out_dir=None) -> dict[str, Path]:
-    out_dir = Path(out_dir) if out_dir else report.REPORTS_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{doc['date']}-mujoco"
-    paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md")}
-    paths["json"].write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    paths["md"].write_text(markdown(doc))
-    return paths
+    return report.write_dated(doc, "mujoco", markdown(doc), out_dir)
 
 
 def main(argv=None) -> int:

@@ -252,6 +252,22 @@ def write_suite(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
     return paths
 
 
+def write_dated(doc: dict, kind: str, markdown: str, out_dir=None) -> dict[str, Path]:
+    """``<out_dir>/<date>-<kind>.json`` (``doc``; its ``results``, if any, without the
+    states and outputs a benchmark may keep for tests) and ``.md`` (``markdown``); ``out_dir``
+    defaults to :data:`REPORTS_DIR`.  The dated reports of ``gen.bench.derivatives``,
+    ``gen.bench.mujoco_suite`` and ``gen.bench.compile_time``."""
+    out_dir = Path(out_dir) if out_dir else REPORTS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{doc['date']}-{kind}"
+    slim = doc if "results" not in doc else \
+        {**doc, "results": [{k: v for k, v in r.items() if k not in ("states", "outputs")} for r in doc["results"]]}
+    paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md")}
+    paths["json"].write_text(json.dumps(slim, indent=1, default=str) + "\n")
+    paths["md"].write_text(markdown)
+    return paths
+
+
 # --- the constrained suite report -------------------------------------------------------------
 
 def _pin_ratio(rows, function):
