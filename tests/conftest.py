@@ -57,6 +57,19 @@ def rel_err(x, ref) -> float:
     return float(np.max(np.abs(x - ref)) / max(1.0, float(np.max(np.abs(ref)))))
 
 
+
+def richardson(f, x, h: float):
+    """``d f / d x`` at ``x`` by central differences at ``h`` and ``h/2`` combined
+    (Richardson): truncation O(h^4), rounding ~eps / h.  For a derivative on the manifold
+    pass ``f(d) = g(integrate(q, d))`` and ``x = 0``."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for e in np.eye(len(x)):
+        d1 = (f(x + h * e) - f(x - h * e)) / (2 * h)
+        d2 = (f(x + h / 2 * e) - f(x - h / 2 * e)) / h
+        cols.append((4 * d2 - d1) / 3)
+    return np.column_stack(cols)
+
 def load_or_skip(name: str, **options):
     """``gen.load_robot(name, **options)``; skips the test only when ``name`` is a named
     robot and example-robot-data is missing (any RbdgenError otherwise fails the test)."""

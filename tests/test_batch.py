@@ -15,7 +15,7 @@ from gen.build import build, compile_cached, compile_flags
 from gen.cli import main as cli_main
 from gen.emit import TRIG_LIMIT, _batch_code
 from gen.errors import RbdgenError
-from conftest import load_or_skip
+from conftest import load_or_skip, rel_err
 
 LANE_TOL = 1e-14         # relative: max|lane - scalar| / max(1, max|scalar|), the bound
 ALM_LANE_TOL = 1e-7     # constrained_aba at mu = 1e-6, default build: its floor (see its test)
@@ -29,9 +29,6 @@ def cache(request):
     env = os.environ.get("RBDGEN_CACHE")
     return env if env else str(request.config.cache.mkdir("rbdgen-build"))
 
-
-def relerr(got, ref):
-    return float(np.max(np.abs(np.asarray(got) - np.asarray(ref)))) / max(1.0, float(np.max(np.abs(ref))))
 
 
 def stacked_inputs(model, algorithm, k, rng, cset=None):
@@ -66,7 +63,7 @@ def check_lanes(model, algorithm, lanes, cache, spec=None, k=None, tol=LANE_TOL,
         ref = ref if isinstance(ref, tuple) else (ref,)
         for name, g, r in zip([o["name"] for o in scalar.function["outputs"]], got, ref):
             assert g[j].shape == np.shape(r), f"{algorithm} output {name}: shape {g[j].shape} vs {np.shape(r)}"
-            e = relerr(g[j], r)
+            e = rel_err(g[j], r)
             assert e <= tol, f"{model.name}/{algorithm} batch={lanes}: state {j} output {name} differs by {e:.3g}"
             worst = max(worst, e)
     return worst
@@ -154,7 +151,7 @@ def test_layout_and_nonfinite_lane(cache):
     tau = out.reshape(model.nv, lanes)
     assert np.all(np.isnan(tau[:, 1]))
     for lane in (0, 2, 3):
-        assert relerr(tau[:, lane], scalar(q[lane], v[lane], a[lane])) <= LANE_TOL
+        assert rel_err(tau[:, lane], scalar(q[lane], v[lane], a[lane])) <= LANE_TOL
 
 
 def test_refusals(cache):

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import load_or_skip
+from conftest import load_or_skip, rel_err
 
 import gen
 from gen.algorithms import ALGORITHMS
@@ -28,9 +28,6 @@ def cache(request):
     return env if env else str(request.config.cache.mkdir("rbdgen-build"))
 
 
-def relerr(got, ref):
-    return float(np.max(np.abs(np.asarray(got) - np.asarray(ref)))) / max(1.0, float(np.max(np.abs(ref))))
-
 
 def inputs_for(model, algorithm, rng, cset=None):
     return [model.random_q(rng) if n == "q" else rng.normal(size=k)
@@ -49,7 +46,7 @@ def check_against_numpy(kernel, model, algorithm, samples=3, tol=C_TOL, constrai
         for spec, g, r in zip(kernel.function["outputs"], got, ref):
             assert np.shape(g) == np.shape(r), f"{algorithm}/{spec['name']}: shape {np.shape(g)} != {np.shape(r)}"
             if np.size(r):
-                err = relerr(g, r)
+                err = rel_err(g, r)
                 assert err < tol, f"{algorithm}/{spec['name']} on {model.name}: compiled C vs NumPy error {err:.2e}"
 
 
@@ -162,7 +159,7 @@ def test_workspace_size_is_honoured(avoid_stack, algorithm, cache, tmp_path):
     ref = ref if isinstance(ref, tuple) else (ref,)
     for o, spec, r in zip(outs, k.function["outputs"], ref):
         g = o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
-        assert relerr(g, r) < C_TOL
+        assert rel_err(g, r) < C_TOL
     if avoid_stack and ws:
         assert not np.all(work == CANARY), "avoid_stack kernel did not use its workspace"
 
@@ -182,7 +179,7 @@ def test_compile_cache(tmp_path):
     k3 = compile_folder(k1.path, flags="-O1", cache=tmp_path, progress=msgs.append)
     assert k3 is not k1.module and not any("cached" in m for m in msgs)
     ins = [k1.model.neutral(), np.ones(2)]
-    assert np.array_equal(k1(*ins), gen.run("chain:2", "nle", *ins)) or relerr(k1(*ins), gen.run("chain:2", "nle", *ins)) < C_TOL
+    assert np.array_equal(k1(*ins), gen.run("chain:2", "nle", *ins)) or rel_err(k1(*ins), gen.run("chain:2", "nle", *ins)) < C_TOL
 
 
 def test_compile_error_is_a_user_error(tmp_path, cache):

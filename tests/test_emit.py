@@ -8,6 +8,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import rel_err
 
 import gen
 from gen.algorithms import ALGORITHMS
@@ -20,9 +21,6 @@ PRINT_DIGITS = 17        # %.17g round-trips a double exactly
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                               reason="needs a C compiler and make")
 
-
-def relerr(got, ref):
-    return float(np.max(np.abs(got - ref))) / max(1.0, float(np.max(np.abs(ref))))
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +199,7 @@ def test_standalone_program_built_with_the_makefile_equals_numpy(tmp_path, robot
     ref = ref if isinstance(ref, tuple) else (ref,)
     for spec, r in zip(bf.manifest["functions"][0]["outputs"], ref):
         g = np.reshape(got[spec["name"]], np.shape(r), order="F")
-        err = relerr(g, r)
+        err = rel_err(g, r)
         assert err < C_TOL, f"{algorithm}/{spec['name']} on {robot}: standalone C vs NumPy error {err:.2e}"
 
 
@@ -212,7 +210,7 @@ def test_standalone_program_built_with_cmake(tmp_path):
     bf = emit("chain:4", "rnea", out_dir=tmp_path / "kernel")
     ins = _inputs(model, "rnea")
     got = standalone_program(bf, ins, tmp_path, compile_with="cmake")
-    assert relerr(np.array(got["tau"]), gen.run(model, "rnea", *ins)) < C_TOL
+    assert rel_err(np.array(got["tau"]), gen.run(model, "rnea", *ins)) < C_TOL
 
 
 @needs_cc
@@ -230,7 +228,7 @@ def test_two_kernels_link_into_one_program(tmp_path):
     ins = _inputs(model, "aba")
     objects = [a.path / src.replace(".c", ".o") for src in a.manifest["sources"]]   # force a in
     got = standalone_program(b, ins, tmp_path, link=objects)
-    assert relerr(np.array(got["ddq"]), gen.run(model, "aba", *ins)) < C_TOL
+    assert rel_err(np.array(got["ddq"]), gen.run(model, "aba", *ins)) < C_TOL
 
 
 def test_every_registered_input_and_output_is_documented_in_the_header():

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import rel_err
 
 import gen
 from gen.backend import NUMPY
@@ -114,9 +115,6 @@ def model_path(name, local_dir) -> str:
     return str(GYM / f"{name}.xml")
 
 
-def relerr(got, ref):
-    return float(np.max(np.abs(np.asarray(got) - np.asarray(ref)))) / max(1.0, float(np.max(np.abs(ref))))
-
 
 def full_inertia(m, d) -> np.ndarray:
     """MuJoCo's dense M (armature included): ``mj_fullM(m, d, M)`` in MuJoCo >= 4,
@@ -151,14 +149,14 @@ def test_against_mujoco(name, local_dir):
         T = velocity_map(model, q)
         M_mj = full_inertia(m, d) - np.diag(m.dof_armature)
         M = gen.run(model, "crba", q)
-        assert relerr(M, T.T @ M_mj @ T) < RTOL, f"{name}: crba vs MuJoCo's mj_fullM"
+        assert rel_err(M, T.T @ M_mj @ T) < RTOL, f"{name}: crba vs MuJoCo's mj_fullM"
         drift = acceleration_to_mujoco(model, q, v, np.zeros(model.nv))
         nle_mj = T.T @ (d.qfrc_bias + M_mj @ drift)
-        assert relerr(gen.run(model, "nle", q, v).ravel(), nle_mj) < RTOL, f"{name}: nle vs MuJoCo's qfrc_bias"
+        assert rel_err(gen.run(model, "nle", q, v).ravel(), nle_mj) < RTOL, f"{name}: nle vs MuJoCo's qfrc_bias"
         d.qacc[:] = acceleration_to_mujoco(model, q, v, a)
         tau_mj = np.zeros(m.nv)
         mujoco.mj_rne(m, d, 1, tau_mj)
-        assert relerr(gen.run(model, "rnea", q, v, a).ravel(), T.T @ tau_mj) < RTOL, f"{name}: rnea vs mj_rne"
+        assert rel_err(gen.run(model, "rnea", q, v, a).ravel(), T.T @ tau_mj) < RTOL, f"{name}: rnea vs mj_rne"
 
 
 @pytest.mark.parametrize("name", PIN_GYM_MODELS + ["ballarm_noref"])
@@ -177,10 +175,10 @@ def test_against_pinocchio_mjcf_parser(name, local_dir):
     for _ in range(STATES):
         q, v, a = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         tau = gen.run(model, "rnea", q, v, a).ravel()
-        assert relerr(tau, pin.rnea(pm, pd, q, v, a)) < RTOL, f"{name}: rnea vs Pinocchio"
+        assert rel_err(tau, pin.rnea(pm, pd, q, v, a)) < RTOL, f"{name}: rnea vs Pinocchio"
         Mp = pin.crba(pm, pd, q)
-        assert relerr(gen.run(model, "crba", q), np.triu(Mp) + np.triu(Mp, 1).T) < RTOL, f"{name}: crba vs Pinocchio"
-        assert relerr(gen.run(model, "aba", q, v, tau).ravel(), pin.aba(pm, pd, q, v, tau)) < RTOL, \
+        assert rel_err(gen.run(model, "crba", q), np.triu(Mp) + np.triu(Mp, 1).T) < RTOL, f"{name}: crba vs Pinocchio"
+        assert rel_err(gen.run(model, "aba", q, v, tau).ravel(), pin.aba(pm, pd, q, v, tau)) < RTOL, \
             f"{name}: aba vs Pinocchio"
 
 
@@ -236,7 +234,7 @@ def test_compiled_c_equals_numpy(local_dir, tmp_path):
     for _ in range(STATES):
         q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         ref = gen.run(model, "aba", q, v, tau)
-        assert relerr(kernel(q, v, tau), ref) < 1e-12
+        assert rel_err(kernel(q, v, tau), ref) < 1e-12
 
 
 def test_load_robot_and_refusals(local_dir, tmp_path):
