@@ -124,6 +124,15 @@ def constraint_rows(model: Model, cset, rho, q, v, kin, be) -> list[ConstraintRo
     return out
 
 
+
+def row_residual(bodies, Ks, k, acc):
+    """``sum_t K_t a_t - k`` of one constraint row (Sathya 2024 eq. 20c) from the body
+    accelerations ``acc`` (gravity-offset, LOCAL)."""
+    Ka = None
+    for body, K in zip(bodies, Ks):
+        Ka = K @ acc[body] if Ka is None else Ka + K @ acc[body]
+    return Ka - k
+
 def by_body(terms) -> list:
     """A constraint's terms ``(body, K)`` with those on one body added (a loop whose two
     frames are on one body)."""

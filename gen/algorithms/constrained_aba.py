@@ -36,7 +36,14 @@ from typing import NamedTuple
 
 from ..model import Model
 from ..spatial import act_force
-from .articulated import backward_pass, dsolve, forward_pass, rollout, supporting_bodies
+from .articulated import (
+    backward_pass,
+    dsolve,
+    forward_pass,
+    rollout,
+    row_residual,
+    supporting_bodies,
+)
 from .loops import Couplings
 from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column
 
@@ -104,12 +111,7 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
         Dinv_u[i] = d
     acc, ddq = [None] * nb, [None] * nb
     rollout(model, plan.SE, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be, const.coupled)
-    r = []                                            # sum_t K_t a_t - k
-    for (bodies, _), Ks, k in zip(plan.rows, const.K, const.k):
-        Ka = None
-        for body, K in zip(bodies, Ks):
-            Ka = K @ acc[body] if Ka is None else Ka + K @ acc[body]
-        r.append(Ka - k)
+    r = [row_residual(bodies, Ks, k, acc) for (bodies, _), Ks, k in zip(plan.rows, const.K, const.k)]
     lam = [lj - w * rj for lj, rj, (_, w) in zip(state.lam, r, plan.rows)]              # eq. 27b
 
     nxt, dp = list(Dinv_u), {}                        # Alg. 2, reduced backward sweep

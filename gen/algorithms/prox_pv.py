@@ -40,7 +40,14 @@ from typing import NamedTuple
 from ..kinematics import gravity_acceleration
 from ..model import Model
 from ..spatial import act_force
-from .articulated import backward_pass, dsolve, forward_pass, rollout, supporting_bodies
+from .articulated import (
+    backward_pass,
+    dsolve,
+    forward_pass,
+    rollout,
+    row_residual,
+    supporting_bodies,
+)
 from .proximal import Iterate, ProximalSolver, column
 from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve
 
@@ -105,13 +112,7 @@ def step(model: Model, plan: Plan, const: Const, lam, prox, be) -> Iterate:
         return out
 
     def true_r(_):                                   # sum_t K_t a_t - k of the returned roll-out
-        out = []
-        for bodies, Ks, k in zip(plan.bodies, const.K, const.k):
-            Ka = None
-            for b, K in zip(bodies, Ks):
-                Ka = K @ acc[0][b] if Ka is None else Ka + K @ acc[0][b]
-            out.append(Ka - k)
-        return be.vcat(out)
+        return be.vcat([row_residual(bodies, Ks, k, acc[0]) for bodies, Ks, k in zip(plan.bodies, const.K, const.k)])
 
     return Iterate(lam_k, lam_k, r, ddq, true_r)
 
