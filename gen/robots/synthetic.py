@@ -24,12 +24,14 @@ def _offset(x: float, y: float = 0.0, z: float = 0.0) -> SE3:
     return SE3(np.eye(3), np.array([x, y, z]))
 
 
-def _add_link(bodies, frames, name, parent, placement, axis, inertia, kind="revolute"):
-    bodies.append(Body(f"{name}_joint", name, parent, kind, axis, placement, inertia))
+def _add_link(bodies, frames, name, parent, placement, axis, inertia, length: float = LINK_LENGTH):
+    """A revolute link ``name`` with frames ``<name>_joint``, ``<name>`` and
+    ``<name>_tip`` (``length`` along its x axis); returns its body index."""
+    bodies.append(Body(f"{name}_joint", name, parent, "revolute", axis, placement, inertia))
     i = len(bodies) - 1
     frames.append(Frame(f"{name}_joint", i, SE3.identity(), "joint"))
     frames.append(Frame(name, i, SE3.identity(), "body"))
-    frames.append(Frame(f"{name}_tip", i, _offset(LINK_LENGTH), "fixed_joint"))
+    frames.append(Frame(f"{name}_tip", i, _offset(length), "fixed_joint"))
     return i
 
 
@@ -124,9 +126,12 @@ def fourbar_cut() -> Model:
     along x), joints about z; close it with ``3D:coupler_tip~rocker_tip``."""
     z = np.array([0.0, 0.0, 1.0])
     bodies, frames = [], []
-    crank = _add_named(bodies, frames, "crank", -1, SE3.identity(), z, FOURBAR["crank"])
-    _add_named(bodies, frames, "coupler", crank, _offset(FOURBAR["crank"]), z, FOURBAR["coupler"])
-    _add_named(bodies, frames, "rocker", -1, _offset(FOURBAR["ground"]), z, FOURBAR["rocker"])
+    crank = _add_link(bodies, frames, "crank", -1, SE3.identity(), z, rod(LINK_MASS, FOURBAR["crank"]),
+                      FOURBAR["crank"])
+    _add_link(bodies, frames, "coupler", crank, _offset(FOURBAR["crank"]), z, rod(LINK_MASS, FOURBAR["coupler"]),
+              FOURBAR["coupler"])
+    _add_link(bodies, frames, "rocker", -1, _offset(FOURBAR["ground"]), z, rod(LINK_MASS, FOURBAR["rocker"]),
+              FOURBAR["rocker"])
     return Model("fourbar_cut", bodies, frames, source="fourbar_cut")
 
 
@@ -141,19 +146,9 @@ def closed_leg() -> Model:
     frames = [Frame("root_joint", 0, SE3.identity(), "joint"), Frame("body", 0, SE3.identity(), "body")]
     for side, x in (("a", 0.05), ("b", -0.05)):
         hip = SE3(down.R, np.array([x, 0.0, -0.05]))
-        thigh = _add_named(bodies, frames, f"thigh_{side}", 0, hip, y, 0.25, mass=0.3)
-        _add_named(bodies, frames, f"shin_{side}", thigh, _offset(0.25), y, 0.25, mass=0.2)
+        thigh = _add_link(bodies, frames, f"thigh_{side}", 0, hip, y, rod(0.3, 0.25), 0.25)
+        _add_link(bodies, frames, f"shin_{side}", thigh, _offset(0.25), y, rod(0.2, 0.25), 0.25)
     return Model("closed_leg", bodies, frames, source="closed_leg")
-
-
-def _add_named(bodies, frames, name, parent, placement, axis, length, mass=LINK_MASS):
-    """A revolute rod link ``name`` of ``length`` with frames ``<name>_joint``,
-    ``<name>`` and ``<name>_tip`` (its end)."""
-    bodies.append(Body(f"{name}_joint", name, parent, "revolute", axis, placement, rod(mass, length)))
-    i = len(bodies) - 1
-    frames += [Frame(f"{name}_joint", i, SE3.identity(), "joint"), Frame(name, i, SE3.identity(), "body"),
-               Frame(f"{name}_tip", i, _offset(length), "fixed_joint")]
-    return i
 
 
 def load_synthetic(spec: str) -> Model:
