@@ -449,6 +449,9 @@ def test_mujoco_peer(model, algorithm):
     _check_result(r, ("specialized", "mujoco"))
     assert r["verify"]["max_rel_diff"]["mujoco"] <= 1e-12
     assert r["implementations"]["mujoco"]["calls"].startswith("mj_kinematics + mj_comPos")
+    table = report.markdown_table([r]).splitlines()
+    ratio = table[0].split(" | ").index("MuJoCo / spec")
+    assert float(table[2].split(" | ")[ratio]) == pytest.approx(r["ratios"]["mujoco/specialized"], rel=1e-2)
     if model == "ant":
         r = harness.benchmark(path, "nle", against=("mujoco",), **SMALL)
         assert "world-linear" in r["skipped"]["mujoco"]

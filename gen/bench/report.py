@@ -19,8 +19,10 @@ from .harness import DELASSUS_MU
 #: commands from the repository root (docs/ARCHITECTURE.md, "Reports")
 REPORTS_DIR = Path("bench") / "reports"
 
-IMPLS = ("specialized", "generic", "pinocchio", "adam")
-SHORT = {"specialized": "spec", "generic": "generic", "pinocchio": "pin", "adam": "adam"}
+IMPLS = ("specialized", "generic", "pinocchio", "adam", "mujoco")
+SHORT = {"specialized": "spec", "generic": "generic", "pinocchio": "pin", "adam": "adam", "mujoco": "mujoco"}
+TITLE = {"specialized": "spec", "generic": "generic", "pinocchio": "Pinocchio", "adam": "ADAM", "mujoco": "MuJoCo"}
+PEERS = IMPLS[1:]
 
 
 def _us(ns) -> float | None:
@@ -44,9 +46,8 @@ def rows(results: list[dict]) -> list[dict]:
             row[f"{k}_us"] = _us(s["median_ns"]) if s else None
             row[f"{k}_p10_us"] = _us(s["p10_ns"]) if s else None
             row[f"{k}_p90_us"] = _us(s["p90_ns"]) if s else None
-        row["generic/spec"] = r["ratios"].get("generic/specialized")
-        row["pin/spec"] = r["ratios"].get("pinocchio/specialized")
-        row["adam/spec"] = r["ratios"].get("adam/specialized")
+        for name in PEERS:
+            row[f"{SHORT[name]}/spec"] = r["ratios"].get(f"{name}/specialized")
         row["spec_ops"] = r.get("opcount")
         row["adam_ops"] = imps["adam"]["ops"] if "adam" in imps else None
         row["max_rel_diff"] = max(r["verify"]["max_rel_diff"].values(), default=None)
@@ -58,12 +59,9 @@ def rows(results: list[dict]) -> list[dict]:
     return out
 
 
-COLUMNS = ["robot", "algorithm", "nv", "generic/spec", "pin/spec", "adam/spec", "spec_us", "generic_us", "pin_us",
-           "adam_us", "max_rel_diff", "status"]
-CSV_COLUMNS = ["robot", "algorithm", "constraints", "nv", "generic/spec", "pin/spec", "adam/spec",
-               "spec_us", "spec_p10_us", "spec_p90_us", "generic_us", "generic_p10_us", "generic_p90_us",
-               "pin_us", "pin_p10_us", "pin_p90_us", "adam_us", "adam_p10_us", "adam_p90_us",
-               "spec_ops", "adam_ops", "max_rel_diff", "trials", "status"]
+CSV_COLUMNS = (["robot", "algorithm", "constraints", "nv", *[f"{SHORT[n]}/spec" for n in PEERS]]
+               + [f"{SHORT[n]}_{c}" for n in IMPLS for c in ("us", "p10_us", "p90_us")]
+               + ["spec_ops", "adam_ops", "max_rel_diff", "trials", "status"])
 
 
 def _fmt(x, digits=3) -> str:
@@ -85,19 +83,21 @@ def _range(row, k) -> str:
 
 
 def markdown_table(results: list[dict]) -> str:
+    """Ratios against every peer, then each implementation's median [p10–p90]."""
     rs = rows(results)
-    head = ("| robot | algorithm | nv | generic / spec | Pinocchio / spec | ADAM / spec | spec µs [p10–p90] "
-            "| generic µs [p10–p90] | Pinocchio µs [p10–p90] | ADAM µs [p10–p90] | max rel. diff | status |")
-    sep = "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+    cols = len(PEERS) + len(IMPLS)
+    head = ("| robot | algorithm | nv | " + " | ".join(f"{TITLE[n]} / spec" for n in PEERS) + " | "
+            + " | ".join(f"{TITLE[n]} µs [p10–p90]" for n in IMPLS) + " | max rel. diff | status |")
+    sep = "|---|---|--:|" + "--:|" * (cols + 1) + "---|"
     lines = [head, sep]
     for r in rs:
         name = r["algorithm"] + (f" ({r['constraints']})" if r.get("constraints") else "")
         if r["status"].startswith("error"):
-            lines.append(f"| {r['robot']} | {name} | {_fmt(r.get('nv'))} | | | | | | | | | {r['status']} |")
+            lines.append(f"| {r['robot']} | {name} | {_fmt(r.get('nv'))} |" + " |" * (cols + 1) + f" {r['status']} |")
             continue
-        lines.append(f"| {r['robot']} | {name} | {r['nv']} | {_fmt(r['generic/spec'])} | {_fmt(r['pin/spec'])} "
-                     f"| {_fmt(r['adam/spec'])} | {_range(r, 'spec')} | {_range(r, 'generic')} | {_range(r, 'pin')} "
-                     f"| {_range(r, 'adam')} | {_fmt(r['max_rel_diff'], 2)} | {r['status']} |")
+        cells = [_fmt(r[f"{SHORT[n]}/spec"]) for n in PEERS] + [_range(r, SHORT[n]) for n in IMPLS]
+        lines.append(f"| {r['robot']} | {name} | {r['nv']} | " + " | ".join(cells)
+                     + f" | {_fmt(r['max_rel_diff'], 2)} | {r['status']} |")
     return "\n".join(lines)
 
 
@@ -200,7 +200,8 @@ def chart(suite: dict, path: Path) -> Path | None:
         return None
     algos = list(dict.fromkeys(r["algorithm"] for r in res))
     robots = list(dict.fromkeys(r["robot"] for r in res))
-    colors = {"specialized": "#1b9e77", "generic": "#7570b3", "pinocchio": "#d95f02", "adam": "#e7298a"}
+    colors = {"specialized": "#1b9e77", "generic": "#7570b3", "pinocchio": "#d95f02", "adam": "#e7298a",
+              "mujoco": "#66a61e"}
     fig, axes = plt.subplots(len(algos), 1, figsize=(max(7, 1.2 * len(robots) + 2), 2.6 * len(algos)),
                              squeeze=False, sharex=True)
     width = 0.8 / len(IMPLS)
