@@ -1,8 +1,21 @@
-"""The articulated-body pieces shared by constrainedABA, proxPV, the impact map and
-cABA-OSIM (Featherstone 2008 Table 7.1 in LOCAL frames; Sathya 2024 Alg. 1 and 4): the
-forward pass with the constraint rows in maximal coordinates (:class:`ConstraintRow`,
-Sathya 2024 eq. 20c), the backward sweep of joint terms and articulated inertias, the
-roll-out, and the constant constraint inertia of eq. 24.
+"""The articulated-body passes, written once for ``aba``, ``minv``, constrainedABA, proxPV,
+the impact map and cABA-OSIM (Featherstone 2008 Table 7.1 in LOCAL frames; Sathya 2024
+Alg. 1 and 4):
+
+1. forward pass: ``Xup_i``, ``v_i``, ``c_i = v_i x S_i qd_i``, ``IA_i = I_i``,
+   ``pA_i = v_i x* I_i v_i - fext_i``, and for the solvers the constraint rows in maximal
+   coordinates (:class:`ConstraintRow`, Sathya 2024 eq. 20c);
+2. backward pass, leaves to root: ``U_i = IA_i S_i``, ``D_i = S_i^T U_i`` (factored once:
+   one reciprocal for a 1-DoF joint, an unrolled LDL^T otherwise), ``u_i = tau_i - S_i^T pA_i``,
+   ``Ia = IA_i - U_i D_i^-1 U_i^T``, ``pa = pA_i + Ia c_i + U_i D_i^-1 u_i``,
+   ``IA_parent += X^* Ia X^-1``, ``pA_parent += X^* pa``;
+3. roll-out: ``a' = X^-1 a_parent + c_i``, ``ddq_i = D_i^-1 u_i - D_i^-1 U_i^T a'``,
+   ``a_i = a' + S_i ddq_i``, with ``a_0 = -g``;
+
+and the constant constraint inertia of Sathya 2024 eq. 24.  Exact savings: ``Ia S_i = U_i -
+U_i D_i^-1 D_i = 0``, so for a joint along a coordinate axis the matching row and column of
+``Ia`` are structural zeros (:func:`null_axis`; CasADi's on-the-fly simplification finds
+this only on some trees: talos aba 15800 -> 15619 operations).
 """
 from __future__ import annotations
 
@@ -26,15 +39,15 @@ from ..spatial import (
     inertia_matrix,
     inertia_to_parent,
     inv_motion,
+    motion_subspace,
 )
-from .aba import articulated_inertia, null_axis
 from .dense import ldlt_factor, ldlt_solve
 
 
 class Articulated(NamedTuple):
     """Per-body lists of the articulated-body sweeps: motion subspaces ``S``, ``Xup``,
     ``c``, articulated inertias ``IA`` and bias forces ``pA`` (as propagated), ``U``, the
-    factor ``Dfac`` of ``D``, ``D^-1 u`` and ``D^-1 U^T`` (:func:`joint_terms`)."""
+    factor ``Dfac`` of ``D``, ``u``, ``D^-1 u`` and ``D^-1 U^T`` (:func:`joint_terms`)."""
 
     S: list
     Xup: list
@@ -43,55 +56,70 @@ class Articulated(NamedTuple):
     pA: list
     U: list
     Dfac: list
+    u: list
     Dinv_u: list
     Dinv_Ut: list
 
+    @classmethod
+    def begin(cls, S, Xup, c, IA, pA) -> Articulated:
+        """The state after the forward pass: the backward pass's lists still empty."""
+        return cls(S, Xup, c, IA, pA, *([None] * len(S) for _ in range(5)))
 
-def forward_pass(model: Model, q, v, prox, be):
-    """Sathya 2024 Alg. 1 line 1-4 (Alg. 4 line 4): ``Xup``, ``v``, ``c``, ``IA_i = I_i``,
-    ``pA_i = v_i x* I_i v_i``, and the constraint rows (:func:`constraint_rows`).  Phase
-    ``kinematics``.  Returns (Articulated with the sweep lists still empty, rows)."""
-    nb = model.nbodies
+
+def forward_pass(model: Model, q, v, be, prox=None, fext=None, phase="kinematics"):
+    """Pass 1 (Sathya 2024 Alg. 1 lines 1-4, Alg. 4 line 4): ``Xup``, ``v``, ``c``,
+    ``IA_i = I_i``, ``pA_i = v_i x* I_i v_i`` (minus ``fext[i]``, a LOCAL external force, when
+    given), and with ``prox`` its constraint rows (:func:`constraint_rows`).  Marks
+    ``phase``.  Returns (Articulated with the sweep lists still empty, rows)."""
     S = subspaces(model, be)
     Xup, vel, c = forward_velocities(model, q, v, S, be)
-    cons = constraint_rows(model, prox.cset, prox.rho, q, v, (Xup, vel, c), be) if prox.cset.m else []
+    cons = constraint_rows(model, prox.cset, prox.rho, q, v, (Xup, vel, c), be) if prox and prox.cset.m else []
     IA, pA = [], []
     for i, b in enumerate(model.bodies):
         I = inertia_matrix(b.inertia, be)
         IA.append(I)
-        pA.append(cross_force(vel[i], I @ vel[i], be))
-    be.mark("kinematics", *c, *pA, *[row.k for row in cons])
-    return Articulated(S, Xup, c, IA, pA, [None] * nb, [None] * nb, [None] * nb, [None] * nb), cons
+        p = cross_force(vel[i], I @ vel[i], be)
+        pA.append(p if fext is None or fext[i] is None else p - fext[i])
+    be.mark(phase, *c, *pA, *[row.k for row in cons])
+    return Articulated.begin(S, Xup, c, IA, pA), cons
 
 
-def backward_pass(model: Model, q, tau, art: Articulated, be, visit=None) -> None:
-    """Sathya 2024 Alg. 1 lines 5-8 (Alg. 4 lines 5-8), in place on ``art``: the joint
-    terms of every body, leaves to root, and the inertia and bias force it passes to its
-    parent; ``visit(i)`` runs after body ``i`` (proxPV folds its constraints there).
-    Phase ``factorisation``."""
+def backward_pass(model: Model, q, tau, art: Articulated, be, visit=None, phase="factorisation") -> None:
+    """Pass 2 (Sathya 2024 Alg. 1 lines 5-8, Alg. 4 lines 5-8), in place on ``art``: the
+    joint terms of every body, leaves to root, and the inertia and bias force it passes to
+    its parent; ``visit(i)`` runs after body ``i`` (proxPV folds its constraints there,
+    the loop couplings are eliminated there).  Marks ``phase``."""
     for i in reversed(range(model.nbodies)):
-        art.U[i], art.Dfac[i], art.Dinv_u[i], art.Dinv_Ut[i] = joint_terms(model, i, art.S, art.IA, art.pA, tau, be)
+        art.U[i], art.Dfac[i], art.u[i], art.Dinv_u[i], art.Dinv_Ut[i] = joint_terms(
+            model, i, art.S, art.IA, art.pA, tau, be)
         if model.bodies[i].parent != -1:
-            propagate_inertia(model, i, q, art.Xup, art.c, art.IA, art.pA, art.U[i], art.Dinv_u[i],
-                              art.Dinv_Ut[i], be)
+            propagate(model, i, q, art, be)
         if visit is not None:
             visit(i)
-    be.mark("factorisation", *art.U, *art.Dinv_u, *art.Dinv_Ut)
+    be.mark(phase, *art.U, *art.Dinv_u, *art.Dinv_Ut)
 
 
-def rollout(model: Model, bodies, Xup, c, S, Dinv_u, Dinv_Ut, acc, ddq, be, coupled=None):
-    """``a' = X^-1 a_parent + c``, ``ddq_i = D^-1 u_i - D^-1 U^T a'``, ``a_i = a' + S ddq_i``
-    for the listed bodies (ascending), ``a_0 = -g``.  ``coupled[i]``: the loop couplings
-    of body i at its elimination, ``(j, C_ji S_i, D^-1 S_i^T C_ji^T)`` with ``j < i``
-    (:mod:`gen.algorithms.loops`), adding ``- D^-1 S^T C_ji^T a_j`` to ``ddq_i``."""
+def rollout(model: Model, bodies, art: Articulated, acc, ddq, be, Dinv_u=None, coupled=None,
+            solve_roots: bool = False):
+    """Pass 3 for the listed bodies (ascending) into ``acc`` and ``ddq``: ``a' = X^-1
+    a_parent + c``, ``ddq_i = D^-1 u_i - D^-1 U^T a'``, ``a_i = a' + S ddq_i``, ``a_0 = -g``.
+    ``Dinv_u`` replaces ``art.Dinv_u`` (an iterate's); with ``solve_roots`` a root's
+    ``ddq = D^-1 (u - U^T a')`` is one solve (``D^-1 U^T`` is not needed there: the
+    free-flyer's 6 x 6 solve against six columns is skipped).  ``coupled[i]``: the loop
+    couplings of body i at its elimination, ``(j, C_ji S_i, D^-1 S_i^T C_ji^T)`` with
+    ``j < i`` (:mod:`gen.algorithms.loops`), adding ``- D^-1 S^T C_ji^T a_j`` to ``ddq_i``."""
     a0 = gravity_acceleration(model, be)
+    Dinv_u = art.Dinv_u if Dinv_u is None else Dinv_u
     for i in bodies:
         p = model.bodies[i].parent
-        a = inv_motion(Xup[i], a0 if p == -1 else acc[p], be) + c[i]
-        ddq[i] = Dinv_u[i] - Dinv_Ut[i] @ a
+        a = inv_motion(art.Xup[i], a0 if p == -1 else acc[p], be) + art.c[i]
+        if p == -1 and solve_roots:
+            ddq[i] = dsolve(art.Dfac[i], art.u[i] - art.U[i].T @ a, be)
+        else:
+            ddq[i] = Dinv_u[i] - art.Dinv_Ut[i] @ a
         for j, _, MD in (coupled or {}).get(i, ()):
             ddq[i] = ddq[i] - MD @ acc[j]
-        acc[i] = a + S[i] @ ddq[i]
+        acc[i] = a + art.S[i] @ ddq[i]
 
 
 class ConstraintRow(NamedTuple):
@@ -149,29 +177,65 @@ def constraint_row(con, terms, k, w) -> ConstraintRow:
     return ConstraintRow(con, terms, k, w, None if aug is None else aug[1])
 
 
-def joint_terms(model: Model, i: int, S, IA, pA, tau, be):
-    """``U = IA S``, the factor of ``D = S^T U`` (``1/D`` for a 1-DoF joint, an unrolled
-    LDL^T otherwise), ``D^-1 u`` and ``D^-1 U^T`` with ``u = tau_i - S^T pA``."""
+def joint_factor(model: Model, i: int, S, IA, be):
+    """``U = IA S`` and the factor of ``D = S^T U``: ``1/D`` for a 1-DoF joint (one
+    reciprocal, so the products stay multiplications: talos 236 -> 55 divisions), an
+    unrolled LDL^T with reciprocal pivots otherwise (:func:`dsolve` applies it)."""
     U = IA[i] @ S[i]
     D = S[i].T @ U
+    return U, be.reciprocal(D[0, 0]) if model.bodies[i].nv == 1 else ldlt_factor(D, be)
+
+
+def joint_terms(model: Model, i: int, S, IA, pA, tau, be):
+    """:func:`joint_factor`, ``u = tau_i - S^T pA``, ``D^-1 u`` and ``D^-1 U^T``."""
+    U, Dfac = joint_factor(model, i, S, IA, be)
     u = vslice(model, i, tau) - S[i].T @ pA[i]
-    Dfac = be.reciprocal(D[0, 0]) if model.bodies[i].nv == 1 else ldlt_factor(D, be)
-    return U, Dfac, dsolve(Dfac, u, be), dsolve(Dfac, U.T, be)
+    return U, Dfac, u, dsolve(Dfac, u, be), dsolve(Dfac, U.T, be)
 
 
 def dsolve(Dfac, x, be):
-    """``D^-1 x`` from :func:`joint_terms`' factor."""
+    """``D^-1 x`` from :func:`joint_factor`'s factor."""
     return x * Dfac if not isinstance(Dfac, tuple) else ldlt_solve(Dfac, x, be)
 
 
-def propagate_inertia(model: Model, i: int, q, Xup, c, IA, pA, U, Dinv_u, Dinv_Ut, be):
-    """``IA_p += X^* Ia X^-1`` with ``Ia = IA - U D^-1 U^T`` and
-    ``pA_p += X^* (pA + Ia c + U D^-1 u)`` (Featherstone 2008 Table 7.1)."""
+def null_axis(body):
+    """k if the joint's motion subspace is the coordinate axis e_k (then row and column k
+    of ``Ia`` are exactly zero, since ``Ia S = 0``), else None."""
+    if body.nv != 1:
+        return None
+    s = motion_subspace(body).reshape(-1)
+    k = int(np.argmax(np.abs(s)))
+    return k if s[k] == 1.0 and np.count_nonzero(s) == 1 else None
+
+
+def articulated_inertia(IA, U, DinvUt, axis, be):
+    """``Ia = IA - U D^-1 U^T`` (symmetric): upper triangle computed and mirrored; the
+    row and column ``axis`` (:func:`null_axis`) are exactly zero since ``Ia S = 0``."""
+    Ia = be.zeros(6, 6)
+    for r in range(6):
+        for col in range(r, 6):
+            if axis in (r, col):
+                continue
+            Ia[r, col] = IA[r, col] - (U[r:r + 1, :] @ DinvUt[:, col:col + 1])[0, 0]
+            Ia[col, r] = Ia[r, col]
+    return Ia
+
+
+def pass_inertia(model: Model, i: int, q, IA, U, Dinv_Ut, be):
+    """``IA_parent += X^* Ia X^-1`` with ``Ia = IA_i - U D^-1 U^T``; returns ``Ia``."""
     b = model.bodies[i]
     Ia = articulated_inertia(IA[i], U, Dinv_Ut, null_axis(b), be)
-    pa = pA[i] + Ia @ c[i] + U @ Dinv_u
     IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
-    pA[b.parent] = pA[b.parent] + act_force(Xup[i], pa, be)
+    return Ia
+
+
+def propagate(model: Model, i: int, q, art: Articulated, be) -> None:
+    """Body i's articulated inertia (:func:`pass_inertia`) and bias force
+    ``pA_parent += X^* (pA + Ia c + U D^-1 u)`` to its parent (Featherstone 2008 Table 7.1)."""
+    Ia = pass_inertia(model, i, q, art.IA, art.U[i], art.Dinv_Ut[i], be)
+    pa = art.pA[i] + Ia @ art.c[i] + art.U[i] @ art.Dinv_u[i]
+    p = model.bodies[i].parent
+    art.pA[p] = art.pA[p] + act_force(art.Xup[i], pa, be)
 
 
 def project_force(U, Dinv_Ut, S, f):

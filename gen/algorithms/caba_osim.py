@@ -69,18 +69,18 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import RbdgenError
-from ..kinematics import forward_velocities, qslice, subspaces
+from ..kinematics import forward_velocities, subspaces
 from ..model import Model
-from ..spatial import act_force, inertia_matrix, inertia_to_parent
-from .aba import articulated_inertia, null_axis
+from ..spatial import act_force, inertia_matrix
 from .articulated import (
     constant_constraint_inertia,
     dsolve,
+    joint_factor,
+    pass_inertia,
     project_force,
     supporting_bodies,
 )
 from .delassus import damping, delassus_set
-from .dense import ldlt_factor
 from .proximal import DEFAULT_MU
 
 
@@ -232,15 +232,12 @@ def sweep(model: Model, q, Xup, S, IA, nodes, cons, be) -> None:
     for i in reversed(range(model.nbodies)):
         if model.ancestors(i)[-1] not in roots:
             continue
-        b, p = model.bodies[i], model.bodies[i].parent
-        U = IA[i] @ S[i]
-        D = S[i].T @ U
-        Dfac = be.reciprocal(D[0, 0]) if b.nv == 1 else ldlt_factor(D, be)
+        p = model.bodies[i].parent
+        U, Dfac = joint_factor(model, i, S, IA, be)
         DinvUt = None
         if p != -1:
             DinvUt = dsolve(Dfac, U.T, be)
-            Ia = articulated_inertia(IA[i], U, DinvUt, null_axis(b), be)
-            IA[p] = IA[p] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
+            pass_inertia(model, i, q, IA, U, DinvUt, be)
         if i in nodes:
             n = start(nodes[i], nodes, cons, be)
             d, F, rel = i, (n.kt if n.rows else None), None
@@ -313,7 +310,7 @@ def span(node: Node, cons, e) -> slice:
 
 
 def quadratic_form(Dfac, Q, be):
-    """``Q^T D^-1 Q`` from the factor of D (:func:`articulated.joint_terms`' convention): for a
+    """``Q^T D^-1 Q`` from the factor of D (:func:`articulated.joint_factor`'s convention): for a
     multi-DoF joint ``D = L diag(d) L^T`` gives ``Y^T diag(1/d) Y`` with ``Y = L^-1 Q``,
     half of an LDL^T solve per column."""
     if not isinstance(Dfac, tuple):

@@ -93,7 +93,7 @@ def augment(model: Model, art, rows, q, tau, be) -> Const:
 def setup(model: Model, q, v, tau, prox, be):
     """Alg. 1 up to its roll-out: the first forward sweep with the augmented inertia and
     bias force (eq. 29, :func:`augment`), then the backward sweep."""
-    art, rows = forward_pass(model, q, v, prox, be)
+    art, rows = forward_pass(model, q, v, be, prox)
     const = augment(model, art, rows, q, tau, be)
     SE = supporting_bodies(model, prox.cset)
     plan = Plan(SE, [i for i in range(model.nbodies) if i not in SE],
@@ -110,7 +110,7 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
     for i, d in zip(plan.SE, state.Dinv_u):
         Dinv_u[i] = d
     acc, ddq = [None] * nb, [None] * nb
-    rollout(model, plan.SE, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be, const.coupled)
+    rollout(model, plan.SE, art, acc, ddq, be, Dinv_u, const.coupled)
     r = [row_residual(bodies, Ks, k, acc) for (bodies, _), Ks, k in zip(plan.rows, const.K, const.k)]
     lam = [lj - w * rj for lj, rj, (_, w) in zip(state.lam, r, plan.rows)]              # eq. 27b
 
@@ -134,7 +134,7 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
             push(p, act_force(art.Xup[i], dp[i] - art.U[i] @ du, be))
 
     def accelerations():                               # Alg. 3, lines 9-11
-        rollout(model, plan.rest, art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
+        rollout(model, plan.rest, art, acc, ddq, be, Dinv_u)
         return be.vcat(ddq)
 
     return Iterate(State(lam, [nxt[i] for i in plan.SE]), column(lam, be), column(r, be), accelerations)

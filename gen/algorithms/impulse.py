@@ -92,7 +92,7 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
         rows.append(constraint_row(con, by_body(terms), k, 1.0 / prox.rho[r0]))
     be.mark("kinematics", *[x for X in Xup for x in X], *[row.k for row in rows])
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
-    art = Articulated(S, Xup, c, IA, [be.zeros(6, 1)] * nb, [None] * nb, [None] * nb, [None] * nb, [None] * nb)
+    art = Articulated.begin(S, Xup, c, IA, [be.zeros(6, 1)] * nb)
     caba = augment(model, art, rows, q, be.zeros(model.nv, 1), be)     # eq. 29, loops included
     SE = supporting_bodies(model, cset)
     plan = Plan(SE, [i for i in range(nb) if i not in SE], [([body for body, _ in row.terms], row.w) for row in rows])

@@ -26,15 +26,9 @@ import numpy as np
 
 from ..kinematics import qslice, subspaces
 from ..model import Model
-from ..spatial import (
-    act_force,
-    inertia_matrix,
-    inertia_to_parent,
-    inv_motion,
-    parent_transform,
-)
-from .aba import articulated_inertia, mimic_solve, null_axis
-from .dense import ldlt_factor, ldlt_solve
+from ..spatial import act_force, inertia_matrix, inv_motion, parent_transform
+from .aba import mimic_solve
+from .articulated import dsolve, joint_factor, pass_inertia
 
 
 def minv(model: Model, q, *, be):
@@ -46,17 +40,15 @@ def minv(model: Model, q, *, be):
     Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
     P = [dict() for _ in range(n)]              # body -> {dof: 6x1 bias force column}
-    U, R, solve = [None] * n, [None] * n, [None] * n
+    U, R, Dfac = [None] * n, [None] * n, [None] * n
     for i in reversed(range(n)):
         b = model.bodies[i]
-        U[i] = IA[i] @ S[i]
-        solve[i] = _pivot_solver(b, S[i].T @ U[i], be)
+        U[i], Dfac[i] = joint_factor(model, i, S, IA, be)
         cols = sorted(set(P[i]) | set(range(b.idx_v, b.idx_v + b.nv)))
-        R[i] = {j: solve[i](_unit(b, j, be) - S[i].T @ P[i].get(j, be.zeros(6, 1))) for j in cols}
+        R[i] = {j: dsolve(Dfac[i], _unit(b, j, be) - S[i].T @ P[i].get(j, be.zeros(6, 1)), be) for j in cols}
         if b.parent == -1:
             continue
-        Ia = articulated_inertia(IA[i], U[i], solve[i](U[i].T), null_axis(b), be)
-        IA[b.parent] = IA[b.parent] + inertia_to_parent(b, qslice(model, i, q), Ia, be)
+        pass_inertia(model, i, q, IA, U[i], dsolve(Dfac[i], U[i].T, be), be)
         for j in cols:
             f = U[i] @ R[i][j] if j not in P[i] else P[i][j] + U[i] @ R[i][j]
             g = act_force(Xup[i], f, be)
@@ -71,7 +63,7 @@ def minv(model: Model, q, *, be):
             a = None if b.parent == -1 or j not in A[b.parent] else inv_motion(Xup[i], A[b.parent][j], be)
             row = R[i].get(j)
             if a is not None:
-                row = (be.zeros(b.nv, 1) if row is None else row) - solve[i](U[i].T @ a)
+                row = (be.zeros(b.nv, 1) if row is None else row) - dsolve(Dfac[i], U[i].T @ a, be)
             if row is None:
                 continue                         # structural zero: j outside both subtree and ancestors' reach
             for k in range(b.nv):
@@ -88,15 +80,6 @@ def _unit(body, j: int, be):
     if body.idx_v <= j < body.idx_v + body.nv:
         e[j - body.idx_v, 0] = 1.0
     return e
-
-
-def _pivot_solver(body, D, be):
-    """``x -> D^-1 x``: one reciprocal for a 1-DoF joint, an unrolled LDL^T otherwise."""
-    if body.nv == 1:
-        d = be.reciprocal(D[0, 0])
-        return lambda x: x * d
-    fac = ldlt_factor(D, be)
-    return lambda x: ldlt_solve(fac, x, be)
 
 
 def pinocchio_minv(pin, pm, pd, q, **_):

@@ -74,7 +74,7 @@ class Const(NamedTuple):
 def setup(model: Model, q, v, tau, prox, be):
     """Lines 1-11 and the factorisation of line 13's matrix; state: ``lam_0 = 0``."""
     cset, nb = prox.cset, model.nbodies
-    art, cons = forward_pass(model, q, v, prox, be)
+    art, cons = forward_pass(model, q, v, be, prox)
     sub = [Subtree() for _ in range(nb + 1)]          # sub[nb] is the world
     for ci, row in enumerate(cons):                   # a loop's rows start at both bodies
         for t, (body, K) in enumerate(row.terms):
@@ -139,7 +139,7 @@ def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
             f = act_force(art.Xup[i], F[i] - art.U[i] @ dv, be)
             F[p] = f if p not in F else F[p] + f
     acc, ddq = [None] * nb, [None] * nb
-    rollout(model, range(nb), art.Xup, art.c, art.S, Dinv_u, art.Dinv_Ut, acc, ddq, be)
+    rollout(model, range(nb), art, acc, ddq, be, Dinv_u)
     return be.vcat(ddq), acc
 
 
