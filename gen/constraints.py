@@ -214,13 +214,14 @@ class ConstraintSet:
         return sorted(_dofs(model, bodies))
 
     def require_anchored(self, algorithm: str) -> None:
-        """The generic C library's articulated solvers take constraints to the world only."""
+        """The generic C library's articulated sweeps (registry ``GenericC.anchored_only``)
+        take constraints relative to the world only."""
         for con in self.constraints:
             if not con.anchored:
                 raise RbdgenError(
                     f"the generic C library's {algorithm} handles constraints relative to the world only; "
-                    f"'{con}' closes a loop between two moving bodies: build the specialised kernel "
-                    f"(gen.build), which closes it, or use the generic prox_ltl")
+                    f"'{con}' closes a loop between two moving bodies: use a joint-space algorithm "
+                    f"(prox_ltl, prox_ltls, ltl_osim or kkt_osim)")
 
     # --- numbers, over the backend -----------------------------------------------------
     def evaluate(self, model: Model, q, v, *, be, kin=None, jacobian: bool = True,

@@ -72,6 +72,19 @@ def test_harness_generic_every_joint_kind_and_mimic():
     assert r["skipped"] == {"generic": "the generic C has no mimic joints (joint 'j4')"}
 
 
+def test_harness_generic_skipped_on_loops_where_it_takes_anchored_rows_only():
+    """The generic constrained_aba takes constraints to the world only (registry
+    ``GenericC.anchored_only``): on the four-bar cut between its moving links the
+    specialised kernel, which closes the loop, is timed without it, the reason recorded;
+    the generic prox_ltl takes the loop and is timed."""
+    r = harness.benchmark("fourbar_cut", "constrained_aba", "3D:coupler_tip~rocker_tip", against=("generic",), **SMALL)
+    _check_result(r, ("specialized",))
+    assert r["skipped"] == {"generic": "the generic C's constrained_aba takes constraints relative to the world "
+                                       "only ('3D:coupler_tip~rocker_tip' closes a loop between two moving bodies)"}
+    r = harness.benchmark("fourbar_cut", "prox_ltl", "3D:coupler_tip~rocker_tip", against=("generic",), **SMALL)
+    _check_result(r, ("specialized", "generic"))
+
+
 def test_harness_refuses_to_time_wrong_code():
     """A mismatch (here: an impossible tolerance) raises instead of reporting times."""
     with pytest.raises(harness.BenchmarkMismatch, match="disagree"):

@@ -179,11 +179,14 @@ class PinocchioRef:
 class GenericC:
     """The hand-written generic C (``gen/generic``): ``algo_id`` the ``rbg_algo`` value,
     ``entry`` the C function, ``work(nbodies, nv, m)`` its workspace in doubles (the
-    ``RBG_WORK_*`` macro of ``rbg.h``)."""
+    ``RBG_WORK_*`` macro of ``rbg.h``); ``anchored_only``: its articulated sweeps take
+    constraints relative to the world only (a loop between two moving bodies is refused,
+    ``RBG_ERR_LOOP``; the specialised kernel closes it)."""
 
     algo_id: int
     entry: str
     work: Callable[[int, int, int], int]
+    anchored_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,11 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         if mimic and generic is not None:
             skipped["generic"] = f"the generic C has no mimic joints (joint '{mimic[0]}')"
             generic = None
+        loop = [str(c) for c in cset.constraints if not c.anchored] if cset else []
+        if loop and generic is not None and generic.anchored_only:
+            skipped["generic"] = (f"the generic C's {algorithm} takes constraints relative to the world only "
+                                  f"('{loop[0]}' closes a loop between two moving bodies)")
+            generic = None
         # rbg_<name>(&model, [&constraints,] [&options,] [scalar,] inputs..., outputs..., work);
         # scalar: a damped Delassus inverse's mu, the impact map's restitution
         generic_ctx = None if generic is None else {

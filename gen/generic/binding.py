@@ -297,10 +297,7 @@ class GenericModel:
         if not 0.0 <= restitution <= 1.0:
             raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
                               f"(0: plastic impact, 1: elastic)")
-        for con in self.cset.constraints:
-            if not con.anchored:
-                raise RbdgenError(f"impulse handles constraints relative to the world only (articulated sweeps, "
-                                  f"Sathya 2024 §II-E); '{con}' closes a loop between two moving bodies")
+        self._anchored("impulse")
         self._bilateral("impulse")
         opts = self.prox_options(**options)
         v_plus, vp = self._out(self.nv)
@@ -319,8 +316,7 @@ class GenericModel:
                               f"has a unilateral row (+): use prox_lcp")
 
     def _proximal(self, algo: str, q, v, tau, **options):
-        if algo in ("constrained_aba", "prox_pv"):
-            self.cset.require_anchored(algo)
+        self._anchored(algo)
         if algo != "prox_lcp":
             self._bilateral(algo)
         opts = self.prox_options(**options)
@@ -360,12 +356,7 @@ class GenericModel:
 
     def _delassus(self, algo: str, q, mu=None) -> np.ndarray:
         delassus_set(self.model, self.cset, algo)
-        if algo in ("caba_osim", "caba_osimf"):
-            for con in self.cset.constraints:
-                if not con.anchored:
-                    raise RbdgenError(f"{algo} handles constraints relative to the world only (Sathya 2024 "
-                                      f"§II-E); '{con}' closes a loop between two moving bodies: use ltl_osim "
-                                      f"or kkt_osim")
+        self._anchored(algo)
         if algo == "caba_osimf":
             for b in self.model.bodies:
                 if b.parent == -1 and b.kind != "free":
@@ -393,6 +384,12 @@ class GenericModel:
             raise RbdgenError(f"generic C has no algorithm '{algorithm}' "
                               f"(choose from {', '.join(self.ALGORITHMS)})")
         return getattr(self, algorithm)(*inputs, **options)
+
+    def _anchored(self, algo: str) -> None:
+        """One-line refusal of a loop between two moving bodies where the row's generic C
+        is ``anchored_only``."""
+        if ALGORITHMS[algo].generic.anchored_only:
+            self.cset.require_anchored(algo)
 
     def __repr__(self) -> str:
         extra = f", constraints={self.cset.spec!r}" if self.m else ""
