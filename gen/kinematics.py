@@ -86,9 +86,25 @@ def extended_q(model: Model, q, be):
     :func:`qslice` in body order."""
     return be.vcat([qslice(model, i, q) for i in range(model.nbodies)])
 
+
+def extended_state(model: Model, q, vectors, be):
+    """``(ext, q_ext, [G x for x in vectors], G)`` (:func:`mimic_extension`, ``G`` cast
+    once) for a model with mimic joints; ``(model, q, vectors, None)`` otherwise.  The
+    derivative algorithms run their world-frame passes on ``ext`` and map the results
+    back by the chain rule: ``G^T X G`` for a joint-torque partial, ``X G`` for a
+    constraint-row partial (``d q_ext / d q = G``, mimic joints being revolute or
+    prismatic)."""
+    if not model.has_mimic:
+        return model, q, list(vectors), None
+    ext, G = mimic_extension(model)
+    G = be.asarray(G)
+    return ext, extended_q(model, q, be), [G @ x for x in vectors], G
+
 #: the algorithms that handle mimic joints (their dofs projected through ``dof_columns``)
-MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "prox_ltl", "prox_ltls",
-                    "rnea_derivatives", "aba_derivatives")
+MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "crba_solve", "prox_ltl", "prox_ltls",
+                    "prox_lcp", "constrained_aba", "prox_pv", "impulse", "delassus", "kkt_delassus", "ltl_osim",
+                    "kkt_osim", "caba_osim", "caba_osimf", "rnea_derivatives", "aba_derivatives",
+                    "constrained_derivatives", "impulse_derivatives")
 
 
 def subspaces(model: Model, be, *, mimic: bool = False):
