@@ -100,24 +100,20 @@ def extended_state(model: Model, q, vectors, be):
     G = be.asarray(G)
     return ext, extended_q(model, q, be), [G @ x for x in vectors], G
 
-#: the algorithms that handle mimic joints (their dofs projected through ``dof_columns``)
-MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "crba_solve", "prox_ltl", "prox_ltls",
-                    "prox_lcp", "constrained_aba", "prox_pv", "impulse", "delassus", "kkt_delassus", "ltl_osim",
-                    "kkt_osim", "caba_osim", "caba_osimf", "rnea_derivatives", "aba_derivatives",
-                    "constrained_derivatives", "impulse_derivatives")
-
-
 def subspaces(model: Model, be, *, mimic: bool = False):
     """Motion subspaces S_i (6 x nv_i, a mimic joint's 6 x 1), cast once.  Callers that
-    project mimic joints' columns (:func:`dof_columns`) pass ``mimic=True``; for the
-    others a model with a mimic joint is refused with one line."""
+    project mimic joints' columns (:func:`dof_columns`) pass ``mimic=True``; the others
+    (the articulated-body and world-frame passes, whose one recursion per joint cannot
+    couple the dofs of two joints) refuse a model with a mimic joint with one line.
+    Every registered algorithm handles mimic joints on its own path (the dense or sparse
+    solve of ``M``, the extended tree), so this guards internal callers."""
     if not mimic:
         for b in model.bodies:
             if b.mimic is not None:
                 raise RbdgenError(
                     f"{model.name}: joint '{b.name}' mimics '{model.bodies[b.mimic.primary].name}' (URDF "
-                    f"<mimic>): this algorithm does not handle mimic joints (nor do Pinocchio's aba, "
-                    f"derivatives and constrained dynamics); use {', '.join(MIMIC_ALGORITHMS)}")
+                    f"<mimic>): this articulated-body / world-frame pass does not handle mimic joints; run it "
+                    f"on the extended tree (gen.kinematics.mimic_extension) or through a registered algorithm")
     return [be.asarray(motion_subspace(b)) for b in model.bodies]
 
 

@@ -38,7 +38,11 @@ ORDINARY_ITERATE_TOL = 1e-9   # articulated vs joint-space iterates on an ordina
 RESIDUAL_TOL = 1e-10     # true constraint residual of a converged solve
 OSIM_TOL = 1e-9          # Delassus / damped inverse vs Pinocchio's crba and Jacobians
 DERIV_TOL = 1e-7         # derivatives vs Richardson differences of the converged solution
-ROUTE_TOL = ALGORITHMS["constrained_aba"].floor.c_numpy   # AD of the ALM iterate vs analytical
+#: the augmented-Lagrangian iterates (prox_ltls's, run by constrained_aba and the impact map
+#: on mimic models) at mu = 1e-6 round at ~eps / (mu lambda_min(M)): AD of the 12th iterate
+#: vs the analytical route (worst seen 2.2e-10), the impact map's K-th iterate vs a dense
+#: NumPy ALM iteration (5.9e-10)
+ALM_TOL = 1e-8
 SX_TOL = 1e-11
 C_TOL = 1e-11
 CONVERGED = {"tol": 1e-13, "max_iter": 400}
@@ -224,8 +228,8 @@ def test_mimic_impulse(gripper, tree, which):
             Pk = Pk - (J @ dv - a_star) / rho
             if K in (1, 3):
                 got = gen.run(model, "impulse", q, v_minus, constraints=spec, restitution=0.4, iterations=K)
-                assert rel_err(got[0], v_minus + dv) < ROUTE_TOL, f"{which} {spec} K={K} v+"
-                assert rel_err(got[1], Pk) < ROUTE_TOL, f"{which} {spec} K={K} impulse"
+                assert rel_err(got[0], v_minus + dv) < ALM_TOL, f"{which} {spec} K={K} v+"
+                assert rel_err(got[1], Pk) < ALM_TOL, f"{which} {spec} K={K} impulse"
 
 
 @needs_pin
@@ -309,7 +313,7 @@ def test_mimic_derivative_routes_agree(gripper, tree, which):
             cset = parse_constraints(model, spec)
             f = trace(model, algorithm, cset, route=route, **opts).function()
             got = f.call([np.reshape(x, (-1, 1)) for x in ins])
-            tol = SX_TOL if route == "analytical" else ROUTE_TOL
+            tol = SX_TOL if route == "analytical" else ALM_TOL
             for g, w in zip(got, want):
                 assert rel_err(np.array(g), w) < tol, f"{which} {algorithm} {route}"
 
@@ -340,7 +344,6 @@ def test_mimic_traced_sx_equals_numpy(gripper):
             assert rel_err(np.array(g).reshape(np.shape(r)), r) < tol, f"{algorithm} {spec}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("algorithm, spec, opts", [
     ("constrained_aba", "3D:tip~left", {"iterations": 3}),        # solver family, a loop
     ("caba_osim", "3D:tip", {}),                                  # Delassus family
@@ -354,5 +357,25 @@ def test_mimic_compiled_c_equals_numpy(gripper, tmp_path, algorithm, spec, opts)
         got = k(*args)
         ref = gen.run(gripper, algorithm, *args, constraints=spec, **opts)
         got, ref = (got, ref) if isinstance(ref, tuple) else ((got,), (ref,))
+        tol = max(C_TOL, ALGORITHMS[algorithm].floor.c_numpy)          # ALM rounding floor
         for g, r in zip(got, ref):
-            assert rel_err(g, r) < C_TOL, f"{algorithm} {spec}"
+            assert rel_err(g, r) < tol, f"{algorithm} {spec}"
+
+
+def test_every_row_handles_mimic(gripper):
+    """Every registered algorithm runs on the mimic gripper (constraints 3D:tip where it
+    takes them); an articulated pass called on a mimic model directly still refuses it
+    with one line."""
+    from gen.algorithms.world import world_pass
+    from gen.errors import RbdgenError
+    q, v, tau = random_state(gripper, np.random.default_rng(16))
+    values = {"q": q, "v": v, "v_minus": v}
+    for name, algo in ALGORITHMS.items():
+        spec = "3D:tip" if algo.constrained else None
+        args = [values.get(n, tau) for n, _ in algo.inputs(gripper, spec)]
+        outs = gen.run(gripper, name, *args, constraints=spec)
+        for x in outs if isinstance(outs, tuple) else (outs,):
+            assert np.all(np.isfinite(x)), name
+    col = np.reshape
+    with pytest.raises(RbdgenError, match="joint 'd_right' mimics 'c_left'.*does not handle mimic joints"):
+        world_pass(gripper, col(q, (-1, 1)), col(v, (-1, 1)), col(tau, (-1, 1)), NUMPY)
