@@ -379,3 +379,17 @@ def test_every_row_handles_mimic(gripper):
     col = np.reshape
     with pytest.raises(RbdgenError, match="joint 'd_right' mimics 'c_left'.*does not handle mimic joints"):
         world_pass(gripper, col(q, (-1, 1)), col(v, (-1, 1)), col(tau, (-1, 1)), NUMPY)
+
+
+@pytest.mark.parametrize("algorithm", ["prox_pv", "impulse"])
+def test_mimic_early_exit_driver(gripper, tmp_path, algorithm):
+    """The early-exit C driver (setup and step traced separately) on a mimic model: the
+    fallback's setup and step, converged, = NumPy with the same tolerance."""
+    opts = {"tol": 1e-12, "max_iter": 100}
+    k = gen.build(gripper, algorithm, "3D:tip", out_dir=tmp_path / algorithm, **opts)
+    args = _inputs(gripper, algorithm, "3D:tip", np.random.default_rng(17))
+    got, ref = k(*args), gen.run(gripper, algorithm, *args, constraints="3D:tip", **opts)
+    tol = max(C_TOL, ALGORITHMS[algorithm].floor.c_numpy)
+    for g, r in zip(got[:2], ref[:2]):
+        assert rel_err(g, r) < tol, algorithm
+    assert float(got[3][0]) <= opts["tol"], "residual"
