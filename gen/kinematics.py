@@ -86,22 +86,34 @@ def extended_q(model: Model, q, be):
     :func:`qslice` in body order."""
     return be.vcat([qslice(model, i, q) for i in range(model.nbodies)])
 
-#: the algorithms that handle mimic joints (their dofs projected through ``dof_columns``)
-MIMIC_ALGORITHMS = ("rnea", "nle", "crba", "aba", "minv", "ltdl", "ltl", "prox_ltl", "prox_ltls",
-                    "rnea_derivatives", "aba_derivatives")
 
+def extended_state(model: Model, q, vectors, be):
+    """``(ext, q_ext, [G x for x in vectors], G)`` (:func:`mimic_extension`, ``G`` cast
+    once) for a model with mimic joints; ``(model, q, vectors, None)`` otherwise.  The
+    derivative algorithms run their world-frame passes on ``ext`` and map the results
+    back by the chain rule: ``G^T X G`` for a joint-torque partial, ``X G`` for a
+    constraint-row partial (``d q_ext / d q = G``, mimic joints being revolute or
+    prismatic)."""
+    if not model.has_mimic:
+        return model, q, list(vectors), None
+    ext, G = mimic_extension(model)
+    G = be.asarray(G)
+    return ext, extended_q(model, q, be), [G @ x for x in vectors], G
 
 def subspaces(model: Model, be, *, mimic: bool = False):
     """Motion subspaces S_i (6 x nv_i, a mimic joint's 6 x 1), cast once.  Callers that
-    project mimic joints' columns (:func:`dof_columns`) pass ``mimic=True``; for the
-    others a model with a mimic joint is refused with one line."""
+    project mimic joints' columns (:func:`dof_columns`) pass ``mimic=True``; the others
+    (the articulated-body and world-frame passes, whose one recursion per joint cannot
+    couple the dofs of two joints) refuse a model with a mimic joint with one line.
+    Every registered algorithm handles mimic joints on its own path (the dense or sparse
+    solve of ``M``, the extended tree), so this guards internal callers."""
     if not mimic:
         for b in model.bodies:
             if b.mimic is not None:
                 raise RbdgenError(
                     f"{model.name}: joint '{b.name}' mimics '{model.bodies[b.mimic.primary].name}' (URDF "
-                    f"<mimic>): this algorithm does not handle mimic joints (nor do Pinocchio's aba, "
-                    f"derivatives and constrained dynamics); use {', '.join(MIMIC_ALGORITHMS)}")
+                    f"<mimic>): this articulated-body / world-frame pass does not handle mimic joints; run it "
+                    f"on the extended tree (gen.kinematics.mimic_extension) or through a registered algorithm")
     return [be.asarray(motion_subspace(b)) for b in model.bodies]
 
 

@@ -5,8 +5,9 @@ rnea / crba / aba / minv on random states, the derivatives and the constrained s
 where they apply, integrate vs ``pinocchio.integrate``, traced SX = NumPy, compiled C =
 NumPy for one kernel per kind, the generic C = NumPy on planar and helical trees, the
 RNEA/ABA derivatives on mimic models (against Richardson differences: Pinocchio's
-derivative functions refuse mimic), and the one-line refusals (mimic in the generic C
-and the articulated solvers, a planar axis Pinocchio cannot express).
+derivative functions refuse mimic), and the one-line refusals (mimic in the generic C,
+a planar axis Pinocchio cannot express).  The articulated solvers, the OSIM rows and
+the constrained / impulse derivatives on mimic models: tests/test_mimic_solvers.py.
 
 Pinocchio's ``aba``, ``computeMinverse``, Cholesky and constrained dynamics refuse mimic
 joints: there the reference is its ``crba`` and ``nonLinearEffects`` solved densely, and
@@ -312,12 +313,6 @@ def test_generic_c_equals_numpy(seed):
 
 def test_refusals(mimic_urdf, tmp_path):
     model = load_urdf(mimic_urdf, mimic=True)
-    q, v, tau = random_state(model, np.random.default_rng(0))
-    for algorithm in ("constrained_aba", "prox_pv"):
-        with pytest.raises(RbdgenError, match="joint 'd_right' mimics 'c_left'.*does not handle mimic"):
-            gen.run(model, algorithm, q, v, tau, constraints="3D:tip")
-    with pytest.raises(RbdgenError, match="does not handle mimic"):
-        gen.run(model, "constrained_derivatives", q, v, tau, constraints="3D:tip")
     with pytest.raises(RbdgenError, match="generic C library has no mimic joints \\(joint 'd_right'\\)"):
         GenericModel(model)                     # planar and mimic joints: the mimic one is refused
     with pytest.raises(RbdgenError, match="generic C library has no mimic joints"):

@@ -52,7 +52,10 @@ free-flyer.  (``caba_osim`` computes the same thing whenever its estimate alread
 in constraint space, which it does on every robot measured; it differs when a long
 chain above r carries many rows, where Algorithm 5's frame form through r is cheaper.)
 
-Only constraints relative to the world are handled (§II-E).  Accuracy: ``L_0^A`` has
+With mimic joints (``gen.model``) the articulated sweeps do not apply (one dof moves
+bodies on several branches): both return ``Lambda_mu = (J M^-1 J^T + R)^-1`` by
+``ltl_osim`` (sparse Cholesky of CRBA's ``M``, as ``aba`` solves with ``M``), which also
+closes loops.  Only constraints relative to the world are handled (§II-E).  Accuracy: ``L_0^A`` has
 the size of ``W`` (1e6 at mu = 1e-6), so ``W - L_0^A`` keeps an absolute error of order
 ``eps W`` times the robot's inverse inertias, amplified by the 6 x 6 frame form (where
 ~1/W entries of ``^0Omega`` sit next to O(1) ones).  Measured against dense NumPy at
@@ -81,6 +84,7 @@ from .articulated import (
     supporting_bodies,
 )
 from .delassus import damping, delassus_set
+from .ltl_osim import ltl_osim
 from .proximal import DEFAULT_MU
 
 
@@ -88,6 +92,8 @@ def caba_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_pa
     """``Lambda_mu = (J M^-1 J^T + R)^-1`` (m x m) at q by Algorithm 5 (module docstring);
     ``params``: run-time ``mu`` and weights (:func:`~gen.algorithms.delassus.damping`)."""
     cset = delassus_set(model, cset, "caba_osim")
+    if model.has_mimic:
+        return ltl_osim(model, q, *params, be=be, cset=cset, mu=mu, runtime_params=runtime_params)
     return _caba_osim(model, q, be, cset, damping(cset, mu, params, runtime_params, be), "caba_osim",
                       split_roots=False)
 
@@ -95,6 +101,8 @@ def caba_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_pa
 def caba_osimf(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
     """``Lambda_mu`` as :func:`caba_osim`, split at each free-flyer root (eq. 41)."""
     cset = delassus_set(model, cset, "caba_osimf")
+    if model.has_mimic:
+        return ltl_osim(model, q, *params, be=be, cset=cset, mu=mu, runtime_params=runtime_params)
     return _caba_osim(model, q, be, cset, damping(cset, mu, params, runtime_params, be), "caba_osimf",
                       split_roots=True)
 

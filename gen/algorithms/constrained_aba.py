@@ -27,6 +27,10 @@ and ``D^-1 u`` on ``S_E`` (:class:`State`); see :class:`proximal.ProximalSolver`
 A loop between two moving bodies couples their accelerations in the penalty (Sathya 2024
 §II-E); those couplings are eliminated with the joints (the loop-constrained ABA of
 Sathya & Carpentier, ICRA 2026, :mod:`gen.algorithms.loops`).
+With mimic joints (``gen.model``) the articulated sweeps do not apply (one dof moves bodies
+on several branches): the same ALM iterates ``M_mu ddq_k = tau - b + J^T (lam_{k-1} +
+rho^-1 a_c*)``, ``M_mu = M + J^T rho^-1 J``, are computed on the sparse factor of CRBA's
+``M_mu`` by ``prox_ltls`` (:func:`~gen.algorithms.proximal.mimic_fallback`).
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1),
 residual (1,1).  Options and the stopping test: :mod:`gen.algorithms.proximal`.
 """
@@ -45,7 +49,8 @@ from .articulated import (
     supporting_bodies,
 )
 from .loops import Couplings
-from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column
+from .prox_ltls import prox_ltls
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column, mimic_fallback
 
 
 class Plan(NamedTuple):
@@ -140,4 +145,5 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
     return Iterate(State(lam, [nxt[i] for i in plan.SE]), column(lam, be), column(r, be), accelerations)
 
 
-constrained_aba = ProximalSolver("constrained_aba", setup, step, converged_mu=ALM_CONVERGED_MU)
+constrained_aba = ProximalSolver("constrained_aba", *mimic_fallback(setup, step, prox_ltls.setup, prox_ltls.step),
+                                 converged_mu=ALM_CONVERGED_MU)

@@ -29,6 +29,12 @@ system is solved by the same proximal iteration, ``X_1 = -D_mu^-1 R``,
 limit and a converged solve gives the exact derivatives; then
 ``dddq/dx = M^-1 (J^T dlam/dx - dtau/dx)``.
 
+**Mimic joints** (``gen.model``): the world-frame passes run on the extended tree (every
+mimic joint its own coordinate, :func:`~gen.kinematics.mimic_extension`) at ``q_ext(q)``,
+``G v``, ``G ddq``; since ``J = J_ext G`` and mimic joints are revolute or prismatic
+(``d q_ext / d q = G``), ``dtau/dx = G^T dtau_ext/dx_ext G`` and ``dac/dx = dac_ext/dx_ext G``
+(:func:`chain`); ``aba`` and ``minv`` are the dense solve of CRBA's ``M``.
+
 Constraints: relative to the world with frame A moving (``TYPE:FRAME``), bilateral,
 position rows without Baumgarte position gain (``Kp = 0``; ``Kd`` is supported).
 Shapes: q (nq,1), v (nv,1), tau (nv,1) -> five nv x nv / m x nv matrices as named.
@@ -41,6 +47,7 @@ import numpy as np
 from ..constraint_spec import as_constraint_set
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
+from ..kinematics import extended_state
 from ..model import Model
 from ..spatial import ang, cross3, lin
 from .aba import aba
@@ -123,10 +130,11 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     ddq = ddq_f + JMinv.T @ lam
     be.mark("forward", ddq, lam)
 
-    w = world_pass(model, q, v, ddq, be)
-    F = world_forces(model, w, cset.body_forces(model, ev, lam, be), be)
-    dtau_dq, dtau_dv, _ = tau_partials(model, w, F, be)
-    dac_dq, dac_dv = constraint_partials(model, cset, w, be)
+    ext, qe, (ve, ae), G = extended_state(model, q, (v, ddq), be)     # mimic joints: chain rule
+    w = world_pass(ext, qe, ve, ae, be)
+    F = world_forces(ext, w, cset.body_forces(ext, ev, lam, be), be)
+    dtau_dq, dtau_dv = chain(G, *tau_partials(ext, w, F, be)[:2], left=True)
+    dac_dq, dac_dv = chain(G, *constraint_partials(ext, cset, w, be))
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     dlam = [proximal_solve(fac, Rho, R, K, be)
@@ -136,6 +144,15 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     ddq_dtau = Minv + JMinv.T @ dlam[2]
     be.mark("kkt", ddq_dq, ddq_dv, ddq_dtau, *dlam)
     return ddq_dq, ddq_dv, ddq_dtau, dlam[0], dlam[1], dlam[2]
+
+
+def chain(G, *partials, left: bool = False):
+    """The partials of the extended tree (:func:`~gen.kinematics.extended_state`) w.r.t. the
+    model's ``q``, ``v``: ``X G`` (a constraint row's), with ``left`` ``G^T X G`` (a joint
+    torque's); unchanged when ``G`` is None (no mimic joint)."""
+    if G is None:
+        return partials
+    return tuple((G.T @ X if left else X) @ G for X in partials)
 
 
 # --- registry helpers ------------------------------------------------------------------

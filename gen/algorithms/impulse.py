@@ -36,7 +36,10 @@ solo12 and ~20 on talos.  The price is the augmented-Lagrangian accuracy floor
 ``mu = 1e-4`` the map agrees with the pseudo-inverse formula to ~1e-11, at the default
 ``1e-6`` to ~5e-9 on solo12's light legs.  Loops between two moving bodies are eliminated
 with the joints as in ``constrained_aba`` (:mod:`gen.algorithms.loops`).  Baumgarte gains
-play no role.
+play no role.  With mimic joints (``gen.model``) the articulated sweeps do not apply (one dof
+moves bodies on several branches): the same iterates ``M_mu dv_k = J^T (Lambda_{k-1} +
+rho^-1 k)``, ``M_mu = M + J^T rho^-1 J``, are ``prox_ltls``'s on the sparse factor of
+CRBA's ``M_mu`` with ``tau - b = 0`` (:func:`mimic_setup`, :func:`~gen.algorithms.proximal.mimic_fallback`).
 
 Setup (phases ``kinematics``: placements, velocities, the targets ``k``;
 ``factorisation``: the augmented sweep) and step (loop state: ``Lambda`` and ``D^-1 u``
@@ -61,25 +64,25 @@ from ..kinematics import forward_velocities, subspaces
 from ..model import Model
 from ..spatial import inertia_matrix
 from .articulated import Articulated, by_body, constraint_row, supporting_bodies
-from .constrained_aba import Const as CabaConst
 from .constrained_aba import Plan, State, augment
 from .constrained_aba import step as caba_step
-from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver
+from .prox_ltls import Const as LtlsConst
+from .prox_ltls import augmented_factor, prox_ltls
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column, mimic_fallback
 
 
 class Const(NamedTuple):
     """What every impact-map iteration reads."""
 
-    caba: CabaConst     # the augmented sweep, K and k per constraint (constrained_aba's)
+    inner: object       # constrained_aba's Const (the augmented sweep, K and k per constraint), or
+                        # with mimic joints prox_ltls's (the factor of M_mu, J, a_c*)
     v_minus: object     # nv x 1
 
 
 def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     """Placements and velocities, ``k = -(1 + e) K v-_body``, and the augmented sweep
     (Sathya 2024 Alg. 1 up to its roll-out, eq. 29) with ``tau = 0``, ``c = 0``."""
-    if not 0.0 <= restitution <= 1.0:
-        raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
-                          f"(0: plastic impact, 1: elastic)")
+    check_restitution(restitution)
     cset, nb = prox.cset, model.nbodies
     S = subspaces(model, be)
     Xup, vel, _ = forward_velocities(model, q, v_minus, S, be)
@@ -103,15 +106,43 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
 def step(model: Model, plan, const: Const, state, prox, be) -> Iterate:
     """``constrained_aba``'s step without gravity (roll-out, eq. 27b, Alg. 2);
     ``r_k = K dv_b - k = J v+_k + e J v-``; the returned iterate's ``v+ = v- + dv``."""
-    it = caba_step(without_gravity(model), plan, const.caba, state, prox, be)
+    it = caba_step(without_gravity(model), plan, const.inner, state, prox, be)
     return Iterate(it.state, it.lam, it.r, lambda: const.v_minus + it.ddq())
+
+
+def mimic_setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
+    """A model with mimic joints: ``J``, ``a_c* = -(1 + e) J v-`` and the sparse factor of
+    ``M_mu = M + J^T rho^-1 J`` (``prox_ltls``'s, :func:`~gen.algorithms.prox_ltls.augmented_factor`)."""
+    check_restitution(restitution)
+    cset = prox.cset
+    J = cset.jacobian(model, q, be=be)
+    a_star = -(1.0 + restitution) * (J @ v_minus)
+    be.mark("kinematics", J, a_star)
+    pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, J, be)
+    be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
+    inner = LtlsConst(dinv, L, be.zeros(model.nv, 1), J, a_star)
+    return pattern, Const(inner, v_minus), be.zeros(cset.m, 1)
+
+
+def mimic_step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
+    """``prox_ltls``'s step with ``tau - b = 0``: ``M_mu dv_k = J^T (P_{k-1} + rho^-1
+    a_c*)``, ``r_k = J dv_k - a_c* = J v+_k + e J v-``, ``P_k = P_{k-1} - rho^-1 r_k``."""
+    it = prox_ltls.step(model, pattern, const.inner, lam, prox, be)
+    return Iterate(it.state, it.lam, it.r, lambda: const.v_minus + it.ddq())
+
+
+def check_restitution(restitution: float) -> None:
+    if not 0.0 <= restitution <= 1.0:
+        raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
+                          f"(0: plastic impact, 1: elastic)")
 
 
 def without_gravity(model: Model) -> Model:
     return dataclasses.replace(model, gravity=np.zeros(3))
 
 
-impulse = ProximalSolver("impulse", setup, step, converged_mu=ALM_CONVERGED_MU)
+impulse = ProximalSolver("impulse", *mimic_fallback(setup, step, mimic_setup, mimic_step),
+                         converged_mu=ALM_CONVERGED_MU)
 
 
 # --- registry helpers ------------------------------------------------------------------

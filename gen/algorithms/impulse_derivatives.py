@@ -22,7 +22,8 @@ minimum-norm impulse).
 Eliminating: ``dP/dq`` from ``R_q = dc/dq - J M^-1 dtau/dq``, ``dP/dv- `` from
 ``R_v = (1 + e) J``, each by the proximal iteration at ``mu`` (K steps; at
 convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.
-Constraints as in :mod:`gen.algorithms.constrained_derivatives`.
+Constraints and mimic joints (the partials on the extended tree, mapped back by ``G``) as
+in :mod:`gen.algorithms.constrained_derivatives`.
 Shapes: q (nq,1), v_minus (nv,1) -> dvplus_dq, dvplus_dv (nv,nv), dimpulse_dq,
 dimpulse_dv (m,nv).  Options: ``iterations``, ``mu``, ``restitution`` (e in [0, 1]).
 """
@@ -32,8 +33,10 @@ import numpy as np
 
 from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
+from ..kinematics import extended_state
 from ..model import Model
 from .constrained_derivatives import (
+    chain,
     check_set,
     constraint_partials,
     damped_delassus,
@@ -60,12 +63,13 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     be.mark("forward", dv, P)
 
     nv = model.nv
-    w = world_pass(model, q, be.zeros(nv, 1), dv, be, gravity=False, coriolis=False)
+    ext, qe, (de, ve), G = extended_state(model, q, (dv, v_minus + dv + e * v_minus), be)   # mimic: chain rule
+    w = world_pass(ext, qe, be.zeros(ext.nv, 1), de, be, gravity=False, coriolis=False)
     ev = cset.evaluate(model, q, be.zeros(nv, 1), be=be, jacobian=False, drift=False)
-    F = world_forces(model, w, cset.body_forces(model, ev, P, be), be)
-    dtau_dq, _, _ = tau_partials(model, w, F, be, want_v=False)
-    wv = world_pass(model, q, v_minus + dv + e * v_minus, be.zeros(nv, 1), be, gravity=False, coriolis=False)
-    dc_dq, _ = constraint_partials(model, cset, wv, be, velocity=True)
+    F = world_forces(ext, w, cset.body_forces(ext, ev, P, be), be)
+    (dtau_dq,) = chain(G, tau_partials(ext, w, F, be, want_v=False)[0], left=True)
+    wv = world_pass(ext, qe, ve, be.zeros(ext.nv, 1), be, gravity=False, coriolis=False)
+    (dc_dq,) = chain(G, constraint_partials(ext, cset, wv, be, velocity=True)[0])
     be.mark("partials", dtau_dq, dc_dq)
 
     dP_dq = proximal_solve(fac, Rho, dc_dq - JMinv @ dtau_dq, K, be)

@@ -54,27 +54,11 @@ class Const(NamedTuple):
 def setup(model: Model, q, v, tau, prox, be):
     """``b``, ``J``, ``a_c*``, ``M_mu`` (eq. 24) and its factor; plan: the pattern of the
     factor; state: ``lam_0 = 0``."""
-    cset, m, n = prox.cset, prox.cset.m, model.nv
-    aug, additive = augmented_model(model, cset, prox.rho)
+    cset, m = prox.cset, prox.cset.m
     (b,) = nle(model, q, v, be=Unmarked(be))
     ev = cset.evaluate(model, q, v, be=be) if m else None
     be.mark("kinematics", b, *([ev.J, ev.a_star] if m else []))
-    (Mmu,) = crba(aug, q, be=Unmarked(be))
-    lower = tree_lower(model)
-    diag = [Mmu[k, k] for k in range(n)]
-    off = {(k, i): Mmu[k, i] for k in range(n) for i in lower[k]}
-    for c in additive:                               # + J_c^T rho^-1 J_c on the support
-        sup, rows = cset.support(model, c), list(cset.rows(c))
-        for a, i in enumerate(sup):
-            for j in sup[a:]:                        # j >= i: entry (j, i)
-                s = sum_terms([ev.J[r, j] * ev.J[r, i] * (1.0 / prox.rho[r]) for r in rows])
-                if i == j:
-                    diag[i] = diag[i] + s
-                else:
-                    lower[j].add(i)
-                    off[(j, i)] = off.get((j, i), 0.0) + s
-    pattern = fill_pattern(lower)
-    dinv, L = ldl_factor(pattern, diag, off, be)
+    pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, ev.J if m else None, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
     const = Const(dinv, L, tau - b, ev.J if m else None, ev.a_star if m else None)
     return pattern, const, be.zeros(m, 1)
@@ -95,6 +79,32 @@ def step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
 
 
 prox_ltls = ProximalSolver("prox_ltls", setup, step, converged_mu=ALM_CONVERGED_MU)
+
+
+def augmented_factor(model: Model, cset, q, rho, J, be):
+    """``M_mu = M + J^T rho^-1 J`` (eq. 24 for the anchored constraints, ``J_c^T rho^-1
+    J_c`` added on the support for the others) and its sparse ``L^T D L``: returns
+    ``(pattern, 1/D, L)``.  Shared with the mimic-joint paths of the impact map and
+    ``constrained_aba``."""
+    n = model.nv
+    aug, additive = augmented_model(model, cset, rho)
+    (Mmu,) = crba(aug, q, be=Unmarked(be))
+    lower = tree_lower(model)
+    diag = [Mmu[k, k] for k in range(n)]
+    off = {(k, i): Mmu[k, i] for k in range(n) for i in lower[k]}
+    for c in additive:                               # + J_c^T rho^-1 J_c on the support
+        sup, rows = cset.support(model, c), list(cset.rows(c))
+        for a, i in enumerate(sup):
+            for j in sup[a:]:                        # j >= i: entry (j, i)
+                s = sum_terms([J[r, j] * J[r, i] * (1.0 / rho[r]) for r in rows])
+                if i == j:
+                    diag[i] = diag[i] + s
+                else:
+                    lower[j].add(i)
+                    off[(j, i)] = off.get((j, i), 0.0) + s
+    pattern = fill_pattern(lower)
+    dinv, L = ldl_factor(pattern, diag, off, be)
+    return pattern, dinv, L
 
 
 def augmented_model(model: Model, cset, rho):

@@ -29,7 +29,11 @@ iterate's ``ddq``; see :class:`proximal.ProximalSolver`.
 
 A loop between two moving bodies (Sathya 2024 §II-E) starts its rows at both bodies; they
 meet at the common ancestor, where the two columns, drifts and Delassus blocks add
-(:class:`Subtree`).  Shapes: q (nq,1), v (nv,1),
+(:class:`Subtree`).  With mimic joints (``gen.model``) the articulated sweeps do not apply
+(one dof moves bodies on several branches): the same dual iterates ``(J M^-1 J^T + rho)
+lam_k = rho lam_{k-1} - (J ddq_f - a_c*)`` are computed on the sparse factor of the KKT
+matrix ``[[-rho, J], [J^T, M]]`` by ``prox_ltl`` (:func:`~gen.algorithms.proximal.mimic_fallback`).
+Shapes: q (nq,1), v (nv,1),
 tau (nv,1) -> ddq (nv,1), lam (m,1), iterations (1,1), residual (1,1).  Options and the
 stopping test: :mod:`gen.algorithms.proximal`.
 """
@@ -48,7 +52,8 @@ from .articulated import (
     row_residual,
     supporting_bodies,
 )
-from .proximal import Iterate, ProximalSolver, column
+from .prox_ltl import prox_ltl
+from .proximal import Iterate, ProximalSolver, column, mimic_fallback
 from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve
 
 
@@ -143,7 +148,7 @@ def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
     return be.vcat(ddq), acc
 
 
-prox_pv = ProximalSolver("prox_pv", setup, step)
+prox_pv = ProximalSolver("prox_pv", *mimic_fallback(setup, step, prox_ltl.setup, prox_ltl.step))
 
 
 class Subtree:

@@ -87,6 +87,7 @@ what its iteration computed).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Callable
@@ -287,6 +288,25 @@ class ProximalSolver:
         true_r = it.true_r(ddq) if m and it.true_r is not None else None
         be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
         return prox.outputs(ddq, it.lam if m else None, true_r)
+
+
+def mimic_fallback(setup: Callable, step: Callable, mimic_setup: Callable, mimic_step: Callable):
+    """``(setup, step)`` of an articulated-body solver that run ``mimic_setup`` and
+    ``mimic_step`` instead on a model with mimic joints (:mod:`gen.model`): one
+    articulated recursion per joint cannot couple a dof that moves bodies on several
+    branches, so the same iteration is computed by a joint-space formulation over CRBA's
+    ``M`` (the precedent of ``aba``'s :func:`~gen.algorithms.aba.mimic_solve`).  The
+    dispatch is on the model's structure (plain Python), so a trace holds one of the two;
+    ``setup`` keeps the articulated one's signature (its own options)."""
+    @functools.wraps(setup)
+    def dispatch_setup(model: Model, *args, **own):
+        return (mimic_setup if model.has_mimic else setup)(model, *args, **own)
+
+    @functools.wraps(step)
+    def dispatch_step(model: Model, *args):
+        return (mimic_step if model.has_mimic else step)(model, *args)
+
+    return dispatch_setup, dispatch_step
 
 
 class Unmarked:

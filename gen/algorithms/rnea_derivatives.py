@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kinematics import extended_q, mimic_extension
+from ..kinematics import extended_state
 from ..model import Model
 from .world import tau_partials, world_pass
 
@@ -30,10 +30,9 @@ def tau_derivatives(model: Model, q, v, a, be, want_M=False):
     """``(dtau/dq, dtau/dv, M or None)``.  With mimic joints: on the extended tree
     (:func:`~gen.kinematics.mimic_extension`), ``X = G^T X_ext G`` for each matrix, since
     ``tau(q, v, a) = G^T tau_ext(q_ext(q), G v, G a)`` and ``d q_ext / d q = G``."""
-    if model.has_mimic:
-        ext, G = mimic_extension(model)
-        G = be.asarray(G)
-        parts = tau_derivatives(ext, extended_q(model, q, be), G @ v, G @ a, be, want_M)
+    ext, qe, (ve, ae), G = extended_state(model, q, (v, a), be)
+    if G is not None:
+        parts = tau_derivatives(ext, qe, ve, ae, be, want_M)
         out = tuple(None if X is None else G.T @ X @ G for X in parts)
         be.mark("mimic_projection", *(X for X in out if X is not None))
         return out
