@@ -120,6 +120,10 @@ that is a different run, the real comparison belongs to ``gen.bench``.)
   instructions, so gcc's time and memory grow linearly with the kernel; the manifest's
   ``codegen.parts`` gives the parts per function.  Measured in
   ``bench/reports/2026-11-26-compile-time.md`` (:mod:`gen.bench.compile_time`).
+* Instruction order (issue 15 §2, :mod:`gen.cwriter`, "Scheduling"): the tape is
+  reordered by a greedy list scheduler where that lowers the values live at once (the
+  manifest's ``codegen.scheduled`` per function); measured in
+  ``bench/reports/2026-11-26-emission-order.md`` (:mod:`gen.bench.emission_order`).
 * ``cse``: the trace already applies ``casadi.cse``; the Function option ``cse=True`` on
   top finds nothing more (talos aba: 16360 instructions with and without).
 * ``-O2`` vs ``-O3``: equal within 1 %; ``-O1`` is 5-37 % slower.  ``-O3 -march=native``
@@ -328,7 +332,8 @@ def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Funct
     ``driver["w_offset"]`` doubles of ``work``); ``written``: their
     :class:`gen.cwriter.Written` (None for a batched kernel: one frame of ``sz_w``
     vector locals)."""
-    w_size = max(f.sz_w() for f in funcs) if avoid_stack else 0
+    w_size = (max(f.sz_w() for f in funcs) if written is None else max(w.slots for w in written)) \
+        if avoid_stack else 0
     w_offset = driver["w_offset"] if driver else 0
     stack = (0 if avoid_stack else max(int(f.sz_w()) for f in funcs)) if written is None else \
         max(w.stack_doubles for w in written)
@@ -347,6 +352,7 @@ def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Funct
             "sz_w": int(w_size), "w_offset": int(w_offset), "work_size": int(w_offset + w_size),
             "uses_work": bool(w_offset + w_size), "stack_doubles": int(stack),
             "parts": [w.parts for w in written] if written else [1],
+            "scheduled": [w.scheduled for w in written] if written else [False],
             "opcount_raw": oc, "opcount": _opcount_layout(oc, titles)}
 
 
@@ -364,7 +370,7 @@ _UNSET = object()
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
             batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None,
-            split_above: int | None = None) -> dict:
+            split_above: int | None = None, order: str = "auto") -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
@@ -372,7 +378,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
     ``split_above``: the tape length above which a scalar kernel is split into parts
     (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
-    :mod:`gen.bench.compile_time` compares)."""
+    :mod:`gen.bench.compile_time` compares); ``order``: the scalar kernel's instruction
+    order (:func:`gen.cwriter.write_function`: ``auto``, ``schedule`` or ``tape``, as
+    :mod:`gen.bench.emission_order` compares)."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
@@ -405,7 +413,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     if batch:
         kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
     else:
-        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above)
+        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
+                                               order=order)
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
@@ -435,7 +444,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
-        "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"]},
+        "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"]},
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -782,19 +791,20 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector", choice: dict | None = None, split_above: int | None = None) -> BuildFolder:
+               batch_trig: str = "vector", choice: dict | None = None, split_above: int | None = None,
+               order: str = "auto") -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
     ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
     below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
-    ``split_above``: see :func:`context`."""
+    ``split_above``, ``order``: see :func:`context`."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
         ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
-                      choice=choice, split_above=split_above)
+                      choice=choice, split_above=split_above, order=order)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())

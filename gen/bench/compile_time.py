@@ -128,7 +128,7 @@ def timing_program(folders: dict, states: list[list[np.ndarray]], fn: dict) -> s
     return "\n".join(lines) + "\n"
 
 
-def _states(model, tr, rng) -> list[list[np.ndarray]]:
+def random_states(model, tr, rng) -> list[list[np.ndarray]]:
     return [[model.random_q(rng) if name == "q" else rng.normal(size=int(s.numel())) for name, s in tr.inputs]
             for _ in range(N_STATES)]
 
@@ -170,7 +170,7 @@ def measure(robot: str, algorithm: str, set_name: str | None, *, flags, timeout:
             objects[v] = obj
     timed_folders = {v: folders[v] for v in objects}
     with timed(say, f"{label}: timing {', '.join(timed_folders)}"):
-        times, agree = _run_timing(timed_folders, objects, _states(model, tr, np.random.default_rng(0)), fn,
+        times, agree = run_timing(timed_folders, objects, random_states(model, tr, np.random.default_rng(0)), fn,
                                    flags, work)
     for v, ns in times.items():
         row[v]["ns"] = ns
@@ -184,9 +184,9 @@ def _functions(tr):
     return [_kernel_function("k", tr)]
 
 
-def _run_timing(folders, objects, states, fn, flags, work: Path):
-    """Build and run :func:`timing_program`: (variant -> median ns, max |split - unsplit|
-    on state 0 or None)."""
+def run_timing(folders, objects, states, fn, flags, work: Path):
+    """Build and run :func:`timing_program`: (variant -> median ns, max |difference| of
+    the two variants' outputs on state 0, or None for one variant)."""
     main_c = work / "timing.c"
     main_c.write_text(timing_program(folders, states, fn))
     cc = os.environ.get("CC", "gcc")
@@ -199,7 +199,7 @@ def _run_timing(folders, objects, states, fn, flags, work: Path):
     values = {ln.split()[1]: np.array([float.fromhex(x) for x in ln.split()[2:]])
               for ln in out.splitlines() if ln.startswith("out ")}
     times = {ln.split()[1]: float(ln.split()[2]) for ln in out.splitlines() if ln.startswith("ns ")}
-    agree = float(np.max(np.abs(values["split"] - values["unsplit"]))) if len(values) == 2 else None
+    agree = float(np.max(np.abs(np.subtract(*values.values())))) if len(values) == 2 else None
     return times, agree
 
 
