@@ -276,3 +276,19 @@ def test_cli_opcount_mjcf(local_dir, capsys):
     from gen.cli import main
     assert main(["opcount", model_path("ballarm", local_dir), "-a", "crba", "--format", "csv"]) == 0
     assert "crba" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_cli_builds_and_verifies_every_algorithm_on_mjcf(local_dir, capsys):
+    """Issue 16's "a user loads an MJCF robot and builds every algorithm on it": ``rbdgen
+    verify`` on the floating ball-joint arm, every registered algorithm (constrained ones
+    with a 6D site weld and a 3D site point), compiled C against NumPy and Pinocchio
+    where it has the algorithm, within the registry's tolerances."""
+    from gen.algorithms import ALGORITHMS
+    from gen.cli import main
+    assert main(["verify", model_path("ballarm", local_dir), "-a", "all", "-c", "3D:tip,6D:base_site",
+                 "--quiet"]) == 0
+    out = capsys.readouterr()
+    rows = [ln.split("|")[1].strip() for ln in out.out.splitlines()
+            if ln.startswith("| ") and ln.rstrip().endswith("| ok     |")]
+    assert rows == list(ALGORITHMS), out.out
