@@ -15,7 +15,7 @@ Alg. 1 and 4):
 and the constant constraint inertia of Sathya 2024 eq. 24.  Exact savings: ``Ia S_i = U_i -
 U_i D_i^-1 D_i = 0``, so for a joint along a coordinate axis the matching row and column of
 ``Ia`` are structural zeros (:func:`null_axis`; CasADi's on-the-fly simplification finds
-this only on some trees: talos aba 15800 -> 15619 operations).
+this only on some trees).
 """
 from __future__ import annotations
 
@@ -179,8 +179,8 @@ def constraint_row(con, terms, k, w) -> ConstraintRow:
 
 def joint_factor(model: Model, i: int, S, IA, be):
     """``U = IA S`` and the factor of ``D = S^T U``: ``1/D`` for a 1-DoF joint (one
-    reciprocal, so the products stay multiplications: talos 236 -> 55 divisions), an
-    unrolled LDL^T with reciprocal pivots otherwise (:func:`dsolve` applies it)."""
+    reciprocal, so the products stay multiplications), an unrolled LDL^T with reciprocal
+    pivots otherwise (:func:`dsolve` applies it)."""
     U = IA[i] @ S[i]
     D = S[i].T @ U
     return U, be.reciprocal(D[0, 0]) if model.bodies[i].nv == 1 else ldlt_factor(D, be)
