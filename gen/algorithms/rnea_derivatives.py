@@ -38,7 +38,7 @@ def tau_derivatives(model: Model, q, v, a, be, want_M=False):
         be.mark("mimic_projection", *(X for X in out if X is not None))
         return out
     w = world_pass(model, q, v, a, be)
-    be.mark("forward", *w.of, *w.B)
+    be.mark("forward", *w.of, *(w.P or []))
     dq, dv, M = tau_partials(model, w, w.of, be, want_M=want_M)
     be.mark("backward", *(X for X in (dq, dv, M) if X is not None))
     return dq, dv, M
