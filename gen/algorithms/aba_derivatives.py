@@ -2,11 +2,15 @@
 
 Carpentier & Mansard, RSS 2018, §IV (Pinocchio's ``computeABADerivatives``): since
 ``rnea(q, v, aba(q, v, tau)) = tau`` for all arguments, differentiating gives
-``M dddq/dx + dtau/dx |_(a = ddq) = 0`` for x in (q, v) and ``dddq/dtau = M^-1``, so::
+``M dddq/dx + dtau/dx |_(a = ddq) = 0`` for x in (q, v) and ``dddq/dtau = M^-1``.
+Computed on one world pass (:mod:`gen.algorithms.world`; CSE shares everything that does
+not depend on the acceleration between its two evaluations)::
 
-    ddq      = aba(q, v, tau)                          (Featherstone 2008 Table 7.1)
-    dtau/dq, dtau/dv at a = ddq                        (rnea_derivatives, RSS 2018 Alg. 1)
-    M^-1                                               (minv, RSS 2018 §IV)
+    b = J_i^T Fc_i at a = 0, M_ij = J_i^T Ycrb_i J_j    (world-frame RNEA and CRBA)
+    M = L^T D L                                          (Featherstone 2005, tree sparsity)
+    ddq = M^-1 (tau - b)                                 (two sparse triangular solves)
+    M^-1 = L^-1 D^-1 L^-T                                (:func:`inverse_from_ltdl`)
+    dtau/dq, dtau/dv at a = ddq                          (RSS 2018 Alg. 1, world.py)
     dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv
 
 With mimic joints ``aba`` and ``minv`` are the dense solve of ``M`` and the RNEA partials
@@ -23,9 +27,62 @@ from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
+from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower
+from .world import bias_torques, tau_partials, world_pass
 
 
 def aba_derivatives(model: Model, q, v, tau, *, be):
+    if model.has_mimic:
+        return _mimic_aba_derivatives(model, q, v, tau, be)
+    nv = model.nv
+    w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
+    _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
+    pattern = fill_pattern(tree_lower(model))
+    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
+                         {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
+    rhs = tau - bias_torques(model, w0, be)
+    ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
+    Minv = inverse_from_ltdl(pattern, dinv, L, be)
+    be.mark("aba_minv", ddq, Minv)
+    w = world_pass(model, q, v, ddq, be)
+    dq, dv, _ = tau_partials(model, w, w.of, be)
+    be.mark("rnea_derivatives", dq, dv)
+    out = tuple(be.hcat([be.vcat(ldl_solve(pattern, dinv, L, [-X[k, c] for k in range(nv)])) for c in range(nv)])
+                for X in (dq, dv))
+    be.mark("product", *out)
+    return out[0], out[1], Minv
+
+
+def inverse_from_ltdl(pattern, dinv, L, be):
+    """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` for ``M = L^T D L`` (unit lower L whose row
+    k is non-zero on ``pattern[k]``, the ancestors of k for a tree: W has the same
+    pattern, Featherstone 2005 §4).  ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over
+    ``m`` in ``pattern[k]`` with j in ``{m} + pattern[m]``; then
+    ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i and j (upper
+    triangle, mirrored)."""
+    n = len(pattern)
+    W = [{} for _ in range(n)]
+    for k in range(n):
+        W[k][k] = 1.0
+        for m in pattern[k]:
+            for j, wmj in W[m].items():
+                W[k][j] = W[k].get(j, 0.0) - L[(k, m)] * wmj
+    V = [{j: wkj * dinv[j] for j, wkj in W[k].items()} for k in range(n)]
+    Minv = be.zeros(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            common = sorted(set(W[i]) & set(W[j]))
+            e = V[i][common[0]] * W[j][common[0]] if common else 0.0
+            for k in common[1:]:
+                e = e + V[i][k] * W[j][k]
+            Minv[i, j] = e
+            Minv[j, i] = e
+    return Minv
+
+
+def _mimic_aba_derivatives(model: Model, q, v, tau, be):
+    """Mimic joints: ``aba`` and ``minv`` (the dense solve) and the RNEA partials on the
+    extended tree."""
     sub = Unmarked(be)
     (ddq,) = aba(model, q, v, tau, be=sub)
     (Minv,) = minv(model, q, be=sub)

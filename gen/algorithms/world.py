@@ -241,7 +241,7 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
     for i, b in enumerate(model.bodies):
         Ji = w.J[i]
         t1 = [rigid_apply(Yc[i], u, be) for u in colsof(Ji)]
-        t4 = [coriolis_apply_t(hc[i], Pc[i], u, be) for u in colsof(Ji)] if coriolis else None
+        t4 = [coriolis_apply_t(hc[i], Pc[i], u, be) for u in colsof(Ji)] if coriolis and (want_q or want_v) else None
         if want_q:      # G_i = u x* Fc_i + Ycrb_i dAdq_i + Bc_i dVdq_i
             G = [cross_force(Ji[:, c:c + 1], Fc[i], be) + rigid_apply(Yc[i], w.dAdq[i][:, c:c + 1], be)
                  + (coriolis_apply(hc[i], Pc[i], w.dVdq[i][:, c:c + 1], be) if coriolis else 0.0)
@@ -270,6 +270,13 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
                         if want_v:
                             dv[cj, ri] = _dot(u, H[r])
     return dq, dv, M
+
+
+def bias_torques(model: Model, w: World, be):
+    """``tau_i = J_i^T Fc_i`` (nv x 1) of the forces ``w.of``: ``nle(q, v)`` for a pass at
+    ``a = 0`` (RNEA's backward pass in world coordinates)."""
+    Fc = composite(model, w.of)
+    return be.vcat([_dot(u, Fc[i]) for i in range(model.nbodies) for u in colsof(w.J[i])])
 
 
 def frame_partials(model: Model, w: World, body: int, placement, size: int, be, velocity_only: bool = False):
