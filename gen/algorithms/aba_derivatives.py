@@ -11,7 +11,19 @@ not depend on the acceleration between its two evaluations)::
     ddq = M^-1 (tau - b)                                 (two sparse triangular solves)
     M^-1 = L^-1 D^-1 L^-T                                (:func:`inverse_from_ltdl`)
     dtau/dq, dtau/dv at a = ddq                          (RSS 2018 Alg. 1, world.py)
-    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv
+    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (sparse solves per column)
+
+A free-flyer base that is the only root gives six columns of ``dddq/dq`` and three of
+``dddq/dv`` in closed form (exact identities, no solve).  In the base's axes gravity is a
+linear acceleration ``a_g = R^T (-g)`` of the base: ``ddq = fd_0(q, v, tau) - E a_g``
+with ``fd_0`` free of gravity and of the base pose (every other quantity is relative to
+the base; tau's base rows are a body-fixed wrench), ``E`` the base's linear rows.  A
+tangent perturbation ``delta`` of the base position changes nothing; one of its
+orientation gives ``a_g -> a_g + a_g x delta``, so ``dddq/dq[:, 0:6] = [0, -E [a_g]x]``.
+A change ``delta`` of the base's LOCAL linear velocity is a uniform boost of the whole
+system (Galilean invariance: joint and classical accelerations unchanged), under which
+the base's spatial acceleration ``d/dt (R^T pdot)`` changes by ``-w x delta``, so
+``dddq/dv[:, 0:3] = -E [w]x`` (w the base's angular velocity).
 
 With mimic joints ``aba`` and ``minv`` are the dense solve of ``M`` and the RNEA partials
 are taken on the extended tree (:func:`~gen.algorithms.rnea_derivatives.tau_derivatives`).
@@ -23,12 +35,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import Model
+from ..spatial import ang, lin, skew3
 from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
 from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower
-from .world import bias_torques, tau_partials, world_pass
+from .world import base_coordinates, bias_torques, tau_partials, world_pass
 
 
 def aba_derivatives(model: Model, q, v, tau, *, be):
@@ -47,8 +60,16 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
     be.mark("rnea_derivatives", dq, dv)
-    out = tuple(be.hcat([be.vcat(ldl_solve(pattern, dinv, L, [-X[k, c] for k in range(nv)])) for c in range(nv)])
-                for X in (dq, dv))
+    base = base_coordinates(model)
+    out = []
+    for X, known in ((dq, 6 if base else 0), (dv, 3 if base else 0)):
+        Y = be.zeros(nv, nv)
+        for c in range(known, nv):
+            Y[:, c:c + 1] = be.vcat(ldl_solve(pattern, dinv, L, [-X[k, c] for k in range(nv)]))
+        out.append(Y)
+    if base:                            # the free-flyer's columns in closed form (module docstring)
+        out[0][0:3, 3:6] = -skew3(lin(w.a0), be)
+        out[1][0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
     be.mark("product", *out)
     return out[0], out[1], Minv
 
