@@ -21,7 +21,11 @@ equivalent to the paper's Algorithm 1), with ``p = parent(j)`` and ``a_0 = -g``:
   ``B_k w = ov_k x* (oI_k w) - oI_k (ov_k x w) + w x* (oI_k ov_k)``;
 * summed over a subtree (``Ycrb_i = sum oI_k``, ``Bc_i = sum B_k``, ``F_i = sum of_k``)
   and projected with ``tau_i = J_i^T F_i``, where ``dJ_i = u x J_i`` cancels ``u x* F_i``
-  (``(u x m)^T f = -m^T (u x* f)``)::
+  (``(u x m)^T f = -m^T (u x* f)``).  ``B_k`` is never formed: with ``C = oI_k (ov_k x)``
+  it is ``-(C + C^T) + bar(hv_k)`` (``hv_k = oI_k ov_k``; ``bar(h) w = w x* h`` is
+  antisymmetric), i.e. ``[[0, -2 [hv_l]], [0, -(P_k + [hv_a])]]`` with ``P_k`` symmetric
+  3 x 3 (:func:`coriolis_block`), so ``Bc_i`` is the subtree sums of ``hv`` and ``P``
+  and acts on angular parts only (:func:`coriolis_apply`)::
 
       j <= i:  dtau_i/dq_j = J_i^T (Ycrb_i dAdq_j + Bc_i dVdq_j)
                dtau_i/dv_j = J_i^T (Ycrb_i dAdv_j + Bc_i J_j)
@@ -29,6 +33,12 @@ equivalent to the paper's Algorithm 1), with ``p = parent(j)`` and ``a_0 = -g``:
                dtau_i/dv_j = J_i^T (Ycrb_j dAdv_j + Bc_j J_j)
 
   and ``M_ij = J_i^T Ycrb_i J_j`` (``j <= i``), the world-frame CRBA.
+
+Coordinates: world axes at the world origin, or, on a free-flyer that is the only root,
+the base frame at the current q (:func:`base_coordinates`; every formula above is
+covariant).  Pair terms are dot products of per-column vectors formed once per joint
+(:func:`tau_partials`), the restructuring of IDSVA (Singh, Russell & Wensing, "Efficient
+Analytical Derivatives of Rigid-Body Dynamics Using Spatial Vector Algebra", RA-L 2022).
 
 External forces (constraint forces ``J^T lam``) are body-fixed wrenches: they rotate
 with the subtree, so they only enter through ``F`` (``of_k - fext_k``).
@@ -222,8 +232,7 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
     :func:`coriolis_apply`.  Per column u of joint i the row factors are
     ``t1 = Ycrb_i u`` and ``t4 = Bc_i^T u`` (angular part only), per column of joint j
     the column factors ``G_j`` (q) and ``H_j`` (v), so each (ancestor, descendant) pair
-    costs dot products only (IDSVA's organisation, Singh, Russell & Wensing, RA-L 2022,
-    Alg. 1):  ``dtau_i/dq_j = t1.dAdq_j + t4.dVdq_j``, ``dtau_i/dv_j = t1.dAdv_j + t4.J_j``,
+    costs dot products only (as in IDSVA, Singh, Russell & Wensing, RA-L 2022):  ``dtau_i/dq_j = t1.dAdq_j + t4.dVdq_j``, ``dtau_i/dv_j = t1.dAdv_j + t4.J_j``,
     ``M_ij = t1.J_j`` (j <= i), ``dtau_j/dq_i = J_j.G_i``, ``dtau_j/dv_i = J_j.H_i`` (j < i).
     A pass without Coriolis blocks (``w.P`` None: ``v = 0``, where ``B = 0``) gives the
     q-partials and M only."""
