@@ -11,7 +11,9 @@ not depend on the acceleration between its two evaluations)::
     ddq = M^-1 (tau - b)                                 (two sparse triangular solves)
     M^-1 = L^-1 D^-1 L^-T                                (:func:`inverse_from_ltdl`)
     dtau/dq, dtau/dv at a = ddq                          (RSS 2018 Alg. 1, world.py)
-    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (sparse solves per column)
+    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (per column: D^-1 L^-T by the
+                                                          sparse backward solve, then W = L^-1
+                                                          applied on the support of the result)
 
 A free-flyer base that is the only root gives six columns of ``dddq/dq`` and three of
 ``dddq/dv`` in closed form (exact identities, no solve).  In the base's axes gravity is a
@@ -40,7 +42,7 @@ from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
-from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower
+from .sparse_ldl import fill_pattern, ldl_backward, ldl_factor, ldl_solve, tree_lower
 from .world import base_coordinates, bias_torques, tau_partials, world_pass
 
 
@@ -55,7 +57,7 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
                          {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
     rhs = tau - bias_torques(model, w0, be)
     ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
-    Minv = inverse_from_ltdl(pattern, dinv, L, be)
+    Minv, W = inverse_from_ltdl(pattern, dinv, L, be)
     be.mark("aba_minv", ddq, Minv)
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
@@ -65,7 +67,8 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
     for X, known in ((dq, 6 if base else 0), (dv, 3 if base else 0)):
         Y = be.zeros(nv, nv)
         for c in range(known, nv):
-            Y[:, c:c + 1] = be.vcat(ldl_solve(pattern, dinv, L, [-X[k, c] for k in range(nv)]))
+            y = ldl_backward(pattern, dinv, L, [-X[k, c] for k in range(nv)])
+            Y[:, c:c + 1] = be.vcat([sparse_dot(W[r], y) for r in range(nv)])
         out.append(Y)
     if base:                            # the free-flyer's columns in closed form (module docstring)
         out[0][0:3, 3:6] = -skew3(lin(w.a0), be)
@@ -80,7 +83,7 @@ def inverse_from_ltdl(pattern, dinv, L, be):
     pattern, Featherstone 2005 §4).  ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over
     ``m`` in ``pattern[k]`` with j in ``{m} + pattern[m]``; then
     ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i and j (upper
-    triangle, mirrored)."""
+    triangle, mirrored).  Returns ``(M^-1, W)`` (W as one dict per row)."""
     n = len(pattern)
     W = [{} for _ in range(n)]
     for k in range(n):
@@ -92,13 +95,19 @@ def inverse_from_ltdl(pattern, dinv, L, be):
     Minv = be.zeros(n, n)
     for i in range(n):
         for j in range(i, n):
-            common = sorted(set(W[i]) & set(W[j]))
-            e = V[i][common[0]] * W[j][common[0]] if common else 0.0
-            for k in common[1:]:
-                e = e + V[i][k] * W[j][k]
-            Minv[i, j] = e
-            Minv[j, i] = e
-    return Minv
+            Minv[i, j] = sparse_dot(V[i], W[j])
+            Minv[j, i] = Minv[i, j]
+    return Minv, W
+
+
+def sparse_dot(a: dict, b) -> object:
+    """``sum_k a[k] b[k]`` over the keys of ``a`` present in ``b`` (a dict or a list;
+    structural zeros of a traced list drop out of the graph), in increasing k."""
+    keys = sorted(k for k in a if not isinstance(b, dict) or k in b)
+    e = 0.0
+    for k in keys:
+        e = e + a[k] * b[k]
+    return e
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):

@@ -232,7 +232,8 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
     :func:`coriolis_apply`.  Per column u of joint i the row factors are
     ``t1 = Ycrb_i u`` and ``t4 = Bc_i^T u`` (angular part only), per column of joint j
     the column factors ``G_j`` (q) and ``H_j`` (v), so each (ancestor, descendant) pair
-    costs dot products only (as in IDSVA, Singh, Russell & Wensing, RA-L 2022):  ``dtau_i/dq_j = t1.dAdq_j + t4.dVdq_j``, ``dtau_i/dv_j = t1.dAdv_j + t4.J_j``,
+    costs dot products only (as in IDSVA, Singh, Russell & Wensing, RA-L 2022):
+    ``dtau_i/dq_j = t1.dAdq_j + t4.dVdq_j``, ``dtau_i/dv_j = t1.dAdv_j + t4.J_j``,
     ``M_ij = t1.J_j`` (j <= i), ``dtau_j/dq_i = J_j.G_i``, ``dtau_j/dv_i = J_j.H_i`` (j < i).
     A pass without Coriolis blocks (``w.P`` None: ``v = 0``, where ``B = 0``) gives the
     q-partials and M only."""
