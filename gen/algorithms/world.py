@@ -139,17 +139,25 @@ def coriolis_block(Y, ov, be):
     return P
 
 
-def coriolis_apply(hv, P, x, be):
-    """``Bc x = (-2 hv_l x x_a, -(P x_a + hv_a x x_a))`` for the composite Coriolis
-    matrix of a subtree given by its momentum ``hv`` and block ``P`` (:func:`coriolis_block`)."""
+def coriolis_terms(hv, P, be):
+    """``(2 hv_l, hv_a, P)``: the composite Coriolis matrix ``Bc`` of a subtree from its
+    momentum ``hv`` and block ``P`` (:func:`coriolis_block`), the factor 2 applied once."""
+    return 2.0 * lin(hv), ang(hv), P
+
+
+def coriolis_apply(K, x, be):
+    """``Bc x = (-2 hv_l x x_a, -(P x_a + hv_a x x_a)) = (x_a x 2 hv_l, x_a x hv_a - P x_a)``
+    (``K`` from :func:`coriolis_terms`)."""
+    l2, ha, P = K
     xa = ang(x)
-    return be.vcat([-2.0 * cross3(lin(hv), xa, be), -(P @ xa) - cross3(ang(hv), xa, be)])
+    return be.vcat([cross3(xa, l2, be), cross3(xa, ha, be) - P @ xa])
 
 
-def coriolis_apply_t(hv, P, u, be):
+def coriolis_apply_t(K, u, be):
     """Angular part of ``Bc^T u = (0, 2 hv_l x u_l - P u_a + hv_a x u_a)`` (its linear part is 0)."""
+    l2, ha, P = K
     ua = ang(u)
-    return 2.0 * cross3(lin(hv), lin(u), be) - P @ ua + cross3(ang(hv), ua, be)
+    return cross3(l2, lin(u), be) + cross3(ha, ua, be) - P @ ua
 
 
 def world_pass(model: Model, q, v, a, be, gravity: bool = True, coriolis: bool = True) -> World:
@@ -244,20 +252,20 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
     Yc = composite(model, w.oI, rigid_add)
     Fc = composite(model, F)
     if coriolis:
-        hc, Pc = composite(model, w.hv), composite(model, w.P)
+        K = [coriolis_terms(h, P, be) for h, P in zip(composite(model, w.hv), composite(model, w.P))]
     dq = be.zeros(nv, nv) if want_q else None
     dv = be.zeros(nv, nv) if want_v else None
     M = be.zeros(nv, nv) if want_M else None
     for i, b in enumerate(model.bodies):
         Ji = w.J[i]
         t1 = [rigid_apply(Yc[i], u, be) for u in colsof(Ji)]
-        t4 = [coriolis_apply_t(hc[i], Pc[i], u, be) for u in colsof(Ji)] if coriolis and (want_q or want_v) else None
+        t4 = [coriolis_apply_t(K[i], u, be) for u in colsof(Ji)] if coriolis and (want_q or want_v) else None
         if want_q:      # G_i = u x* Fc_i + Ycrb_i dAdq_i + Bc_i dVdq_i
             G = [cross_force(Ji[:, c:c + 1], Fc[i], be) + rigid_apply(Yc[i], w.dAdq[i][:, c:c + 1], be)
-                 + (coriolis_apply(hc[i], Pc[i], w.dVdq[i][:, c:c + 1], be) if coriolis else 0.0)
+                 + (coriolis_apply(K[i], w.dVdq[i][:, c:c + 1], be) if coriolis else 0.0)
                  for c in range(b.nv)]
         if want_v:      # H_i = Ycrb_i dAdv_i + Bc_i u
-            H = [rigid_apply(Yc[i], w.dAdv[i][:, c:c + 1], be) + coriolis_apply(hc[i], Pc[i], Ji[:, c:c + 1], be)
+            H = [rigid_apply(Yc[i], w.dAdv[i][:, c:c + 1], be) + coriolis_apply(K[i], Ji[:, c:c + 1], be)
                  for c in range(b.nv)]
         for j in model.ancestors(i):
             bj = model.bodies[j]
