@@ -165,7 +165,7 @@ def world_pass(model: Model, q, v, a, be, gravity: bool = True, coriolis: bool =
     :func:`base_coordinates`) coordinates.  ``gravity``: ``a_0 = -g`` (else 0);
     ``coriolis``: form the Coriolis blocks ``P`` (skip them when only M or the
     q-partials at v = 0 are needed).  With ``ov_j = ov_p + J_j v_j``:
-    ``oa_j = oa_p + J_j a_j + ov_p x (J_j v_j)``, and for a one-dof joint
+    ``oa_j = oa_p + J_j a_j + dVdq_j v_j`` (``dVdq_j = ov_p x J_j``), and for a one-dof joint
     ``dAdv = (ov_p + ov_j) x u = 2 ov_p x u = 2 dVdq`` (``u x u = 0``)."""
     S = subspaces(model, be)
     a0 = gravity_acceleration(model, be) if gravity else be.zeros(6, 1)
@@ -191,8 +191,8 @@ def world_pass(model: Model, q, v, a, be, gravity: bool = True, coriolis: bool =
             dAv = dV if b.nv == 1 else be.hcat([cross_motion(vi, u, be) for u in colsof(Ji)])
         else:
             vp, ap = ov[b.parent], oa[b.parent]
-            vi, ai = vp + vJ, ap + aJ + cross_motion(vp, vJ, be)          # (ov_i x J_i) v_i = ov_p x vJ
             dV = be.hcat([cross_motion(vp, u, be) for u in colsof(Ji)])
+            vi, ai = vp + vJ, ap + aJ + dV @ vslice(model, i, v)          # (ov_i x J_i) v_i = (ov_p x J_i) v_i
             dA = be.hcat([cross_motion(ap, Ji[:, c:c + 1], be) + cross_motion(vp, dV[:, c:c + 1], be)
                           for c in range(b.nv)])
             dAv = 2.0 * dV if b.nv == 1 else be.hcat([cross_motion(vp + vi, u, be) for u in colsof(Ji)])
