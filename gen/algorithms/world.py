@@ -127,15 +127,13 @@ def coriolis_block(Y, ov, be):
     _, h, Ib = Y
     v, w = lin(ov), ang(ov)
     T = Ib @ skew3(w, be)
-    hv = (h.T @ v)[0, 0]
     P = be.zeros(3, 3)
     for r in range(3):
-        for c in range(r, 3):
-            e = T[r, c] + T[c, r] + v[r, 0] * h[c, 0] + h[r, 0] * v[c, 0]
-            if r == c:
-                e = e - 2.0 * hv
-            P[r, c] = e
-            P[c, r] = e
+        s, t = (r + 1) % 3, (r + 2) % 3
+        P[r, r] = 2.0 * (T[r, r] - (h[s, 0] * v[s, 0] + h[t, 0] * v[t, 0]))   # 2 (T_rr + h_r v_r - h.v)
+        for c in range(r + 1, 3):
+            P[r, c] = T[r, c] + T[c, r] + v[r, 0] * h[c, 0] + h[r, 0] * v[c, 0]
+            P[c, r] = P[r, c]
     return P
 
 
