@@ -170,7 +170,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               options=(ROUTE,), ad=ADRoute("rnea", 1), pin_peer="rnea_derivatives"),
     Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv"), "dynamics",
               "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) at a = ddq",
-              "Carpentier & Mansard, RSS 2018, §IV", docs=DERIV_DOCS,
+              "Carpentier & Mansard, RSS 2018, §IV; M^-1 by LTDL, Featherstone 2005", docs=DERIV_DOCS,
               pinocchio=PinocchioRef(pinocchio_aba_derivatives, "computeABADerivatives (Minv symmetrised)"),
               generic=GenericC(18, "rbg_aba_derivatives", _work(76, 26, 1)),
               floor=Floor(1e-10, 1e-10, "products with M^-1: rounding grows with cond(M) (2e5 on humanoid30, "

@@ -2,12 +2,30 @@
 
 Carpentier & Mansard, RSS 2018, §IV (Pinocchio's ``computeABADerivatives``): since
 ``rnea(q, v, aba(q, v, tau)) = tau`` for all arguments, differentiating gives
-``M dddq/dx + dtau/dx |_(a = ddq) = 0`` for x in (q, v) and ``dddq/dtau = M^-1``, so::
+``M dddq/dx + dtau/dx |_(a = ddq) = 0`` for x in (q, v) and ``dddq/dtau = M^-1``.
+Computed on one world pass (:mod:`gen.algorithms.world`; CSE shares everything that does
+not depend on the acceleration between its two evaluations)::
 
-    ddq      = aba(q, v, tau)                          (Featherstone 2008 Table 7.1)
-    dtau/dq, dtau/dv at a = ddq                        (rnea_derivatives, RSS 2018 Alg. 1)
-    M^-1                                               (minv, RSS 2018 §IV)
-    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv
+    b = J_i^T Fc_i at a = 0, M_ij = J_i^T Ycrb_i J_j    (world-frame RNEA and CRBA)
+    M = L^T D L                                          (Featherstone 2005, tree sparsity)
+    ddq = M^-1 (tau - b)                                 (two sparse triangular solves)
+    M^-1 = L^-1 D^-1 L^-T                                (:func:`inverse_from_ltdl`)
+    dtau/dq, dtau/dv at a = ddq                          (RSS 2018 Alg. 1, world.py)
+    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (per column: D^-1 L^-T by the
+                                                          sparse backward solve, then W = L^-1
+                                                          applied on the support of the result)
+
+A free-flyer base that is the only root gives six columns of ``dddq/dq`` and three of
+``dddq/dv`` in closed form (exact identities, no solve).  In the base's axes gravity is a
+linear acceleration ``a_g = R^T (-g)`` of the base: ``ddq = fd_0(q, v, tau) - E a_g``
+with ``fd_0`` free of gravity and of the base pose (every other quantity is relative to
+the base; tau's base rows are a body-fixed wrench), ``E`` the base's linear rows.  A
+tangent perturbation ``delta`` of the base position changes nothing; one of its
+orientation gives ``a_g -> a_g + a_g x delta``, so ``dddq/dq[:, 0:6] = [0, -E [a_g]x]``.
+A change ``delta`` of the base's LOCAL linear velocity is a uniform boost of the whole
+system (Galilean invariance: joint and classical accelerations unchanged), under which
+the base's spatial acceleration ``d/dt (R^T pdot)`` changes by ``-w x delta``, so
+``dddq/dv[:, 0:3] = -E [w]x`` (w the base's angular velocity).
 
 With mimic joints ``aba`` and ``minv`` are the dense solve of ``M`` and the RNEA partials
 are taken on the extended tree (:func:`~gen.algorithms.rnea_derivatives.tau_derivatives`).
@@ -19,13 +37,82 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import Model
+from ..spatial import ang, lin, skew3
 from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
+from .sparse_ldl import fill_pattern, ldl_backward, ldl_factor, ldl_solve, tree_lower
+from .world import base_coordinates, bias_torques, tau_partials, world_pass
 
 
 def aba_derivatives(model: Model, q, v, tau, *, be):
+    if model.has_mimic:
+        return _mimic_aba_derivatives(model, q, v, tau, be)
+    nv = model.nv
+    w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
+    _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
+    pattern = fill_pattern(tree_lower(model))
+    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
+                         {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
+    rhs = tau - bias_torques(model, w0, be)
+    ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
+    Minv, W = inverse_from_ltdl(pattern, dinv, L, be)
+    be.mark("aba_minv", ddq, Minv)
+    w = world_pass(model, q, v, ddq, be)
+    dq, dv, _ = tau_partials(model, w, w.of, be)
+    be.mark("rnea_derivatives", dq, dv)
+    base = base_coordinates(model)
+    out = []
+    for X, known in ((dq, 6 if base else 0), (dv, 3 if base else 0)):
+        Y = be.zeros(nv, nv)
+        for c in range(known, nv):
+            y = ldl_backward(pattern, dinv, L, [-X[k, c] for k in range(nv)])
+            Y[:, c:c + 1] = be.vcat([sparse_dot(W[r], y) for r in range(nv)])
+        out.append(Y)
+    if base:                            # the free-flyer's columns in closed form (module docstring)
+        out[0][0:3, 3:6] = -skew3(lin(w.a0), be)
+        out[1][0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
+    be.mark("product", *out)
+    return out[0], out[1], Minv
+
+
+def inverse_from_ltdl(pattern, dinv, L, be):
+    """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` for ``M = L^T D L`` (unit lower L whose row
+    k is non-zero on ``pattern[k]``, the ancestors of k for a tree: W has the same
+    pattern, Featherstone 2005 §4).  ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over
+    ``m`` in ``pattern[k]`` with j in ``{m} + pattern[m]``; then
+    ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i and j (upper
+    triangle, mirrored).  Returns ``(M^-1, W)`` (W as one dict per row)."""
+    n = len(pattern)
+    W = [{} for _ in range(n)]
+    for k in range(n):
+        W[k][k] = 1.0
+        for m in pattern[k]:
+            for j, wmj in W[m].items():
+                W[k][j] = W[k].get(j, 0.0) - L[(k, m)] * wmj
+    V = [{j: wkj * dinv[j] for j, wkj in W[k].items()} for k in range(n)]
+    Minv = be.zeros(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            Minv[i, j] = sparse_dot(V[i], W[j])
+            Minv[j, i] = Minv[i, j]
+    return Minv, W
+
+
+def sparse_dot(a: dict, b) -> object:
+    """``sum_k a[k] b[k]`` over the keys of ``a`` present in ``b`` (a dict or a list;
+    structural zeros of a traced list drop out of the graph), in increasing k."""
+    keys = sorted(k for k in a if not isinstance(b, dict) or k in b)
+    e = 0.0
+    for k in keys:
+        e = e + a[k] * b[k]
+    return e
+
+
+def _mimic_aba_derivatives(model: Model, q, v, tau, be):
+    """Mimic joints: ``aba`` and ``minv`` (the dense solve) and the RNEA partials on the
+    extended tree."""
     sub = Unmarked(be)
     (ddq,) = aba(model, q, v, tau, be=sub)
     (Minv,) = minv(model, q, be=sub)

@@ -2,11 +2,13 @@
 
 Carpentier & Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS
 2018, Algorithm 1 (Pinocchio's ``computeRNEADerivatives``): one forward pass in world
-frame (placements, subspaces ``J_i = oMi S_i``, velocities, accelerations with
-``a_0 = -g``, inertias, forces, body Coriolis matrices ``B_i`` and the per-joint partials
-``dVdq``, ``dAdq``, ``dAdv``), a backward pass of subtree sums (``Ycrb``, ``Bc``,
-``F``), and the projections of :mod:`gen.algorithms.world` for every pair (ancestor,
-descendant).  ``dtau/dq`` is in the tangent space (``q + delta = integrate(q, delta)``),
+(or, on a free-flyer, base) coordinates (placements, subspaces ``J_i = oMi S_i``,
+velocities, accelerations with ``a_0 = -g``, inertias, forces, the 3 x 3 blocks ``P_i``
+that with the momenta give the body Coriolis matrices ``B_i``, and the per-joint partials
+``dVdq``, ``dAdq``, ``dAdv``), a backward pass of subtree sums (``Ycrb``, momenta, ``P``,
+``F``), per-joint vectors and dot products for every pair (ancestor, descendant)
+(:mod:`gen.algorithms.world`; the pair organisation of IDSVA, Singh, Russell & Wensing,
+RA-L 2022).  ``dtau/dq`` is in the tangent space (``q + delta = integrate(q, delta)``),
 so it is Pinocchio's matrix; ``dtau/dv`` is also the Coriolis-related matrix; ``M`` is
 ``dtau/da`` (full, symmetric, the world-frame CRBA ``M_ij = J_i^T Ycrb_i J_j``).
 Mimic joints (Pinocchio's derivatives refuse them): the same algorithm on the extended
@@ -37,7 +39,7 @@ def tau_derivatives(model: Model, q, v, a, be, want_M=False):
         be.mark("mimic_projection", *(X for X in out if X is not None))
         return out
     w = world_pass(model, q, v, a, be)
-    be.mark("forward", *w.of, *w.B)
+    be.mark("forward", *w.of, *(w.P or []))
     dq, dv, M = tau_partials(model, w, w.of, be, want_M=want_M)
     be.mark("backward", *(X for X in (dq, dv, M) if X is not None))
     return dq, dv, M

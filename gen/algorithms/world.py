@@ -21,7 +21,11 @@ equivalent to the paper's Algorithm 1), with ``p = parent(j)`` and ``a_0 = -g``:
   ``B_k w = ov_k x* (oI_k w) - oI_k (ov_k x w) + w x* (oI_k ov_k)``;
 * summed over a subtree (``Ycrb_i = sum oI_k``, ``Bc_i = sum B_k``, ``F_i = sum of_k``)
   and projected with ``tau_i = J_i^T F_i``, where ``dJ_i = u x J_i`` cancels ``u x* F_i``
-  (``(u x m)^T f = -m^T (u x* f)``)::
+  (``(u x m)^T f = -m^T (u x* f)``).  ``B_k`` is never formed: with ``C = oI_k (ov_k x)``
+  it is ``-(C + C^T) + bar(hv_k)`` (``hv_k = oI_k ov_k``; ``bar(h) w = w x* h`` is
+  antisymmetric), i.e. ``[[0, -2 [hv_l]], [0, -(P_k + [hv_a])]]`` with ``P_k`` symmetric
+  3 x 3 (:func:`coriolis_block`), so ``Bc_i`` is the subtree sums of ``hv`` and ``P``
+  and acts on angular parts only (:func:`coriolis_apply`)::
 
       j <= i:  dtau_i/dq_j = J_i^T (Ycrb_i dAdq_j + Bc_i dVdq_j)
                dtau_i/dv_j = J_i^T (Ycrb_i dAdv_j + Bc_i J_j)
@@ -29,6 +33,12 @@ equivalent to the paper's Algorithm 1), with ``p = parent(j)`` and ``a_0 = -g``:
                dtau_i/dv_j = J_i^T (Ycrb_j dAdv_j + Bc_j J_j)
 
   and ``M_ij = J_i^T Ycrb_i J_j`` (``j <= i``), the world-frame CRBA.
+
+Coordinates: world axes at the world origin, or, on a free-flyer that is the only root,
+the base frame at the current q (:func:`base_coordinates`; every formula above is
+covariant).  Pair terms are dot products of per-column vectors formed once per joint
+(:func:`tau_partials`), the restructuring of IDSVA (Singh, Russell & Wensing, "Efficient
+Analytical Derivatives of Rigid-Body Dynamics Using Spatial Vector Algebra", RA-L 2022).
 
 External forces (constraint forces ``J^T lam``) are body-fixed wrenches: they rotate
 with the subtree, so they only enter through ``F`` (``of_k - fext_k``).
@@ -51,113 +61,153 @@ from ..spatial import (
     ang,
     compose,
     const_transform,
+    cross3,
     cross_force,
     cross_motion,
-    inertia_matrix,
     inv_motion,
     lin,
     parent_transform,
+    rigid_add,
+    rigid_apply,
+    rigid_inertia,
+    rigid_transform,
     skew3,
-    transform_inertia6,
 )
 
 
 class World(NamedTuple):
-    """Per body, world frame: placements ``oM``, subspaces ``J`` (6 x nv_i), velocities
-    ``ov``, accelerations ``oa`` (with ``a_0 = -g`` when gravity is on), inertias ``oI``,
-    forces ``of`` (``oI oa + ov x* oI ov``), Coriolis matrices ``B`` and the per-column
-    partials ``dVdq``, ``dAdq``, ``dAdv`` (6 x nv_i); ``a0`` the world acceleration."""
+    """Per body, in the reference coordinates (:func:`base_coordinates`): placements
+    ``oM``, subspaces ``J`` (6 x nv_i), velocities ``ov``, accelerations ``oa`` (with
+    ``a_0 = -g`` when gravity is on), inertias ``oI`` as rigid triples ``(m, h, Ib)``,
+    momenta ``hv = oI ov``, forces ``of`` (``oI oa + ov x* hv``), Coriolis blocks ``P``
+    (3 x 3 symmetric, :func:`coriolis_block`; None without Coriolis terms) and the
+    per-column partials ``dVdq``, ``dAdq``, ``dAdv`` (6 x nv_i); ``a0`` the acceleration
+    of the reference frame (``-g`` in its axes)."""
 
     oM: list
     J: list
     ov: list
     oa: list
     oI: list
+    hv: list
     of: list
-    B: list
+    P: list | None
     dVdq: list
     dAdq: list
     dAdv: list
     a0: object
 
 
-def cols(fn, X):
-    """``fn`` applied to every column of the 6 x k matrix ``X``, as a 6 x k matrix."""
-    return [fn(X[:, c:c + 1]) for c in range(X.shape[1])]
+def colsof(X):
+    """The columns of the 6 x k matrix ``X`` (6 x 1 each)."""
+    return [X[:, c:c + 1] for c in range(X.shape[1])]
 
 
-def motion_cross_matrix(m, be):
-    """6 x 6 matrix of ``x -> m x x`` (motion cross product, [linear; angular]):
-    ``[[ [w], [v] ], [0, [w]]]``, Featherstone 2008 eq. 2.31."""
-    W, V = skew3(ang(m), be), skew3(lin(m), be)
-    X = be.zeros(6, 6)
-    X[0:3, 0:3] = W
-    X[0:3, 3:6] = V
-    X[3:6, 3:6] = W
-    return X
+def base_coordinates(model: Model) -> bool:
+    """True when body 0 is a free-flyer and the only root.  The pass then works in the
+    axes of the base frame at the current q instead of the world's (every formula of
+    the module docstring is covariant: cross products, inertia transforms and
+    force-motion pairings keep their form under a constant change of coordinates):
+    ``oM_0 = 1``, ``J_0 = S_0 = 1_6`` (so products with the base columns are free) and the
+    gravity term ``a_0 = oM_0^-1 (-g)`` rotates instead of every leg's placement."""
+    roots = [i for i, b in enumerate(model.bodies) if b.parent == -1]
+    return roots == [0] and model.bodies[0].kind == "free" and model.bodies[0].mimic is None
 
 
-def force_cross_matrix(m, be):
-    """6 x 6 matrix of ``f -> m x* f``: ``-motion_cross_matrix(m)^T``."""
-    W, V = skew3(ang(m), be), skew3(lin(m), be)
-    X = be.zeros(6, 6)
-    X[0:3, 0:3] = W
-    X[3:6, 0:3] = V
-    X[3:6, 3:6] = W
-    return X
+def coriolis_block(Y, ov, be):
+    """``P = [h][v] + [v][h] + Ib [w] - [w] Ib`` (3 x 3 symmetric) of a rigid body
+    ``Y = (m, h, Ib)`` moving with ``ov = (v, w)``: with ``C = oI (ov x)``, the body
+    Coriolis matrix ``B w' = ov x* (oI w') - oI (ov x w') + w' x* (oI ov)`` is
+    ``-(C + C^T) + bar(hv)`` (``bar(hv) w' = w' x* hv`` is antisymmetric), and in blocks
+    ``C + C^T = [[0, [hv_l]], [-[hv_l], P]]`` (``hv = oI ov``), so
+    ``B = [[0, -2 [hv_l]], [0, -(P + [hv_a])]]``: B acts on the angular part only and
+    is summed over a subtree through ``hv`` and ``P`` (:func:`coriolis_apply`).  Entry
+    form: ``[h][v] + [v][h] = v h^T + h v^T - 2 (h.v) 1`` and ``Ib [w] - [w] Ib = T + T^T``
+    with ``T = Ib [w]``; upper triangle computed and mirrored."""
+    _, h, Ib = Y
+    v, w = lin(ov), ang(ov)
+    T = Ib @ skew3(w, be)
+    P = be.zeros(3, 3)
+    for r in range(3):
+        s, t = (r + 1) % 3, (r + 2) % 3
+        P[r, r] = 2.0 * (T[r, r] - (h[s, 0] * v[s, 0] + h[t, 0] * v[t, 0]))   # 2 (T_rr + h_r v_r - h.v)
+        for c in range(r + 1, 3):
+            P[r, c] = T[r, c] + T[c, r] + v[r, 0] * h[c, 0] + h[r, 0] * v[c, 0]
+            P[c, r] = P[r, c]
+    return P
 
 
-def force_bar_matrix(h, be):
-    """6 x 6 matrix of ``w -> w x* h`` (h fixed): ``[[0, -[h_l]], [-[h_l], -[h_a]]]``."""
-    Hl, Ha = skew3(lin(h), be), skew3(ang(h), be)
-    X = be.zeros(6, 6)
-    X[0:3, 3:6] = -Hl
-    X[3:6, 0:3] = -Hl
-    X[3:6, 3:6] = -Ha
-    return X
+def coriolis_terms(hv, P, be):
+    """``(2 hv_l, hv_a, P)``: the composite Coriolis matrix ``Bc`` of a subtree from its
+    momentum ``hv`` and block ``P`` (:func:`coriolis_block`), the factor 2 applied once."""
+    return 2.0 * lin(hv), ang(hv), P
+
+
+def coriolis_apply(K, x, be):
+    """``Bc x = (-2 hv_l x x_a, -(P x_a + hv_a x x_a)) = (x_a x 2 hv_l, x_a x hv_a - P x_a)``
+    (``K`` from :func:`coriolis_terms`)."""
+    l2, ha, P = K
+    xa = ang(x)
+    return be.vcat([cross3(xa, l2, be), cross3(xa, ha, be) - P @ xa])
+
+
+def coriolis_apply_t(K, u, be):
+    """Angular part of ``Bc^T u = (0, 2 hv_l x u_l - P u_a + hv_a x u_a)`` (its linear part is 0)."""
+    l2, ha, P = K
+    ua = ang(u)
+    return cross3(l2, lin(u), be) + cross3(ha, ua, be) - P @ ua
 
 
 def world_pass(model: Model, q, v, a, be, gravity: bool = True, coriolis: bool = True) -> World:
-    """The forward pass (RSS 2018 Alg. 1, forward loop) in world frame.  ``gravity``:
-    ``a_0 = -g`` (else 0); ``coriolis``: form ``B`` (skip it when only M or
-    the q-partials at v = 0 are needed)."""
+    """The forward pass (RSS 2018 Alg. 1, forward loop) in world (or base,
+    :func:`base_coordinates`) coordinates.  ``gravity``: ``a_0 = -g`` (else 0);
+    ``coriolis``: form the Coriolis blocks ``P`` (skip them when only M or the
+    q-partials at v = 0 are needed).  With ``ov_j = ov_p + J_j v_j``:
+    ``oa_j = oa_p + J_j a_j + dVdq_j v_j`` (``dVdq_j = ov_p x J_j``), and for a one-dof joint
+    ``dAdv = (ov_p + ov_j) x u = 2 ov_p x u = 2 dVdq`` (``u x u = 0``)."""
     S = subspaces(model, be)
     a0 = gravity_acceleration(model, be) if gravity else be.zeros(6, 1)
-    zero = be.zeros(6, 1)
-    n = model.nbodies
-    oM, J, ov, oa, oI, of, B = [], [], [], [], [], [], []
+    base = base_coordinates(model)
+    oM, J, ov, oa, oI, hv, of, P = [], [], [], [], [], [], [], []
     dVdq, dAdq, dAdv = [], [], []
     for i, b in enumerate(model.bodies):
         X = parent_transform(b, qslice(model, i, q), be)
-        M = X if b.parent == -1 else compose(oM[b.parent], X)
-        vp = zero if b.parent == -1 else ov[b.parent]
-        ap = a0 if b.parent == -1 else oa[b.parent]
-        Ji = be.hcat(cols(lambda s: act_motion(M, s, be), S[i]))      # J_i = oMi S_i
+        Y = rigid_inertia(b.inertia, be)
+        if base and i == 0:             # reference axes = the base's: oM_0 = 1, J_0 = 1_6
+            a0 = inv_motion(X, a0, be)
+            M, Ji = (be.eye(3), be.zeros(3, 1)), S[0]
+        else:
+            M = X if b.parent == -1 or (base and b.parent == 0) else compose(oM[b.parent], X)
+            Ji = be.hcat([act_motion(M, s, be) for s in colsof(S[i])])   # J_i = oMi S_i
+            Y = rigid_transform(M, Y, be)                                # oI_i = oMi^* I_i oMi^-1
         vJ = Ji @ vslice(model, i, v)
-        vi = vp + vJ                                                   # ov_i = ov_p + J_i v_i
-        ai = ap + Ji @ vslice(model, i, a) + cross_motion(vi, vJ, be)  # + (ov_i x J_i) v_i
-        Ii = transform_inertia6(M, inertia_matrix(b.inertia, be), be)  # oI_i = oMi^* I_i oMi^-1
-        hi = Ii @ vi
+        aJ = Ji @ vslice(model, i, a)
+        if b.parent == -1:              # ov_p = 0: dVdq = 0, dAdq = a_0 x u, dAdv = ov_i x u
+            vi, ai = vJ, a0 + aJ
+            dV = be.zeros(6, b.nv)
+            dA = be.hcat([cross_motion(a0, u, be) for u in colsof(Ji)])
+            dAv = dV if b.nv == 1 else be.hcat([cross_motion(vi, u, be) for u in colsof(Ji)])
+        else:
+            vp, ap = ov[b.parent], oa[b.parent]
+            dV = be.hcat([cross_motion(vp, u, be) for u in colsof(Ji)])
+            vi, ai = vp + vJ, ap + aJ + dV @ vslice(model, i, v)          # (ov_i x J_i) v_i = (ov_p x J_i) v_i
+            dA = be.hcat([cross_motion(ap, Ji[:, c:c + 1], be) + cross_motion(vp, dV[:, c:c + 1], be)
+                          for c in range(b.nv)])
+            dAv = 2.0 * dV if b.nv == 1 else be.hcat([cross_motion(vp + vi, u, be) for u in colsof(Ji)])
+        hi = rigid_apply(Y, vi, be)
         oM.append(M)
         J.append(Ji)
         ov.append(vi)
         oa.append(ai)
-        oI.append(Ii)
-        of.append(Ii @ ai + cross_force(vi, hi, be))
+        oI.append(Y)
+        hv.append(hi)
+        of.append(rigid_apply(Y, ai, be) + cross_force(vi, hi, be))
         if coriolis:
-            B.append(force_cross_matrix(vi, be) @ Ii - Ii @ motion_cross_matrix(vi, be) + force_bar_matrix(hi, be))
-        if b.parent == -1:                  # ov_p = 0: dVdq = 0, dAdq = a_0 x u, dAdv = ov_i x u
-            dVdq.append(be.zeros(6, b.nv))
-            dAdq.append(be.hcat(cols(lambda u: cross_motion(a0, u, be), Ji)))
-            dAdv.append(be.hcat(cols(lambda u: cross_motion(vi, u, be), Ji)))
-        else:
-            dV = be.hcat(cols(lambda u: cross_motion(vp, u, be), Ji))
-            dVdq.append(dV)
-            dAdq.append(be.hcat([cross_motion(ap, Ji[:, c:c + 1], be) + cross_motion(vp, dV[:, c:c + 1], be)
-                                 for c in range(b.nv)]))
-            dAdv.append(be.hcat(cols(lambda u: cross_motion(vp + vi, u, be), Ji)))
-    assert len(oM) == n
-    return World(oM, J, ov, oa, oI, of, B, dVdq, dAdq, dAdv, a0)
+            P.append(coriolis_block(Y, vi, be))
+        dVdq.append(dV)
+        dAdq.append(dA)
+        dAdv.append(dAv)
+    return World(oM, J, ov, oa, oI, hv, of, P if coriolis else None, dVdq, dAdq, dAdv, a0)
 
 
 def world_forces(model: Model, w: World, fext_local, be) -> list:
@@ -167,67 +217,82 @@ def world_forces(model: Model, w: World, fext_local, be) -> list:
     return [f if fe is None else f - act_force(w.oM[k], fe, be) for k, (f, fe) in enumerate(zip(w.of, fext_local))]
 
 
-def composite(model: Model, items: list) -> list:
-    """Subtree sums ``sum_{k >= i} items_k`` (backward pass)."""
+def composite(model: Model, items: list, add=lambda x, y: x + y) -> list:
+    """Subtree sums ``sum_{k >= i} items_k`` (backward pass); ``add`` for non-array items."""
     out = list(items)
     for i in reversed(range(model.nbodies)):
         p = model.bodies[i].parent
         if p != -1:
-            out[p] = out[p] + out[i]
+            out[p] = add(out[p], out[i])
     return out
+
+
+def _dot(x, y):
+    return (x.T @ y)[0, 0]
 
 
 def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, want_M=False):
     """``(dtau_dq, dtau_dv, M)`` (nv x nv each, None when not wanted) from the forward
     pass ``w`` and the world forces ``F`` (per body, before the subtree sums), by the
-    formulas of the module docstring.  A pass without Coriolis matrices (``w.B`` empty:
-    ``v = 0``, where ``B = 0``) gives the q-partials and M only."""
+    formulas of the module docstring, with ``Ycrb`` a rigid triple and ``Bc`` through
+    :func:`coriolis_apply`.  Per column u of joint i the row factors are
+    ``t1 = Ycrb_i u`` and ``t4 = Bc_i^T u`` (angular part only), per column of joint j
+    the column factors ``G_j`` (q) and ``H_j`` (v), so each (ancestor, descendant) pair
+    costs dot products only (as in IDSVA, Singh, Russell & Wensing, RA-L 2022):
+    ``dtau_i/dq_j = t1.dAdq_j + t4.dVdq_j``, ``dtau_i/dv_j = t1.dAdv_j + t4.J_j``,
+    ``M_ij = t1.J_j`` (j <= i), ``dtau_j/dq_i = J_j.G_i``, ``dtau_j/dv_i = J_j.H_i`` (j < i).
+    A pass without Coriolis blocks (``w.P`` None: ``v = 0``, where ``B = 0``) gives the
+    q-partials and M only."""
     nv = model.nv
-    if want_v and not w.B:
-        raise ValueError("tau_partials: dtau/dv needs the Coriolis matrices (world_pass(coriolis=True))")
-    Yc = composite(model, w.oI)
+    coriolis = w.P is not None
+    if want_v and not coriolis:
+        raise ValueError("tau_partials: dtau/dv needs the Coriolis blocks (world_pass(coriolis=True))")
+    Yc = composite(model, w.oI, rigid_add)
     Fc = composite(model, F)
-    Bc = composite(model, w.B) if w.B else None
+    if coriolis:
+        K = [coriolis_terms(h, P, be) for h, P in zip(composite(model, w.hv), composite(model, w.P))]
     dq = be.zeros(nv, nv) if want_q else None
     dv = be.zeros(nv, nv) if want_v else None
     M = be.zeros(nv, nv) if want_M else None
-    JY = [w.J[i].T @ Yc[i] for i in range(model.nbodies)]
-    JB = [w.J[i].T @ Bc[i] for i in range(model.nbodies)] if Bc is not None else None
-
-    def qblock(i, j):                   # J_i^T (Ycrb_i dAdq_j + Bc_i dVdq_j)
-        blk = JY[i] @ w.dAdq[j]
-        return blk if JB is None else blk + JB[i] @ w.dVdq[j]
-
     for i, b in enumerate(model.bodies):
-        si = slice(b.idx_v, b.idx_v + b.nv)
-        if want_q:      # column block of joint i seen from its strict ancestors (case i < j)
-            G = be.hcat([cross_force(w.J[i][:, c:c + 1], Fc[i], be) for c in range(b.nv)]) + Yc[i] @ w.dAdq[i]
-            if Bc is not None:
-                G = G + Bc[i] @ w.dVdq[i]
-        if want_v:
-            H = Yc[i] @ w.dAdv[i] + Bc[i] @ w.J[i]
+        Ji = w.J[i]
+        t1 = [rigid_apply(Yc[i], u, be) for u in colsof(Ji)]
+        t4 = [coriolis_apply_t(K[i], u, be) for u in colsof(Ji)] if coriolis and (want_q or want_v) else None
+        if want_q:      # G_i = u x* Fc_i + Ycrb_i dAdq_i + Bc_i dVdq_i
+            G = [cross_force(Ji[:, c:c + 1], Fc[i], be) + rigid_apply(Yc[i], w.dAdq[i][:, c:c + 1], be)
+                 + (coriolis_apply(K[i], w.dVdq[i][:, c:c + 1], be) if coriolis else 0.0)
+                 for c in range(b.nv)]
+        if want_v:      # H_i = Ycrb_i dAdv_i + Bc_i u
+            H = [rigid_apply(Yc[i], w.dAdv[i][:, c:c + 1], be) + coriolis_apply(K[i], Ji[:, c:c + 1], be)
+                 for c in range(b.nv)]
         for j in model.ancestors(i):
             bj = model.bodies[j]
-            sj = slice(bj.idx_v, bj.idx_v + bj.nv)
-            if want_q:
-                dq[si, sj] = qblock(i, j)
-            if want_v:
-                dv[si, sj] = JY[i] @ w.dAdv[j] + JB[i] @ w.J[j]
-            if want_M and j != i:
-                blk = JY[i] @ w.J[j]
-                M[si, sj] = blk
-                M[sj, si] = blk.T
-            elif want_M:                # diagonal block: upper triangle, mirrored (exactly symmetric)
-                for r in range(b.nv):
-                    for c in range(r, b.nv):
-                        M[b.idx_v + r, b.idx_v + c] = (JY[i][r:r + 1, :] @ w.J[i][:, c:c + 1])[0, 0]
-                        M[b.idx_v + c, b.idx_v + r] = M[b.idx_v + r, b.idx_v + c]
-            if j != i:
-                if want_q:
-                    dq[sj, si] = w.J[j].T @ G
-                if want_v:
-                    dv[sj, si] = w.J[j].T @ H
+            for r in range(b.nv):
+                ri = b.idx_v + r
+                for c in range(bj.nv):
+                    cj = bj.idx_v + c
+                    u = w.J[j][:, c:c + 1]
+                    if want_q:
+                        e = _dot(t1[r], w.dAdq[j][:, c:c + 1])
+                        dq[ri, cj] = e + _dot(t4[r], ang(w.dVdq[j][:, c:c + 1])) if coriolis else e
+                    if want_v:
+                        dv[ri, cj] = _dot(t1[r], w.dAdv[j][:, c:c + 1]) + _dot(t4[r], ang(u))
+                    if want_M and (j != i or c >= r):   # diagonal block: upper triangle, mirrored
+                        M[ri, cj] = _dot(t1[r], u)
+                        M[cj, ri] = M[ri, cj]
+                    if j != i:
+                        if want_q:
+                            dq[cj, ri] = _dot(u, G[r])
+                        if want_v:
+                            dv[cj, ri] = _dot(u, H[r])
     return dq, dv, M
+
+
+def bias_torques(model: Model, w: World, be):
+    """``tau_i = J_i^T Fc_i`` (nv x 1) of the forces ``w.of``: ``nle(q, v)`` for a pass at
+    ``a = 0`` (RNEA's backward pass in world coordinates)."""
+    Fc = composite(model, w.of)
+    return be.vcat([_dot(u, Fc[i]) for i in range(model.nbodies) for u in colsof(w.J[i])])
 
 
 def frame_partials(model: Model, w: World, body: int, placement, size: int, be, velocity_only: bool = False):
