@@ -28,9 +28,10 @@ writing, :func:`schedule` reorders the instructions by a greedy list scheduler
 (Sethi & Ullman's aim, by the usual heuristic): of the instructions whose operands are
 computed, take the one that ends the most live ranges minus the one it starts, ties to
 the one that became ready last (which keeps a chain of uses together), then assigns work
-slots by a linear scan.  The result is kept when it brings the average number of live
-values below :data:`SCHEDULE_BELOW` of the tape's, else the tape order stays (e.g. panda
-aba, where the tape order is already tighter).  Measured (talos, gcc -O3 -march=native): mean live values crba
+slots by a linear scan.  The result is kept for big kernels (the tape keeps at least
+:data:`SCHEDULE_ABOVE` values live on average) when it brings that below
+:data:`SCHEDULE_BELOW` of the tape's; small kernels keep the tape order, whose shorter
+dependency chains matter more there than the spills.  Measured (talos, gcc -O3 -march=native): mean live values crba
 492 -> 162, rnea 486 -> 121, aba 450 -> 396; run time in
 ``bench/reports/2026-11-26-emission-order.md`` (:mod:`gen.bench.emission_order`).  The
 arithmetic is unchanged; only where gcc contracts a*b+c into an FMA can results move in
@@ -75,10 +76,13 @@ SPLIT_ABOVE = 20000
 #: fewer values through ``x`` (talos rnea_derivatives: 0.32 loads and stores per
 #: instruction at 4000, 0.24 at 8000)
 PART_SIZE = 5000
-#: the schedule replaces the tape order when it brings the mean number of live values
-#: below this fraction of the tape's: smaller gains come with more machine instructions as
-#: often as fewer (panda rnea_derivatives: 419 -> 403 live values, 10245 -> 11372
-#: instructions; bench/reports/2026-11-26-emission-order.md)
+#: the schedule replaces the tape order when the tape keeps at least SCHEDULE_ABOVE values
+#: live on average and the schedule brings that below SCHEDULE_BELOW of it.  Measured
+#: (bench/reports/2026-11-26-emission-order.md): on the talos kernels (450-490 live) it
+#: removes half the spills and runs 1.05-1.3x faster; on small ones (panda, solo12: 60-210
+#: live) the greedy order's longer dependency chains cost what the spills saved (panda rnea
+#: 0.84x), and a cut under 10 % changes little
+SCHEDULE_ABOVE = 400
 SCHEDULE_BELOW = 0.9
 #: work slots declared per line of a declaration (readability of the emitted C)
 DECL_PER_LINE = 12
@@ -298,7 +302,7 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     slots, scheduled = int(f.sz_w()), False
     if order != "tape":
         new, before, after = schedule(steps)
-        if order == "schedule" or after < SCHEDULE_BELOW * before:
+        if order == "schedule" or (before >= SCHEDULE_ABOVE and after < SCHEDULE_BELOW * before):
             steps, scheduled = new, True
             slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
     name = f.name()

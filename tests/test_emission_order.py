@@ -1,4 +1,4 @@
-"""gen/bench/emission_order.py on small kernels: both orders compiled, counted and timed,
+"""gen/bench/emission_order.py on a big and a small kernel: both orders compiled, counted and timed,
 their outputs compared, the report row written."""
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ AGREE_TOL = 1e-12
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("objdump") is None,
                     reason="needs a C compiler and objdump")
 def test_tape_and_schedule_are_measured_and_agree():
-    doc = emission_order.run([("solo12", "crba"), ("panda", "aba")], date="test")
+    doc = emission_order.run([("talos", "crba"), ("panda", "aba")], date="test")
     crba, aba = doc["rows"]
     assert crba["auto"]["scheduled"] and not aba["auto"]["scheduled"] and not crba["tape"]["scheduled"]
-    assert crba["live"]["scheduled"] < 0.9 * crba["live"]["tape"]
+    assert crba["live"]["scheduled"] < 0.5 * crba["live"]["tape"]
     for row in (crba, aba):
         for v in ("tape", "auto"):
             assert row[v]["ns"] > 0 and 0 < row[v]["fp"] <= row[v]["instructions"]
@@ -27,4 +27,4 @@ def test_tape_and_schedule_are_measured_and_agree():
     assert aba["auto"]["instructions"] == aba["tape"]["instructions"]   # the same C
     assert doc["ghz"] is None or 0.5 < doc["ghz"] < 10
     md = emission_order.markdown(doc, "extra note")
-    assert "| solo12 crba | " in md and "| panda aba | " in md and md.rstrip().endswith("extra note")
+    assert "| talos crba | " in md and "| panda aba | " in md and md.rstrip().endswith("extra note")
