@@ -214,11 +214,7 @@ def run(cases=CASES, *, flags=None, timeout: float = TIMEOUT, date: str | None =
         finally:
             shutil.rmtree(work, ignore_errors=True)
         say(f"done {robot}/{algorithm}")
-    machine = harness.machine_info()
-    try:
-        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
+    machine = harness.machine_info()      # its load average: at the end of the run
     return {"date": date or _dt.date.today().isoformat(), "machine": machine, "flags": flags, "timeout_s": timeout,
             "split_above": cwriter.SPLIT_ABOVE, "part_size": cwriter.PART_SIZE, "rounds": ROUNDS,
             "states": N_STATES, "rows": rows}
@@ -245,8 +241,7 @@ def markdown(doc: dict, notes: str = "") -> str:
             f"interleaved on {doc['states']} random states cycled, median over {doc['rounds']} rounds of ~2 ms "
             "(ns per call).  `=`: below the threshold, the two are the same C.  trace + emit + compile is the "
             f"issue 15 §3 budget ({BUDGET_S:g} s, {MAX_RSS_MB:g} MB, run time within "
-            f"{round((MAX_SLOWDOWN - 1) * 100)} %).  Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
-            f"shared with other jobs (load average at the end {m.get('loadavg_end', '?')})."), "",
+            f"{round((MAX_SLOWDOWN - 1) * 100)} %).  {report.machine_sentence(m)}"), "",
            ("| kernel | ops | instructions | parts | C size [kB] split / unsplit | trace + emit [s] | "
             "compile [s] split / unsplit | max RSS [MB] split / unsplit | run time [ns] split / unsplit | "
             "split / unsplit | max abs diff |"),
@@ -285,14 +280,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
 
-    def say(s):
-        print(f"rbdgen: {s}", file=sys.stderr, flush=True)
-
+    say = report.progress
     cases = [_case(c) for c in args.cases.split(",")] if args.cases else CASES
     doc = run(cases, timeout=args.timeout, date=args.date, progress=say)
-    for path in write(doc, args.out, notes).values():
-        say(f"wrote {path}")
-    print(markdown(doc, notes))
+    report.publish(doc, "compile-time", markdown(doc, notes), args.out)
     return 0
 
 

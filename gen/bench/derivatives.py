@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
 import sys
 from pathlib import Path
 
@@ -52,11 +51,7 @@ def run(robots=ROBOTS, sets=SETS, *, date: str | None = None, progress=None, **b
             r = {"robot": robot, "algorithm": algo, "constraints": spec, "error": " ".join(str(e).split())}
         r["set"] = setname
         results.append(r)
-    machine = harness.machine_info()
-    try:
-        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
+    machine = harness.machine_info()      # its load average: at the end of the run
     method = {k: bench_kwargs.get(k, v) for k, v in harness.DEFAULTS.items()}
     return {"date": date or _dt.date.today().isoformat(), "machine": machine, "method": method,
             "results": results}
@@ -74,8 +69,7 @@ def markdown(doc: dict) -> str:
            f"{doc['method']['rounds']} rounds x {doc['method']['batch']} calls, {doc['method']['n_states']} random "
            "states cycled, implementations interleaved; every implementation compiled with "
            f"`{' '.join(harness.pinshim.BENCH_FLAGS)}` (Pinocchio header-only, `gen/bench/pinshim.py`).  "
-           f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, shared with other jobs "
-           f"(load average at the end {m.get('loadavg_end', '?')}).", "",
+           f"{report.machine_sentence(m)}", "",
            "Pinocchio peers: `computeRNEADerivatives`, `computeABADerivatives`, `constraintDynamics` + "
            "`computeConstraintDynamicsDerivatives` (3 proximal iterations, mu = 1e-6, both timed: rbdgen's "
            "kernel computes the forward solve and the derivatives).  Outputs checked against each other on every "
@@ -118,12 +112,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=harness.DEFAULTS["rounds"])
     ap.add_argument("--batch", type=int, default=harness.DEFAULTS["batch"])
     args = ap.parse_args(argv)
-    say = lambda s: print(f"rbdgen: {s}", file=sys.stderr, flush=True)    # noqa: E731
+    say = report.progress
     doc = run([r for r in args.robots.split(",") if r], [s for s in args.sets.split(",") if s], date=args.date,
               progress=say, rounds=args.rounds, batch=args.batch)
-    for kind, path in write(doc, args.out).items():
-        say(f"wrote {path}")
-    print(markdown(doc))
+    report.publish(doc, "derivatives", markdown(doc), args.out)
     return 1 if any("error" in r for r in doc["results"]) else 0
 
 

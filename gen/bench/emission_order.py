@@ -130,11 +130,7 @@ def run(cases=CASES, *, flags=None, date: str | None = None, progress=None) -> d
             rows.append(measure(robot, algorithm, flags=flags, work=work, say=say))
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    machine = harness.machine_info()
-    try:
-        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
+    machine = harness.machine_info()      # its load average: at the end of the run
     work = Path(tempfile.mkdtemp(prefix="rbdgen-eo-"))
     try:
         ghz = clock_ghz(work)
@@ -157,9 +153,7 @@ def markdown(doc: dict, notes: str = "") -> str:
             f"both variants in one program, called interleaved on {doc['states']} random states cycled, median "
             f"of {doc['rounds']} rounds of ~2 ms.  Per cycle: the traced op count (an FMA is two ops) and the FP "
             f"instructions over run time at the core's clock measured under load by a chain of dependent "
-            f"integer additions ({ghz or '?'} GHz).  Machine: {m.get('cpu', '?')}, "
-            f"{m.get('cores', '?')} cores, shared with other jobs (load average at the end "
-            f"{m.get('loadavg_end', '?')})."), "",
+            f"integer additions ({ghz or '?'} GHz).  {report.machine_sentence(m)}"), "",
            ("| kernel | ops | live values tape / scheduled | order used | instructions tape / auto | "
             "FP tape / auto | stack operands tape / auto | ns tape / auto | speed-up | ops per cycle tape / auto | "
             "FP per cycle tape / auto | max abs diff |"),
@@ -198,14 +192,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
 
-    def say(s):
-        print(f"rbdgen: {s}", file=sys.stderr, flush=True)
-
+    say = report.progress
     cases = [tuple(c.split("/", 1)) for c in args.cases.split(",")] if args.cases else CASES
     doc = run(cases, date=args.date, progress=say)
-    for path in write(doc, args.out, notes).values():
-        say(f"wrote {path}")
-    print(markdown(doc, notes))
+    report.publish(doc, "emission-order", markdown(doc, notes), args.out)
     return 0
 
 

@@ -16,7 +16,6 @@ import argparse
 import datetime as _dt
 import importlib.metadata
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -59,11 +58,7 @@ def run(models=MODELS, *, date: str | None = None, progress=None, **bench_kwargs
                 r = {"robot": name, "algorithm": algo, "error": " ".join(str(e).split())}
             r["model"] = name
             results.append(r)
-    machine = harness.machine_info()
-    try:
-        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
+    machine = harness.machine_info()      # its load average: at the end of the run
     method = {k: bench_kwargs.get(k, v) for k, v in harness.DEFAULTS.items()}
     return {"date": date or _dt.date.today().isoformat(), "machine": machine, "method": method,
             "mujoco": importlib.metadata.version("mujoco"), "calls": mujoco_peer.CALLS, "results": results}
@@ -83,8 +78,7 @@ def markdown(doc: dict) -> str:
            f"{doc['method']['rounds']} rounds x {doc['method']['batch']} calls, {doc['method']['n_states']} random "
            "states cycled, implementations interleaved; rbdgen, the generic C and Pinocchio (header-only) "
            f"compiled with `{' '.join(harness.pinshim.BENCH_FLAGS)}`; MuJoCo is the wheel's build.  "
-           f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, shared with other jobs "
-           f"(load average at the end {m.get('loadavg_end', '?')}).", "",
+           f"{report.machine_sentence(m)}", "",
            "MuJoCo's calls (the shortest public sequence from the state to the quantity):", ""]
     out += [f"- {'nle' if k == 'bias' else 'crba_solve'}: `{v}`" for k, v in doc["calls"].items()]
     out += ["",
@@ -127,12 +121,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=harness.DEFAULTS["rounds"])
     ap.add_argument("--batch", type=int, default=harness.DEFAULTS["batch"])
     args = ap.parse_args(argv)
-    say = lambda s: print(f"rbdgen: {s}", file=sys.stderr, flush=True)    # noqa: E731
+    say = report.progress
     doc = run([x for x in args.models.split(",") if x], date=args.date, progress=say, rounds=args.rounds,
               batch=args.batch)
-    for path in write(doc, args.out).values():
-        say(f"wrote {path}")
-    print(markdown(doc))
+    report.publish(doc, "mujoco", markdown(doc), args.out)
     return 1 if any("error" in r for r in doc["results"]) else 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
 from ..algorithms import ALGORITHMS, in_report
@@ -251,6 +252,26 @@ def write_suite(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
     paths["md"] = out_dir / f"{stem}.md"
     paths["md"].write_text(suite_markdown(suite) + "\n")
     return paths
+
+
+def machine_sentence(m: dict) -> str:
+    """``Machine: CPU, N cores, shared with other jobs (load average at the end [...]).``
+    from :func:`gen.bench.harness.machine_info` taken at the end of a run."""
+    return (f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, shared with other jobs "
+            f"(load average at the end {m.get('loadavg', '?')}).")
+
+
+def progress(message: str) -> None:
+    """A progress line of the report scripts, on stderr."""
+    print(f"rbdgen: {message}", file=sys.stderr, flush=True)
+
+
+def publish(doc: dict, kind: str, markdown: str, out_dir=None) -> None:
+    """:func:`write_dated`, the paths as progress, and the markdown on stdout (the
+    ``main`` of each dated-report script)."""
+    for path in write_dated(doc, kind, markdown, out_dir).values():
+        progress(f"wrote {path}")
+    print(markdown)
 
 
 def write_dated(doc: dict, kind: str, markdown: str, out_dir=None) -> dict[str, Path]:
