@@ -46,10 +46,10 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_solo12_aba
- *     total             4068 = add 1793 mul 2222 div 14 trig 24 other 15
+ *     total             4064 = add 1793 mul 2218 div 14 trig 24 other 15
  *     forward           1079 = add 413 mul 642 trig 24
- *     backward          2383 = add 1111 mul 1256 div 8 other 8
- *     acceleration       606 = add 269 mul 324 div 6 other 7
+ *     backward          2527 = add 1146 mul 1353 div 14 other 14
+ *     acceleration       458 = add 234 mul 223 other 1
  */
 #ifndef RBD_SOLO12_ABA_H
 #define RBD_SOLO12_ABA_H
@@ -85,7 +85,7 @@ extern "C" {
 #define RBD_SOLO12_ABA_TAU_SIZE 18
 #define RBD_SOLO12_ABA_DDQ_SIZE 18
 #define RBD_SOLO12_ABA_WORK_SIZE 0
-#define RBD_SOLO12_ABA_STACK_DOUBLES 377
+#define RBD_SOLO12_ABA_STACK_DOUBLES 372
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -46,10 +46,10 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_talos_aba
- *     total            15755 = add 7140 mul 8452 div 37 trig 88 other 38
+ *     total            15748 = add 7140 mul 8445 div 37 trig 88 other 38
  *     forward           4294 = add 1681 mul 2525 trig 88
- *     backward          9737 = add 4631 mul 5044 div 31 other 31
- *     acceleration      1724 = add 828 mul 883 div 6 other 7
+ *     backward          9913 = add 4666 mul 5173 div 37 other 37
+ *     acceleration      1541 = add 793 mul 747 other 1
  */
 #ifndef RBD_TALOS_ABA_H
 #define RBD_TALOS_ABA_H
@@ -85,7 +85,7 @@ extern "C" {
 #define RBD_TALOS_ABA_TAU_SIZE 50
 #define RBD_TALOS_ABA_DDQ_SIZE 50
 #define RBD_TALOS_ABA_WORK_SIZE 0
-#define RBD_TALOS_ABA_STACK_DOUBLES 841
+#define RBD_TALOS_ABA_STACK_DOUBLES 669
 
 /* ---- functions ----------------------------------------------------------- */
 

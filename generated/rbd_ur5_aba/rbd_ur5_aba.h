@@ -46,10 +46,10 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_aba
- *     total             1288 = add 537 mul 731 div 5 trig 10 other 5
+ *     total             1286 = add 537 mul 729 div 5 trig 10 other 5
  *     forward            301 = add 98 mul 193 trig 10
- *     backward           875 = add 386 mul 479 div 5 other 5
- *     acceleration       112 = add 53 mul 59
+ *     backward           879 = add 386 mul 483 div 5 other 5
+ *     acceleration       106 = add 53 mul 53
  */
 #ifndef RBD_UR5_ABA_H
 #define RBD_UR5_ABA_H
@@ -85,7 +85,7 @@ extern "C" {
 #define RBD_UR5_ABA_TAU_SIZE 6
 #define RBD_UR5_ABA_DDQ_SIZE 6
 #define RBD_UR5_ABA_WORK_SIZE 0
-#define RBD_UR5_ABA_STACK_DOUBLES 142
+#define RBD_UR5_ABA_STACK_DOUBLES 141
 
 /* ---- functions ----------------------------------------------------------- */
 
