@@ -51,10 +51,12 @@ from ..kinematics import extended_state
 from ..model import Model
 from ..spatial import ang, cross3, lin
 from .aba import aba
+from .aba_derivatives import forward_ltdl
 from .dense import ldlt_factor, ldlt_solve
 from .minv import minv
 from .pinocchio import fixed_iterations, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
+from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor
 from .world import frame_partials, tau_partials, world_forces, world_pass
 
 
@@ -120,13 +122,16 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
                             mu=DEFAULT_MU):
     cset = as_constraint_set(model, cset)
     check_set(cset, "constrained_derivatives")
-    K = int(iterations)
-    sub = Unmarked(be)
-    (ddq_f,) = aba(model, q, v, tau, be=sub)
-    (Minv,) = minv(model, q, be=sub)
+    if model.has_mimic:
+        sub = Unmarked(be)
+        (ddq_f,) = aba(model, q, v, tau, be=sub)
+        (Minv,) = minv(model, q, be=sub)
+    else:
+        ddq_f, Minv, _ = forward_ltdl(model, q, v, tau, be)
     ev = cset.evaluate(model, q, v, be=be)
-    JMinv, fac, Rho = damped_delassus(cset, ev.J, Minv, mu, be)
-    lam = proximal_solve(fac, Rho, ev.J @ ddq_f - ev.a_star, K, be)        # eq. 18, K steps
+    JMinv = ev.J @ Minv
+    S = proximal_operator(symmetric_product(JMinv, ev.J, be), cset.damping(mu), int(iterations), be)
+    lam = -(S @ (ev.J @ ddq_f - ev.a_star))                                 # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
     be.mark("forward", ddq, lam)
 
@@ -137,13 +142,58 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     dac_dq, dac_dv = chain(G, *constraint_partials(ext, cset, w, be))
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
-    dlam = [proximal_solve(fac, Rho, R, K, be)
-            for R in (dac_dq - JMinv @ dtau_dq, dac_dv - JMinv @ dtau_dv, JMinv)]
-    ddq_dq = JMinv.T @ dlam[0] - Minv @ dtau_dq
-    ddq_dv = JMinv.T @ dlam[1] - Minv @ dtau_dv
-    ddq_dtau = Minv + JMinv.T @ dlam[2]
-    be.mark("kkt", ddq_dq, ddq_dv, ddq_dtau, *dlam)
-    return ddq_dq, ddq_dv, ddq_dtau, dlam[0], dlam[1], dlam[2]
+    Q = S @ JMinv
+    P = Minv - symmetric_product(JMinv.T, Q.T, be)
+    Qn = -Q
+    out = []
+    for dtau, dac in ((dtau_dq, dac_dq), (dtau_dv, dac_dv)):
+        out.append((Qn.T @ dac - P @ dtau, Q @ dtau - S @ dac))
+    (ddq_dq, dlam_dq), (ddq_dv, dlam_dv) = out
+    be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
+    return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
+
+
+def symmetric_product(A, B, be):
+    """``A B^T`` known to be symmetric: the upper triangle, mirrored."""
+    n = A.shape[0]
+    C = be.zeros(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            C[i, j] = A[i, :] @ B[j, :].T
+            C[j, i] = C[i, j]
+    return C
+
+
+def proximal_operator(D, rho, iterations: int, be):
+    """``S_K = sum_{k=1..K} (D_mu^-1 Rho)^(k-1) D_mu^-1`` (``D_mu = D + Rho``,
+    ``Rho = diag(rho)``): K proximal steps ``X_k = D_mu^-1 (Rho X_{k-1} - R)`` from
+    ``X_0 = 0`` give ``X_K = -S_K R`` for every right-hand side ``R``.  ``D_mu^-1`` from
+    its dense ``L^T D L`` (:func:`~gen.algorithms.sparse_ldl.inverse_from_ltdl`), then
+    Horner ``S_k = D_mu^-1 + (D_mu^-1 Rho) S_{k-1}``; every ``S_k`` is symmetric (a sum
+    of ``D_mu^-1 (Rho D_mu^-1)^j``), so its upper triangle is formed and mirrored."""
+    m = D.shape[0]
+    pattern = fill_pattern([set(range(k)) for k in range(m)])
+    dinv, L = ldl_factor(pattern, [D[k, k] + float(rho[k]) for k in range(m)],
+                         {(k, i): D[k, i] for k in range(m) for i in pattern[k]}, be)
+    Dinv, _ = inverse_from_ltdl(pattern, dinv, L, be)
+    T = [[Dinv[i, k] * float(rho[k]) for k in range(m)] for i in range(m)]
+    S = Dinv
+    for _ in range(1, iterations):
+        Sk = be.zeros(m, m)
+        for i in range(m):
+            for j in range(i, m):
+                Sk[i, j] = Dinv[i, j] + sum_products(T[i], [S[k, j] for k in range(m)])
+                Sk[j, i] = Sk[i, j]
+        S = Sk
+    return S
+
+
+def sum_products(a, b):
+    """``sum_k a[k] b[k]`` in increasing k."""
+    e = 0.0
+    for x, y in zip(a, b):
+        e = e + x * y
+    return e
 
 
 def chain(G, *partials, left: bool = False):
