@@ -49,7 +49,7 @@ from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..kinematics import extended_state
 from ..model import Model
-from ..spatial import ang, cross3, lin
+from ..spatial import ang, cross3, lin, skew3
 from .aba import aba
 from .aba_derivatives import forward_ltdl
 from .dense import ldlt_factor, ldlt_solve
@@ -57,7 +57,7 @@ from .minv import minv
 from .pinocchio import fixed_iterations, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
 from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor
-from .world import frame_partials, tau_partials, world_forces, world_pass
+from .world import base_coordinates, frame_partials, tau_partials, world_forces, world_pass
 
 
 def check_set(cset: ConstraintSet, algorithm: str) -> None:
@@ -145,10 +145,24 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     Q = S @ JMinv
     P = Minv - symmetric_product(JMinv.T, Q.T, be)
     Qn = -Q
+    nv, m = model.nv, cset.m
+    base = not model.has_mimic and base_coordinates(model)
+    boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
     out = []
-    for dtau, dac in ((dtau_dq, dac_dq), (dtau_dv, dac_dv)):
-        out.append((Qn.T @ dac - P @ dtau, Q @ dtau - S @ dac))
+    for dtau, dac, known in ((dtau_dq, dac_dq, 6 if base else 0), (dtau_dv, dac_dv, 3 if boost else 0)):
+        X, Y = be.zeros(nv, nv), be.zeros(m, nv)
+        X[:, known:] = Qn.T @ dac[:, known:] - P @ dtau[:, known:]
+        Y[:, known:] = Q @ dtau[:, known:] - S @ dac[:, known:]
+        out.append((X, Y))
     (ddq_dq, dlam_dq), (ddq_dv, dlam_dv) = out
+    if base:                            # the free-flyer's columns in closed form (module docstring)
+        A = -skew3(lin(w.a0), be)
+        JA = ev.J[:, 0:3] @ A
+        ddq_dq[:, 3:6] = Qn.T @ JA
+        ddq_dq[0:3, 3:6] = ddq_dq[0:3, 3:6] + A
+        dlam_dq[:, 3:6] = -(S @ JA)
+    if boost:
+        ddq_dv[0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
     be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
     return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
 
