@@ -8,9 +8,14 @@ returned by the proximal method of Carpentier 2021 eq. 18 after ``iterations`` s
 damping ``mu`` (Pinocchio's ``constraintDynamics`` with ``ProximalSettings(0, mu, K)``,
 iterate for iterate the registered ``prox_ltl``), written here on the dense dual::
 
-    ddq_f = aba(q, v, tau),  M^-1 = minv(q),  D_mu = J M^-1 J^T + diag(rho),  rho = mu / w
-    lam_k = D_mu^-1 (rho lam_{k-1} - (J ddq_f - a_c*)),   lam_0 = 0
+    ddq_f = aba(q, v, tau),  M^-1 = minv(q),  D_mu = J M^-1 J^T + Rho,  Rho = diag(mu / w)
+    lam_k = D_mu^-1 (Rho lam_{k-1} - (J ddq_f - a_c*)),   lam_0 = 0
     ddq   = ddq_f + (J M^-1)^T lam_K
+
+The K steps are linear in their right-hand side: ``lam_K = -S_K (J ddq_f - a_c*)`` with
+the symmetric ``S_K = sum_{k=1..K} (D_mu^-1 Rho)^(k-1) D_mu^-1`` (:func:`proximal_operator`),
+formed once.  Without mimic joints ``ddq_f`` and ``M^-1`` come from one world pass and the
+sparse ``L^T D L`` of ``M`` (:func:`~gen.algorithms.aba_derivatives.forward_ltdl`).
 
 **Implicit differentiation of the KKT conditions** ``M ddq + b = tau + J^T lam``,
 ``J ddq + gamma + Kd J v = 0`` at the returned ``(ddq, lam)``, for x in (q, v, tau)::
@@ -24,10 +29,27 @@ with the constraint forces as body-fixed external forces, ``dtau/dtau = -I``) an
 ``lin(a_f) + ang(v_f) x lin(v_f)``, 6D rows the spatial one; ``+ Kd dv_c/dx``).
 Eliminating ``dddq/dx``: ``(J M^-1 J^T) dlam/dx = -R_x`` with
 ``R_x = dac/dx - J M^-1 dtau/dx``.  **How the damping enters**: as in Pinocchio, this
-system is solved by the same proximal iteration, ``X_1 = -D_mu^-1 R``,
-``X_k = D_mu^-1 (rho X_{k-1} - R)``, K steps, so redundant sets get the minimum-norm
-limit and a converged solve gives the exact derivatives; then
-``dddq/dx = M^-1 (J^T dlam/dx - dtau/dx)``.
+system is solved by the same K proximal steps, ``dlam/dx = -S_K R_x`` (redundant sets get
+the minimum-norm limit, a converged solve the exact derivatives), then
+``dddq/dx = M^-1 (J^T dlam/dx - dtau/dx)``.  With ``Q = S_K J M^-1`` (m x nv) and
+``P = M^-1 - (J M^-1)^T Q`` (symmetric) these are, exactly::
+
+    dddq/dtau = P,   dlam/dtau = -Q,
+    dddq/dx = -Q^T dac/dx - P dtau/dx,   dlam/dx = Q dtau/dx - S_K dac/dx   (x = q, v)
+
+one product of the dense ``P``, ``Q``, ``S_K`` with the sparse partials (a foot row
+touches its leg and the base only; branch sparsity of ``dtau/dx``).
+
+**Free-flyer columns** (a free-flyer base that is the only root, no mimic joint): as in
+:mod:`gen.algorithms.aba_derivatives`, in the base's axes gravity is the linear base
+acceleration ``a_g``, and every other quantity, the constraint rows included (LOCAL frame
+rows, ``Kp = 0``), is relative to the base.  The base position columns are 0; its
+orientation ``delta`` changes ``a_g`` by ``a_g x delta``, i.e. by ``A = -[a_g]x`` per
+unit, which acts as the joint torque ``-M E A`` (``E`` the base's linear rows):
+``dddq/dq[:, 3:6] = E A - Q^T J E A``, ``dlam/dq[:, 3:6] = -S_K J E A``.  With 3D rows
+only and ``Kd = 0`` (classical accelerations and the forces are invariant under a
+Galilean boost) ``dlam/dv[:, 0:3] = 0`` and ``dddq/dv[:, 0:3] = -E [w]x`` (6D rows, whose
+spatial accelerations change under a boost, and ``Kd`` rows keep the product).
 
 **Mimic joints** (``gen.model``): the world-frame passes run on the extended tree (every
 mimic joint its own coordinate, :func:`~gen.kinematics.mimic_extension`) at ``q_ext(q)``,
@@ -130,8 +152,8 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         ddq_f, Minv, _ = forward_ltdl(model, q, v, tau, be)
     ev = cset.evaluate(model, q, v, be=be)
     JMinv = ev.J @ Minv
-    S = proximal_operator(symmetric_product(JMinv, ev.J, be), cset.damping(mu), int(iterations), be)
-    lam = -(S @ (ev.J @ ddq_f - ev.a_star))                                 # eq. 18, K steps
+    Sn = -proximal_operator(symmetric_product(JMinv, ev.J, be), cset.damping(mu), int(iterations), be)
+    lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
     be.mark("forward", ddq, lam)
 
@@ -142,9 +164,8 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     dac_dq, dac_dv = chain(G, *constraint_partials(ext, cset, w, be))
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
-    Q = S @ JMinv
-    P = Minv - symmetric_product(JMinv.T, Q.T, be)
-    Qn = -Q
+    Qn = Sn @ JMinv
+    P = Minv + symmetric_product(JMinv.T, Qn.T, be)
     nv, m = model.nv, cset.m
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
@@ -152,7 +173,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     for dtau, dac, known in ((dtau_dq, dac_dq, 6 if base else 0), (dtau_dv, dac_dv, 3 if boost else 0)):
         X, Y = be.zeros(nv, nv), be.zeros(m, nv)
         X[:, known:] = Qn.T @ dac[:, known:] - P @ dtau[:, known:]
-        Y[:, known:] = Q @ dtau[:, known:] - S @ dac[:, known:]
+        Y[:, known:] = Sn @ dac[:, known:] - Qn @ dtau[:, known:]
         out.append((X, Y))
     (ddq_dq, dlam_dq), (ddq_dv, dlam_dv) = out
     if base:                            # the free-flyer's columns in closed form (module docstring)
@@ -160,7 +181,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         JA = ev.J[:, 0:3] @ A
         ddq_dq[:, 3:6] = Qn.T @ JA
         ddq_dq[0:3, 3:6] = ddq_dq[0:3, 3:6] + A
-        dlam_dq[:, 3:6] = -(S @ JA)
+        dlam_dq[:, 3:6] = Sn @ JA
     if boost:
         ddq_dv[0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
     be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)

@@ -4,8 +4,9 @@ elimination from the last index to the first), the factorisation with one recipr
 per pivot, the two triangular solves and the inverse ``W D^-1 W^T`` (``W = L^-1``).
 For a tree's expanded parent array the pattern is the ancestor chain (no fill,
 Featherstone 2005 §4); for the KKT matrix with the constraint rows first it adds the
-dense constraint block (Carpentier 2021 §IV-C).  Used by ``ltdl``, ``prox_ltl``, ``prox_ltls``, ``prox_lcp``, ``prox_pv`` (its dense Delassus
-factor), the OSIM rows, ``aba_derivatives`` and ``constrained_derivatives``.
+dense constraint block (Carpentier 2021 §IV-C).  Used by ``ltdl``, ``prox_ltl``,
+``prox_ltls``, ``prox_lcp``, ``prox_pv`` (its dense Delassus factor), the OSIM rows,
+``aba_derivatives`` and ``constrained_derivatives``.
 """
 from __future__ import annotations
 
