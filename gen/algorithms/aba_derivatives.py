@@ -42,7 +42,15 @@ from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
-from .sparse_ldl import fill_pattern, ldl_backward, ldl_factor, ldl_solve, tree_lower
+from .sparse_ldl import (
+    fill_pattern,
+    inverse_from_ltdl,
+    ldl_backward,
+    ldl_factor,
+    ldl_solve,
+    sparse_dot,
+    tree_lower,
+)
 from .world import base_coordinates, bias_torques, tau_partials, world_pass
 
 
@@ -50,14 +58,7 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
     if model.has_mimic:
         return _mimic_aba_derivatives(model, q, v, tau, be)
     nv = model.nv
-    w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
-    _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
-    pattern = fill_pattern(tree_lower(model))
-    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
-                         {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
-    rhs = tau - bias_torques(model, w0, be)
-    ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
-    Minv, W = inverse_from_ltdl(pattern, dinv, L, be)
+    ddq, Minv, (pattern, dinv, L, W) = forward_ltdl(model, q, v, tau, be)
     be.mark("aba_minv", ddq, Minv)
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
@@ -77,37 +78,20 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
     return out[0], out[1], Minv
 
 
-def inverse_from_ltdl(pattern, dinv, L, be):
-    """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` for ``M = L^T D L`` (unit lower L whose row
-    k is non-zero on ``pattern[k]``, the ancestors of k for a tree: W has the same
-    pattern, Featherstone 2005 §4).  ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over
-    ``m`` in ``pattern[k]`` with j in ``{m} + pattern[m]``; then
-    ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i and j (upper
-    triangle, mirrored).  Returns ``(M^-1, W)`` (W as one dict per row)."""
-    n = len(pattern)
-    W = [{} for _ in range(n)]
-    for k in range(n):
-        W[k][k] = 1.0
-        for m in pattern[k]:
-            for j, wmj in W[m].items():
-                W[k][j] = W[k].get(j, 0.0) - L[(k, m)] * wmj
-    V = [{j: wkj * dinv[j] for j, wkj in W[k].items()} for k in range(n)]
-    Minv = be.zeros(n, n)
-    for i in range(n):
-        for j in range(i, n):
-            Minv[i, j] = sparse_dot(V[i], W[j])
-            Minv[j, i] = Minv[i, j]
-    return Minv, W
-
-
-def sparse_dot(a: dict, b) -> object:
-    """``sum_k a[k] b[k]`` over the keys of ``a`` present in ``b`` (a dict or a list;
-    structural zeros of a traced list drop out of the graph), in increasing k."""
-    keys = sorted(k for k in a if not isinstance(b, dict) or k in b)
-    e = 0.0
-    for k in keys:
-        e = e + a[k] * b[k]
-    return e
+def forward_ltdl(model: Model, q, v, tau, be):
+    """``(ddq, M^-1, (pattern, 1/D, L, W))`` of a model without mimic joints, from one
+    world pass at ``a = 0`` (``b``, ``M``), ``M = L^T D L`` on the tree pattern, two
+    sparse solves for ``ddq`` and ``M^-1 = W D^-1 W^T`` (module docstring)."""
+    nv = model.nv
+    w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
+    _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
+    pattern = fill_pattern(tree_lower(model))
+    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
+                         {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
+    rhs = tau - bias_torques(model, w0, be)
+    ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
+    Minv, W = inverse_from_ltdl(pattern, dinv, L, be)
+    return ddq, Minv, (pattern, dinv, L, W)
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):

@@ -8,9 +8,14 @@ returned by the proximal method of Carpentier 2021 eq. 18 after ``iterations`` s
 damping ``mu`` (Pinocchio's ``constraintDynamics`` with ``ProximalSettings(0, mu, K)``,
 iterate for iterate the registered ``prox_ltl``), written here on the dense dual::
 
-    ddq_f = aba(q, v, tau),  M^-1 = minv(q),  D_mu = J M^-1 J^T + diag(rho),  rho = mu / w
-    lam_k = D_mu^-1 (rho lam_{k-1} - (J ddq_f - a_c*)),   lam_0 = 0
+    ddq_f = aba(q, v, tau),  M^-1 = minv(q),  D_mu = J M^-1 J^T + Rho,  Rho = diag(mu / w)
+    lam_k = D_mu^-1 (Rho lam_{k-1} - (J ddq_f - a_c*)),   lam_0 = 0
     ddq   = ddq_f + (J M^-1)^T lam_K
+
+The K steps are linear in their right-hand side: ``lam_K = -S_K (J ddq_f - a_c*)`` with
+the symmetric ``S_K = sum_{k=1..K} (D_mu^-1 Rho)^(k-1) D_mu^-1`` (:func:`proximal_operator`),
+formed once.  Without mimic joints ``ddq_f`` and ``M^-1`` come from one world pass and the
+sparse ``L^T D L`` of ``M`` (:func:`~gen.algorithms.aba_derivatives.forward_ltdl`).
 
 **Implicit differentiation of the KKT conditions** ``M ddq + b = tau + J^T lam``,
 ``J ddq + gamma + Kd J v = 0`` at the returned ``(ddq, lam)``, for x in (q, v, tau)::
@@ -24,10 +29,27 @@ with the constraint forces as body-fixed external forces, ``dtau/dtau = -I``) an
 ``lin(a_f) + ang(v_f) x lin(v_f)``, 6D rows the spatial one; ``+ Kd dv_c/dx``).
 Eliminating ``dddq/dx``: ``(J M^-1 J^T) dlam/dx = -R_x`` with
 ``R_x = dac/dx - J M^-1 dtau/dx``.  **How the damping enters**: as in Pinocchio, this
-system is solved by the same proximal iteration, ``X_1 = -D_mu^-1 R``,
-``X_k = D_mu^-1 (rho X_{k-1} - R)``, K steps, so redundant sets get the minimum-norm
-limit and a converged solve gives the exact derivatives; then
-``dddq/dx = M^-1 (J^T dlam/dx - dtau/dx)``.
+system is solved by the same K proximal steps, ``dlam/dx = -S_K R_x`` (redundant sets get
+the minimum-norm limit, a converged solve the exact derivatives), then
+``dddq/dx = M^-1 (J^T dlam/dx - dtau/dx)``.  With ``Q = S_K J M^-1`` (m x nv) and
+``P = M^-1 - (J M^-1)^T Q`` (symmetric) these are, exactly::
+
+    dddq/dtau = P,   dlam/dtau = -Q,
+    dddq/dx = -Q^T dac/dx - P dtau/dx,   dlam/dx = Q dtau/dx - S_K dac/dx   (x = q, v)
+
+one product of the dense ``P``, ``Q``, ``S_K`` with the sparse partials (a foot row
+touches its leg and the base only; branch sparsity of ``dtau/dx``).
+
+**Free-flyer columns** (a free-flyer base that is the only root, no mimic joint): as in
+:mod:`gen.algorithms.aba_derivatives`, in the base's axes gravity is the linear base
+acceleration ``a_g``, and every other quantity, the constraint rows included (LOCAL frame
+rows, ``Kp = 0``), is relative to the base.  The base position columns are 0; its
+orientation ``delta`` changes ``a_g`` by ``a_g x delta``, i.e. by ``A = -[a_g]x`` per
+unit, which acts as the joint torque ``-M E A`` (``E`` the base's linear rows):
+``dddq/dq[:, 3:6] = E A - Q^T J E A``, ``dlam/dq[:, 3:6] = -S_K J E A``.  With 3D rows
+only and ``Kd = 0`` (classical accelerations and the forces are invariant under a
+Galilean boost) ``dlam/dv[:, 0:3] = 0`` and ``dddq/dv[:, 0:3] = -E [w]x`` (6D rows, whose
+spatial accelerations change under a boost, and ``Kd`` rows keep the product).
 
 **Mimic joints** (``gen.model``): the world-frame passes run on the extended tree (every
 mimic joint its own coordinate, :func:`~gen.kinematics.mimic_extension`) at ``q_ext(q)``,
@@ -49,13 +71,15 @@ from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..kinematics import extended_state
 from ..model import Model
-from ..spatial import ang, cross3, lin
+from ..spatial import ang, cross3, lin, skew3
 from .aba import aba
+from .aba_derivatives import forward_ltdl
 from .dense import ldlt_factor, ldlt_solve
 from .minv import minv
 from .pinocchio import fixed_iterations, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
-from .world import frame_partials, tau_partials, world_forces, world_pass
+from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor
+from .world import base_coordinates, frame_partials, tau_partials, world_forces, world_pass
 
 
 def check_set(cset: ConstraintSet, algorithm: str) -> None:
@@ -120,13 +144,16 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
                             mu=DEFAULT_MU):
     cset = as_constraint_set(model, cset)
     check_set(cset, "constrained_derivatives")
-    K = int(iterations)
-    sub = Unmarked(be)
-    (ddq_f,) = aba(model, q, v, tau, be=sub)
-    (Minv,) = minv(model, q, be=sub)
+    if model.has_mimic:
+        sub = Unmarked(be)
+        (ddq_f,) = aba(model, q, v, tau, be=sub)
+        (Minv,) = minv(model, q, be=sub)
+    else:
+        ddq_f, Minv, _ = forward_ltdl(model, q, v, tau, be)
     ev = cset.evaluate(model, q, v, be=be)
-    JMinv, fac, Rho = damped_delassus(cset, ev.J, Minv, mu, be)
-    lam = proximal_solve(fac, Rho, ev.J @ ddq_f - ev.a_star, K, be)        # eq. 18, K steps
+    JMinv = ev.J @ Minv
+    Sn = -proximal_operator(symmetric_product(JMinv, ev.J, be), cset.damping(mu), int(iterations), be)
+    lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
     be.mark("forward", ddq, lam)
 
@@ -137,13 +164,71 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     dac_dq, dac_dv = chain(G, *constraint_partials(ext, cset, w, be))
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
-    dlam = [proximal_solve(fac, Rho, R, K, be)
-            for R in (dac_dq - JMinv @ dtau_dq, dac_dv - JMinv @ dtau_dv, JMinv)]
-    ddq_dq = JMinv.T @ dlam[0] - Minv @ dtau_dq
-    ddq_dv = JMinv.T @ dlam[1] - Minv @ dtau_dv
-    ddq_dtau = Minv + JMinv.T @ dlam[2]
-    be.mark("kkt", ddq_dq, ddq_dv, ddq_dtau, *dlam)
-    return ddq_dq, ddq_dv, ddq_dtau, dlam[0], dlam[1], dlam[2]
+    Qn = Sn @ JMinv
+    P = Minv + symmetric_product(JMinv.T, Qn.T, be)
+    nv, m = model.nv, cset.m
+    base = not model.has_mimic and base_coordinates(model)
+    boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
+    out = []
+    for dtau, dac, known in ((dtau_dq, dac_dq, 6 if base else 0), (dtau_dv, dac_dv, 3 if boost else 0)):
+        X, Y = be.zeros(nv, nv), be.zeros(m, nv)
+        X[:, known:] = Qn.T @ dac[:, known:] - P @ dtau[:, known:]
+        Y[:, known:] = Sn @ dac[:, known:] - Qn @ dtau[:, known:]
+        out.append((X, Y))
+    (ddq_dq, dlam_dq), (ddq_dv, dlam_dv) = out
+    if base:                            # the free-flyer's columns in closed form (module docstring)
+        A = -skew3(lin(w.a0), be)
+        JA = ev.J[:, 0:3] @ A
+        ddq_dq[:, 3:6] = Qn.T @ JA
+        ddq_dq[0:3, 3:6] = ddq_dq[0:3, 3:6] + A
+        dlam_dq[:, 3:6] = Sn @ JA
+    if boost:
+        ddq_dv[0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
+    be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
+    return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
+
+
+def symmetric_product(A, B, be):
+    """``A B^T`` known to be symmetric: the upper triangle, mirrored."""
+    n = A.shape[0]
+    C = be.zeros(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            C[i, j] = A[i, :] @ B[j, :].T
+            C[j, i] = C[i, j]
+    return C
+
+
+def proximal_operator(D, rho, iterations: int, be):
+    """``S_K = sum_{k=1..K} (D_mu^-1 Rho)^(k-1) D_mu^-1`` (``D_mu = D + Rho``,
+    ``Rho = diag(rho)``): K proximal steps ``X_k = D_mu^-1 (Rho X_{k-1} - R)`` from
+    ``X_0 = 0`` give ``X_K = -S_K R`` for every right-hand side ``R``.  ``D_mu^-1`` from
+    its dense ``L^T D L`` (:func:`~gen.algorithms.sparse_ldl.inverse_from_ltdl`), then
+    Horner ``S_k = D_mu^-1 + (D_mu^-1 Rho) S_{k-1}``; every ``S_k`` is symmetric (a sum
+    of ``D_mu^-1 (Rho D_mu^-1)^j``), so its upper triangle is formed and mirrored."""
+    m = D.shape[0]
+    pattern = fill_pattern([set(range(k)) for k in range(m)])
+    dinv, L = ldl_factor(pattern, [D[k, k] + float(rho[k]) for k in range(m)],
+                         {(k, i): D[k, i] for k in range(m) for i in pattern[k]}, be)
+    Dinv, _ = inverse_from_ltdl(pattern, dinv, L, be)
+    T = [[Dinv[i, k] * float(rho[k]) for k in range(m)] for i in range(m)]
+    S = Dinv
+    for _ in range(1, iterations):
+        Sk = be.zeros(m, m)
+        for i in range(m):
+            for j in range(i, m):
+                Sk[i, j] = Dinv[i, j] + sum_products(T[i], [S[k, j] for k in range(m)])
+                Sk[j, i] = Sk[i, j]
+        S = Sk
+    return S
+
+
+def sum_products(a, b):
+    """``sum_k a[k] b[k]`` in increasing k."""
+    e = 0.0
+    for x, y in zip(a, b):
+        e = e + x * y
+    return e
 
 
 def chain(G, *partials, left: bool = False):

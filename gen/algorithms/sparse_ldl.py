@@ -1,11 +1,12 @@
 """Sparse LDL^T on a symbolic pattern, unrolled at trace time (Featherstone 2005 Table 2,
 Carpentier 2021 Alg. 1): the fill pattern of ``A = L^T D L`` (unit lower ``L``,
 elimination from the last index to the first), the factorisation with one reciprocal
-per pivot, and the two triangular solves.  For a tree's expanded parent array the pattern
-is the ancestor chain (no fill, Featherstone 2005 §4); for the KKT matrix with the
-constraint rows first it adds the dense constraint block (Carpentier 2021 §IV-C).  Used
-by ``ltdl``, ``prox_ltl``, ``prox_ltls``, ``prox_lcp``, ``prox_pv`` (its dense Delassus
-factor) and the OSIM rows.
+per pivot, the two triangular solves and the inverse ``W D^-1 W^T`` (``W = L^-1``).
+For a tree's expanded parent array the pattern is the ancestor chain (no fill,
+Featherstone 2005 §4); for the KKT matrix with the constraint rows first it adds the
+dense constraint block (Carpentier 2021 §IV-C).  Used by ``ltdl``, ``prox_ltl``,
+``prox_ltls``, ``prox_lcp``, ``prox_pv`` (its dense Delassus factor), the OSIM rows,
+``aba_derivatives`` and ``constrained_derivatives``.
 """
 from __future__ import annotations
 
@@ -94,3 +95,36 @@ def tree_lower(model: Model) -> list[set[int]]:
             i = lam[i]
         out.append(s)
     return out
+
+
+def inverse_from_ltdl(pattern, dinv, L, be):
+    """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` for ``M = L^T D L`` (unit lower L whose row
+    k is non-zero on ``pattern[k]``, the ancestors of k for a tree: W has the same
+    pattern, Featherstone 2005 §4).  ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over
+    ``m`` in ``pattern[k]`` with j in ``{m} + pattern[m]``; then
+    ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i and j (upper
+    triangle, mirrored).  Returns ``(M^-1, W)`` (W as one dict per row)."""
+    n = len(pattern)
+    W = [{} for _ in range(n)]
+    for k in range(n):
+        W[k][k] = 1.0
+        for m in pattern[k]:
+            for j, wmj in W[m].items():
+                W[k][j] = W[k].get(j, 0.0) - L[(k, m)] * wmj
+    V = [{j: wkj * dinv[j] for j, wkj in W[k].items()} for k in range(n)]
+    Minv = be.zeros(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            Minv[i, j] = sparse_dot(V[i], W[j])
+            Minv[j, i] = Minv[i, j]
+    return Minv, W
+
+
+def sparse_dot(a: dict, b) -> object:
+    """``sum_k a[k] b[k]`` over the keys of ``a`` present in ``b`` (a dict or a list;
+    structural zeros of a traced list drop out of the graph), in increasing k."""
+    keys = sorted(k for k in a if not isinstance(b, dict) or k in b)
+    e = 0.0
+    for k in keys:
+        e = e + a[k] * b[k]
+    return e
