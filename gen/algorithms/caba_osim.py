@@ -84,6 +84,7 @@ from .articulated import (
     supporting_bodies,
 )
 from .delassus import damping, delassus_set
+from .dense import sym_product
 from .ltl_osim import ltl_osim
 from .proximal import DEFAULT_MU
 
@@ -339,17 +340,6 @@ def common_ancestor(model: Model, a: int, b: int) -> int:
     while b != -1 and b not in anc:
         b = model.bodies[b].parent
     return b
-
-
-def sym_product(A, B, be):
-    """``A^T B`` for a product known to be symmetric: upper triangle computed, mirrored."""
-    n = A.shape[1]
-    out = be.zeros(n, n)
-    for r in range(n):
-        for c in range(r, n):
-            out[r, c] = (A[:, r:r + 1].T @ B[:, c:c + 1])[0, 0]
-            out[c, r] = out[r, c]
-    return out
 
 
 def add(a, b):

@@ -74,7 +74,7 @@ from ..model import Model
 from ..spatial import ang, cross3, lin, skew3
 from .aba import aba
 from .aba_derivatives import forward_ltdl
-from .dense import ldlt_factor, ldlt_solve
+from .dense import ldlt_factor, ldlt_solve, sym_product
 from .minv import minv
 from .pinocchio import fixed_iterations, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
@@ -152,7 +152,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         ddq_f, Minv, _ = forward_ltdl(model, q, v, tau, be)
     ev = cset.evaluate(model, q, v, be=be)
     JMinv = ev.J @ Minv
-    Sn = -proximal_operator(symmetric_product(JMinv, ev.J, be), cset.damping(mu), int(iterations), be)
+    Sn = -proximal_operator(sym_product(JMinv.T, ev.J.T, be), cset.damping(mu), int(iterations), be)
     lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
     be.mark("forward", ddq, lam)
@@ -165,7 +165,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     Qn = Sn @ JMinv
-    P = Minv + symmetric_product(JMinv.T, Qn.T, be)
+    P = Minv + sym_product(JMinv, Qn, be)
     nv, m = model.nv, cset.m
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
@@ -188,17 +188,6 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
 
 
-def symmetric_product(A, B, be):
-    """``A B^T`` known to be symmetric: the upper triangle, mirrored."""
-    n = A.shape[0]
-    C = be.zeros(n, n)
-    for i in range(n):
-        for j in range(i, n):
-            C[i, j] = A[i, :] @ B[j, :].T
-            C[j, i] = C[i, j]
-    return C
-
-
 def proximal_operator(D, rho, iterations: int, be):
     """``S_K = sum_{k=1..K} (D_mu^-1 Rho)^(k-1) D_mu^-1`` (``D_mu = D + Rho``,
     ``Rho = diag(rho)``): K proximal steps ``X_k = D_mu^-1 (Rho X_{k-1} - R)`` from
@@ -211,24 +200,11 @@ def proximal_operator(D, rho, iterations: int, be):
     dinv, L = ldl_factor(pattern, [D[k, k] + float(rho[k]) for k in range(m)],
                          {(k, i): D[k, i] for k in range(m) for i in pattern[k]}, be)
     Dinv, _ = inverse_from_ltdl(pattern, dinv, L, be)
-    T = [[Dinv[i, k] * float(rho[k]) for k in range(m)] for i in range(m)]
+    RhoDinv = be.asarray(np.diag(rho)) @ Dinv                # (D_mu^-1 Rho)^T
     S = Dinv
     for _ in range(1, iterations):
-        Sk = be.zeros(m, m)
-        for i in range(m):
-            for j in range(i, m):
-                Sk[i, j] = Dinv[i, j] + sum_products(T[i], [S[k, j] for k in range(m)])
-                Sk[j, i] = Sk[i, j]
-        S = Sk
+        S = Dinv + sym_product(RhoDinv, S, be)
     return S
-
-
-def sum_products(a, b):
-    """``sum_k a[k] b[k]`` in increasing k."""
-    e = 0.0
-    for x, y in zip(a, b):
-        e = e + x * y
-    return e
 
 
 def chain(G, *partials, left: bool = False):

@@ -1,5 +1,6 @@
-"""Small dense symmetric positive-definite solves, unrolled over the backend (used for
-the 6x6 D block of a free-flyer joint in ABA).  ``A = L diag(d) L^T`` without square
+"""Small dense symmetric matrices, unrolled over the backend: positive-definite solves
+(used for the 6x6 D block of a free-flyer joint in ABA) and products known to be
+symmetric (:func:`sym_product`).  ``A = L diag(d) L^T`` without square
 roots; factor once, solve for as many right-hand sides as needed.  The factor keeps the
 reciprocal pivots ``1/d`` so every later division is a multiplication."""
 from __future__ import annotations
@@ -44,3 +45,14 @@ def ldlt_solve(factor, B, be):
             x[i] = s
         cols.append(be.vcat(x))
     return be.hcat(cols)
+
+
+def sym_product(A, B, be):
+    """``A^T B`` for a product known to be symmetric: upper triangle computed, mirrored."""
+    n = A.shape[1]
+    out = be.zeros(n, n)
+    for r in range(n):
+        for c in range(r, n):
+            out[r, c] = (A[:, r:r + 1].T @ B[:, c:c + 1])[0, 0]
+            out[c, r] = out[r, c]
+    return out
