@@ -74,7 +74,7 @@ from ..model import Model
 from ..spatial import ang, cross3, lin, skew3
 from .aba import aba
 from .aba_derivatives import forward_ltdl
-from .dense import ldlt_factor, ldlt_solve, sym_product
+from .dense import sym_product
 from .minv import minv
 from .pinocchio import fixed_iterations, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
@@ -92,25 +92,6 @@ def check_set(cset: ConstraintSet, algorithm: str) -> None:
             raise RbdgenError(f"{algorithm} handles bilateral position constraints only; '{con}' is not one")
     if cset.Kp != 0.0:
         raise RbdgenError(f"{algorithm}: Baumgarte position gain Kp={cset.Kp} is not supported (use Kp = 0)")
-
-
-def damped_delassus(cset: ConstraintSet, J, Minv, mu: float, be):
-    """``(J M^-1, LDL^T factor of D_mu = J M^-1 J^T + diag(rho), diag(rho))``."""
-    JMinv = J @ Minv
-    D = JMinv @ J.T
-    rho = cset.damping(mu)
-    for r in range(cset.m):
-        D[r, r] = D[r, r] + float(rho[r])
-    return JMinv, ldlt_factor(D, be), be.asarray(np.diag(rho))
-
-
-def proximal_solve(fac, Rho, R, iterations: int, be):
-    """K steps of ``X_k = D_mu^-1 (rho X_{k-1} - R)`` from ``X_0 = 0`` (Carpentier 2021
-    eq. 18 on the linear system ``D X = -R``; Pinocchio's refinement of its derivatives)."""
-    X = ldlt_solve(fac, -R, be)
-    for _ in range(1, iterations):
-        X = ldlt_solve(fac, Rho @ X - R, be)
-    return X
 
 
 def constraint_partials(model: Model, cset: ConstraintSet, w, be, velocity: bool = False):

@@ -21,7 +21,10 @@ minimum-norm impulse).
 
 Eliminating: ``dP/dq`` from ``R_q = dc/dq - J M^-1 dtau/dq``, ``dP/dv- `` from
 ``R_v = (1 + e) J``, each by the proximal iteration at ``mu`` (K steps; at
-convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.
+convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.  The K
+steps, linear in their right-hand side, are the one matrix ``-S_K`` of
+:func:`~gen.algorithms.constrained_derivatives.proximal_operator`, formed once and
+applied to ``(1 + e) J v-``, ``R_q`` and ``R_v``.
 Constraints and mimic joints (the partials on the extended tree, mapped back by ``G``) as
 in :mod:`gen.algorithms.constrained_derivatives`.
 Shapes: q (nq,1), v_minus (nv,1) -> dvplus_dq, dvplus_dv (nv,nv), dimpulse_dq,
@@ -35,13 +38,8 @@ from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..kinematics import extended_state
 from ..model import Model
-from .constrained_derivatives import (
-    chain,
-    check_set,
-    constraint_partials,
-    damped_delassus,
-    proximal_solve,
-)
+from .constrained_derivatives import chain, check_set, constraint_partials, proximal_operator
+from .dense import sym_product
 from .minv import minv
 from .pinocchio import EXACT_MU, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
@@ -57,8 +55,9 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     K, e = int(iterations), float(restitution)
     (Minv,) = minv(model, q, be=Unmarked(be))
     J = cset.jacobian(model, q, be=be)
-    JMinv, fac, Rho = damped_delassus(cset, J, Minv, mu, be)
-    P = proximal_solve(fac, Rho, (1.0 + e) * (J @ v_minus), K, be)       # J dv = -(1 + e) J v-
+    JMinv = J @ Minv
+    Sn = -proximal_operator(sym_product(JMinv.T, J.T, be), cset.damping(mu), K, be)   # K steps: X_K = Sn R
+    P = Sn @ ((1.0 + e) * (J @ v_minus))                                  # J dv = -(1 + e) J v-
     dv = JMinv.T @ P
     be.mark("forward", dv, P)
 
@@ -72,8 +71,8 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     (dc_dq,) = chain(G, constraint_partials(ext, cset, wv, be, velocity=True)[0])
     be.mark("partials", dtau_dq, dc_dq)
 
-    dP_dq = proximal_solve(fac, Rho, dc_dq - JMinv @ dtau_dq, K, be)
-    dP_dv = proximal_solve(fac, Rho, (1.0 + e) * J, K, be)
+    dP_dq = Sn @ (dc_dq - JMinv @ dtau_dq)
+    dP_dv = Sn @ ((1.0 + e) * J)
     dvplus_dq = JMinv.T @ dP_dq - Minv @ dtau_dq
     dvplus_dv = be.eye(nv) + JMinv.T @ dP_dv
     be.mark("kkt", dvplus_dq, dvplus_dv, dP_dq, dP_dv)
