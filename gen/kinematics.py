@@ -100,6 +100,15 @@ def extended_state(model: Model, q, vectors, be):
     G = be.asarray(G)
     return ext, extended_q(model, q, be), [G @ x for x in vectors], G
 
+
+def chain(G, *partials, left: bool = False) -> tuple:
+    """The partials of the extended tree (:func:`extended_state`) w.r.t. the model's
+    ``q``, ``v``: ``X G`` (a constraint row's), with ``left`` ``G^T X G`` (a joint
+    torque's); unchanged when ``G`` is None (no mimic joint), None entries passed on."""
+    if G is None:
+        return partials
+    return tuple(None if X is None else (G.T @ X if left else X) @ G for X in partials)
+
 def subspaces(model: Model, be, *, mimic: bool = False):
     """Motion subspaces S_i (6 x nv_i, a mimic joint's 6 x 1), cast once.  Callers that
     project mimic joints' columns (:func:`dof_columns`) pass ``mimic=True``; the others

@@ -55,7 +55,7 @@ spatial accelerations change under a boost, and ``Kd`` rows keep the product).
 mimic joint its own coordinate, :func:`~gen.kinematics.mimic_extension`) at ``q_ext(q)``,
 ``G v``, ``G ddq``; since ``J = J_ext G`` and mimic joints are revolute or prismatic
 (``d q_ext / d q = G``), ``dtau/dx = G^T dtau_ext/dx_ext G`` and ``dac/dx = dac_ext/dx_ext G``
-(:func:`chain`); ``aba`` and ``minv`` are the dense solve of CRBA's ``M``.
+(:func:`~gen.kinematics.chain`); ``aba`` and ``minv`` are the dense solve of CRBA's ``M``.
 
 Constraints: relative to the world with frame A moving (``TYPE:FRAME``), bilateral,
 position rows without Baumgarte position gain (``Kp = 0``; ``Kd`` is supported).
@@ -69,7 +69,7 @@ import numpy as np
 from ..constraint_spec import as_constraint_set
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
-from ..kinematics import extended_state
+from ..kinematics import chain, extended_state
 from ..model import Model
 from ..spatial import ang, cross3, lin, skew3
 from .aba import aba
@@ -186,15 +186,6 @@ def proximal_operator(D, rho, iterations: int, be):
     for _ in range(1, iterations):
         S = Dinv + sym_product(RhoDinv, S, be)
     return S
-
-
-def chain(G, *partials, left: bool = False):
-    """The partials of the extended tree (:func:`~gen.kinematics.extended_state`) w.r.t. the
-    model's ``q``, ``v``: ``X G`` (a constraint row's), with ``left`` ``G^T X G`` (a joint
-    torque's); unchanged when ``G`` is None (no mimic joint)."""
-    if G is None:
-        return partials
-    return tuple((G.T @ X if left else X) @ G for X in partials)
 
 
 # --- registry helpers ------------------------------------------------------------------

@@ -36,9 +36,9 @@ import numpy as np
 
 from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
-from ..kinematics import extended_state
+from ..kinematics import chain, extended_state
 from ..model import Model
-from .constrained_derivatives import chain, check_set, constraint_partials, proximal_operator
+from .constrained_derivatives import check_set, constraint_partials, proximal_operator
 from .dense import sym_product
 from .minv import minv
 from .pinocchio import EXACT_MU, rigid_constraints

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kinematics import extended_state
+from ..kinematics import chain, extended_state
 from ..model import Model
 from .world import tau_partials, world_pass
 
@@ -35,7 +35,7 @@ def tau_derivatives(model: Model, q, v, a, be, want_M=False):
     ext, qe, (ve, ae), G = extended_state(model, q, (v, a), be)
     if G is not None:
         parts = tau_derivatives(ext, qe, ve, ae, be, want_M)
-        out = tuple(None if X is None else G.T @ X @ G for X in parts)
+        out = chain(G, *parts, left=True)
         be.mark("mimic_projection", *(X for X in out if X is not None))
         return out
     w = world_pass(model, q, v, a, be)
