@@ -167,21 +167,34 @@ def _steps(f: ca.Function) -> list[_Step]:
     return steps
 
 
+def _dataflow(steps: list[_Step]) -> tuple[list, list]:
+    """``(reads, users)``: per step the steps whose values it reads (through CasADi's
+    reused work slots) and the steps that read its value."""
+    cur: dict[int, int] = {}                   # work slot -> the step whose value it holds
+    reads = []
+    for k, st in enumerate(steps):
+        reads.append(tuple(cur[s] for s in st.reads))
+        if st.writes is not None:
+            cur[st.writes] = k
+    users = [[] for _ in steps]
+    for k, rs in enumerate(reads):
+        for r in rs:
+            users[r].append(k)
+    return reads, users
+
+
+def tape_live(steps: list[_Step]) -> float:
+    """The mean number of values live in CasADi's tape order."""
+    reads, users = _dataflow(steps)
+    return _mean_live(reads, users, range(len(steps)))
+
+
 def schedule(steps: list[_Step]) -> tuple[list[_Step], float, float]:
     """The steps reordered by the greedy list scheduler of the module docstring, on
     fresh work slots; returns (steps, mean live values of the tape order, of the new
     order)."""
     n = len(steps)
-    cur: dict[int, int] = {}                   # work slot -> the step whose value it holds
-    reads = []                                 # per step: the steps whose values it reads
-    for k, st in enumerate(steps):
-        reads.append(tuple(cur[s] for s in st.reads))
-        if st.writes is not None:
-            cur[st.writes] = k
-    users = [[] for _ in range(n)]
-    for k, rs in enumerate(reads):
-        for r in rs:
-            users[r].append(k)
+    reads, users = _dataflow(steps)
     left = [len(u) for u in users]             # uses of each value not yet scheduled
     missing = [len(rs) for rs in reads]        # operands of each step not yet computed
     done = [False] * n
@@ -300,9 +313,9 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     part_size = min(PART_SIZE if part_size is None else part_size, split_above)
     steps = _steps(f)
     slots, scheduled = int(f.sz_w()), False
-    if order != "tape":
-        new, before, after = schedule(steps)
-        if order == "schedule" or (before >= SCHEDULE_ABOVE and after < SCHEDULE_BELOW * before):
+    if order != "tape" and (order == "schedule" or tape_live(steps) >= SCHEDULE_ABOVE):
+        new, before, after = schedule(steps)      # scheduling only the kernels it may serve
+        if order == "schedule" or after < SCHEDULE_BELOW * before:
             steps, scheduled = new, True
             slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
     name = f.name()
