@@ -9,6 +9,14 @@ later phases consume.  It is a no-op numerically; the SX backend records it so t
 counter can attribute operations to phases (ops of phase k = ops needed for the values
 marked up to k minus those needed up to k-1).
 
+``product(base, terms)`` is ``base + sum(sign * A @ X for sign, A, X in terms)`` with
+``A`` dense and ``X`` sparse (its zero entries are structural: they come from the tree).
+The SX backend forms it entry by entry in the order the C writes it, one multiply-add
+per nonzero of ``X`` and row of ``A`` (so the op count is the emitted C's), and records
+it: when the result is an output of the kernel, :mod:`gen.products` writes it as C
+loops over ``A``'s contiguous columns, which the compiler vectorises, instead of
+straight-line code.
+
 ``converged(residual, tol)`` is the real test for floats and always ``False`` for SX,
 so a traced kernel runs a fixed, recorded number of iterations.
 """
@@ -60,6 +68,13 @@ class NumpyBackend:
     def mark(self, phase: str, *values) -> None:
         pass
 
+    @staticmethod
+    def product(base, terms):
+        out = np.array(base, dtype=float)
+        for sign, A, X in terms:
+            out += sign * (A @ X)
+        return out
+
     def sym(self, name: str, n: int, m: int = 1):
         raise TypeError("the NumPy backend has no symbols")
 
@@ -73,6 +88,8 @@ class SXBackend:
     def __init__(self) -> None:
         self.ca = ca
         self.phases: list[tuple[str, list]] = []
+        #: the products formed by :meth:`product`: (result, base, terms), copies
+        self.products: list[tuple] = []
 
     def zeros(self, n: int, m: int = 1):
         return self.ca.SX.zeros(n, m)
@@ -124,6 +141,34 @@ class SXBackend:
     def mark(self, phase: str, *values) -> None:
         flat = [v for v in values if v is not None]
         self.phases.append((phase, flat))
+
+    def product(self, base, terms):
+        """``base + sum(sign * A @ X)`` (module docstring, ``sign`` = +-1): per output
+        column c, the nonzeros ``X[k, c]`` of each term in turn,
+        ``Y[:, c] += sign * A[:, k] X[k, c]``."""
+        ca = self.ca
+        base = ca.SX(ca.densify(ca.SX(base)))
+        rows, cols = base.shape
+        terms = [(float(sign), ca.SX(ca.densify(ca.SX(A))), ca.SX(ca.densify(ca.SX(X)))) for sign, A, X in terms]
+        for sign, A, X in terms:
+            if sign not in (1.0, -1.0) or A.shape != (rows, X.shape[0]) or X.shape[1] != cols:
+                raise ValueError(f"product: {sign} * {A.shape} @ {X.shape} into {base.shape}")
+        dense = [(sign, A.elements(), X.elements(), X.shape[0]) for sign, A, X in terms]
+        y = base.elements()                       # column-major, as the C
+        for c in range(cols):
+            col = y[c * rows:(c + 1) * rows]
+            for sign, a, x, inner in dense:
+                for k in range(inner):
+                    s = x[c * inner + k]
+                    if s.is_zero():
+                        continue
+                    ak = a[k * rows:(k + 1) * rows]
+                    col = [u + ar * s for u, ar in zip(col, ak)] if sign > 0 else \
+                        [u - ar * s for u, ar in zip(col, ak)]
+            y[c * rows:(c + 1) * rows] = col
+        Y = ca.reshape(ca.vertcat(ca.SX(0, 1), *y), rows, cols)
+        self.products.append((Y, base, terms))
+        return ca.SX(Y)
 
     def sym(self, name: str, n: int, m: int = 1):
         return self.ca.SX.sym(name, n, m)

@@ -46,6 +46,9 @@ class Trace:
     #: | "requested", "ops": {"analytical": n, "ad": n}, "ad_of": value algorithm}; None
     #: for the other rows
     route: dict | None = None
+    #: the outputs formed by ``be.product`` (:class:`Product`), which the C writes as
+    #: loops (:mod:`gen.products`); empty when there are none
+    products: list = field(default_factory=list)
 
     def function(self, name: str | None = None) -> ca.Function:
         """The whole algorithm as one ``casadi.Function`` (inputs -> outputs)."""
@@ -76,14 +79,59 @@ def operations(tr: Trace) -> int:
     return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
 
 
+@dataclass
+class Product:
+    """Output ``output`` of a trace is ``base + sum(sign * A @ X)`` (``be.product``):
+    ``terms`` are ``(sign, A, x, k, c)`` with ``x`` the nonzeros of ``X`` (a column), at
+    rows ``k`` and columns ``c`` of ``X``; all expressions share the trace's CSE."""
+
+    output: int
+    base: ca.SX
+    terms: list[tuple[float, ca.SX, ca.SX, list[int], list[int]]]
+
+
+def same_nodes(a: ca.SX, b: ca.SX) -> bool:
+    """The two matrices are the same expression nodes, entry by entry."""
+    a, b = ca.SX(a), ca.SX(b)
+    return a.shape == b.shape and a.nnz() == b.nnz() and a.sparsity() == b.sparsity() and \
+        all(ca.is_equal(x, y, 0) for x, y in zip(a.nonzeros(), b.nonzeros()))
+
+
+def _products(outs: list, be: SXBackend) -> list[tuple[int, ca.SX, list]]:
+    """``(output, base, terms)`` of the outputs that are ``be.product`` results as the
+    product formed them (not changed afterwards); terms with ``X`` split into the
+    nonzeros and their rows and columns."""
+    found = []
+    for Y, base, terms in be.products:
+        for o, out in enumerate(outs):
+            if any(f[0] == o for f in found) or not same_nodes(out, Y):
+                continue
+            split = []
+            for sign, A, X in terms:
+                # by row of X: consecutive updates write different columns of Y, so the
+                # loop's iterations do not wait on each other's stores (gen.products)
+                nz = [(k, c) for k in range(X.shape[0]) for c in range(X.shape[1]) if not X[k, c].is_zero()]
+                split.append((sign, A, ca.vertcat(ca.SX(0, 1), *[X[k, c] for k, c in nz]),
+                              [k for k, _ in nz], [c for _, c in nz]))
+            found.append((o, base, split))
+            break
+    return found
+
+
 def _trace_fn(model: Model, algo: Algorithm, cset, options: dict) -> Trace:
     be = SXBackend()
     syms = [(name, be.sym(name, n)) for name, n in algo.input_spec(model, cset, options)]
     extra = {"cset": cset} if algo.constrained else {}
     outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **algo.fn_options(options))
     names = [n for n, _, _ in algo.outputs(model, cset)]
-    exprs, phases = _cse(outs, be.phases)
-    return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs)), phases)
+    found = _products(outs, be)
+    parts = [e for _, base, terms in found for e in (base, *[e for t in terms for e in t[1:3]])]
+    exprs, phases = _cse(list(outs) + parts, be.phases)
+    rest = iter(exprs[len(outs):])
+    products = [Product(o, next(rest), [(sign, next(rest), next(rest), k, c) for sign, _, _, k, c in terms])
+                for o, _, terms in found]
+    return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs[:len(outs)])), phases,
+                 products=products)
 
 
 def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:

@@ -11,9 +11,9 @@ not depend on the acceleration between its two evaluations)::
     ddq = M^-1 (tau - b)                                 (two sparse triangular solves)
     M^-1 = L^-1 D^-1 L^-T                                (:func:`inverse_from_ltdl`)
     dtau/dq, dtau/dv at a = ddq                          (RSS 2018 Alg. 1, world.py)
-    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (per column: D^-1 L^-T by the
-                                                          sparse backward solve, then W = L^-1
-                                                          applied on the support of the result)
+    dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (be.product: a column of M^-1
+                                                          per nonzero of dtau, which the C
+                                                          runs as vectorised loops, gen.products)
 
 A free-flyer base that is the only root gives six columns of ``dddq/dq`` and three of
 ``dddq/dv`` in closed form (exact identities, no solve).  In the base's axes gravity is a
@@ -45,10 +45,8 @@ from .rnea_derivatives import tau_derivatives
 from .sparse_ldl import (
     fill_pattern,
     inverse_from_ltdl,
-    ldl_backward,
     ldl_factor,
     ldl_solve,
-    sparse_dot,
     tree_lower,
 )
 from .world import base_coordinates, bias_torques, tau_partials, world_pass
@@ -57,31 +55,35 @@ from .world import base_coordinates, bias_torques, tau_partials, world_pass
 def aba_derivatives(model: Model, q, v, tau, *, be):
     if model.has_mimic:
         return _mimic_aba_derivatives(model, q, v, tau, be)
-    nv = model.nv
-    ddq, Minv, (pattern, dinv, L, W) = forward_ltdl(model, q, v, tau, be)
+    ddq, Minv = forward_ltdl(model, q, v, tau, be)
     be.mark("aba_minv", ddq, Minv)
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
     be.mark("rnea_derivatives", dq, dv)
-    base = base_coordinates(model)
-    out = []
-    for X, known in ((dq, 6 if base else 0), (dv, 3 if base else 0)):
-        Y = be.zeros(nv, nv)
-        for c in range(known, nv):
-            y = ldl_backward(pattern, dinv, L, [-X[k, c] for k in range(nv)])
-            Y[:, c:c + 1] = be.vcat([sparse_dot(W[r], y) for r in range(nv)])
-        out.append(Y)
-    if base:                            # the free-flyer's columns in closed form (module docstring)
+    out = [be.zeros(model.nv, model.nv), be.zeros(model.nv, model.nv)]
+    known = (0, 0)
+    if base_coordinates(model):         # the free-flyer's columns in closed form (module docstring)
         out[0][0:3, 3:6] = -skew3(lin(w.a0), be)
         out[1][0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
+        known = (6, 3)
+    out = [be.product(Y, [(-1.0, Minv, columns_from(X, k, be))]) for Y, X, k in zip(out, (dq, dv), known)]
     be.mark("product", *out)
     return out[0], out[1], Minv
 
 
+def columns_from(X, first: int, be):
+    """``X`` with its columns before ``first`` zero."""
+    if not first:
+        return X
+    out = be.zeros(*X.shape)
+    out[:, first:] = X[:, first:]
+    return out
+
+
 def forward_ltdl(model: Model, q, v, tau, be):
-    """``(ddq, M^-1, (pattern, 1/D, L, W))`` of a model without mimic joints, from one
-    world pass at ``a = 0`` (``b``, ``M``), ``M = L^T D L`` on the tree pattern, two
-    sparse solves for ``ddq`` and ``M^-1 = W D^-1 W^T`` (module docstring)."""
+    """``(ddq, M^-1)`` of a model without mimic joints, from one world pass at ``a = 0``
+    (``b``, ``M``), ``M = L^T D L`` on the tree pattern, two sparse solves for ``ddq``
+    and ``M^-1 = W D^-1 W^T`` (module docstring)."""
     nv = model.nv
     w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
     _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
@@ -90,8 +92,8 @@ def forward_ltdl(model: Model, q, v, tau, be):
                          {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
     rhs = tau - bias_torques(model, w0, be)
     ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
-    Minv, W = inverse_from_ltdl(pattern, dinv, L, be)
-    return ddq, Minv, (pattern, dinv, L, W)
+    Minv, _ = inverse_from_ltdl(pattern, dinv, L, be)
+    return ddq, Minv
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):
@@ -103,7 +105,7 @@ def _mimic_aba_derivatives(model: Model, q, v, tau, be):
     be.mark("aba_minv", ddq, Minv)
     dq, dv, _ = tau_derivatives(model, q, v, ddq, sub)
     be.mark("rnea_derivatives", dq, dv)
-    out = -(Minv @ dq), -(Minv @ dv)
+    out = [be.product(be.zeros(model.nv, model.nv), [(-1.0, Minv, X)]) for X in (dq, dv)]
     be.mark("product", *out)
     return out[0], out[1], Minv
 

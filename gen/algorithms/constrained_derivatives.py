@@ -38,7 +38,8 @@ the minimum-norm limit, a converged solve the exact derivatives), then
     dddq/dx = -Q^T dac/dx - P dtau/dx,   dlam/dx = Q dtau/dx - S_K dac/dx   (x = q, v)
 
 one product of the dense ``P``, ``Q``, ``S_K`` with the sparse partials (a foot row
-touches its leg and the base only; branch sparsity of ``dtau/dx``).
+touches its leg and the base only; branch sparsity of ``dtau/dx``), formed by
+``be.product``, which the C runs as vectorised loops (:mod:`gen.products`).
 
 **Free-flyer columns** (a free-flyer base that is the only root, no mimic joint): as in
 :mod:`gen.algorithms.aba_derivatives`, in the base's axes gravity is the linear base
@@ -73,7 +74,7 @@ from ..kinematics import chain, extended_state
 from ..model import Model
 from ..spatial import ang, cross3, lin, skew3
 from .aba import aba
-from .aba_derivatives import forward_ltdl
+from .aba_derivatives import columns_from, forward_ltdl
 from .dense import sym_product
 from .minv import minv
 from .pinocchio import fixed_iterations, rigid_constraints
@@ -130,7 +131,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         (ddq_f,) = aba(model, q, v, tau, be=sub)
         (Minv,) = minv(model, q, be=sub)
     else:
-        ddq_f, Minv, _ = forward_ltdl(model, q, v, tau, be)
+        ddq_f, Minv = forward_ltdl(model, q, v, tau, be)
     ev = cset.evaluate(model, q, v, be=be)
     JMinv = ev.J @ Minv
     Sn = -proximal_operator(sym_product(JMinv.T, ev.J.T, be), cset.damping(mu), int(iterations), be)
@@ -150,21 +151,20 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     nv, m = model.nv, cset.m
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
-    out = []
-    for dtau, dac, known in ((dtau_dq, dac_dq, 6 if base else 0), (dtau_dv, dac_dv, 3 if boost else 0)):
-        X, Y = be.zeros(nv, nv), be.zeros(m, nv)
-        X[:, known:] = Qn.T @ dac[:, known:] - P @ dtau[:, known:]
-        Y[:, known:] = Sn @ dac[:, known:] - Qn @ dtau[:, known:]
-        out.append((X, Y))
-    (ddq_dq, dlam_dq), (ddq_dv, dlam_dv) = out
+    bases = [(be.zeros(nv, nv), be.zeros(m, nv)) for _ in range(2)]
     if base:                            # the free-flyer's columns in closed form (module docstring)
         A = -skew3(lin(w.a0), be)
         JA = ev.J[:, 0:3] @ A
-        ddq_dq[:, 3:6] = Qn.T @ JA
-        ddq_dq[0:3, 3:6] = ddq_dq[0:3, 3:6] + A
-        dlam_dq[:, 3:6] = Sn @ JA
+        bases[0][0][:, 3:6] = Qn.T @ JA
+        bases[0][0][0:3, 3:6] = bases[0][0][0:3, 3:6] + A
+        bases[0][1][:, 3:6] = Sn @ JA
     if boost:
-        ddq_dv[0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
+        bases[1][0][0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
+    out = []
+    for (X, Y), dtau, dac, known in zip(bases, (dtau_dq, dtau_dv), (dac_dq, dac_dv), (6 if base else 0, 3 if boost else 0)):
+        dtau, dac = columns_from(dtau, known, be), columns_from(dac, known, be)
+        out += [be.product(X, [(1.0, Qn.T, dac), (-1.0, P, dtau)]), be.product(Y, [(1.0, Sn, dac), (-1.0, Qn, dtau)])]
+    ddq_dq, dlam_dq, ddq_dv, dlam_dv = out
     be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
     return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
 

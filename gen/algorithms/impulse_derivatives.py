@@ -24,7 +24,13 @@ Eliminating: ``dP/dq`` from ``R_q = dc/dq - J M^-1 dtau/dq``, ``dP/dv- `` from
 convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.  The K
 steps, linear in their right-hand side, are the one matrix ``-S_K`` of
 :func:`~gen.algorithms.constrained_derivatives.proximal_operator`, formed once and
-applied to ``(1 + e) J v-``, ``R_q`` and ``R_v``.
+applied to ``(1 + e) J v-``, ``R_q`` and ``R_v``.  With ``Q = S_K J M^-1`` and
+``P = M^-1 - (J M^-1)^T Q`` (as in constrained_derivatives) the outputs are products of
+dense matrices with the sparse partials, formed by ``be.product`` (C loops,
+:mod:`gen.products`)::
+
+    dP/dq = Q dtau/dq - S_K dc/dq,      dv+/dq = -Q^T dc/dq - P dtau/dq,
+    dP/dv- = -S_K (1 + e) J,             dv+/dv- = I - Q^T (1 + e) J.
 Constraints and mimic joints (the partials on the extended tree, mapped back by ``G``) as
 in :mod:`gen.algorithms.constrained_derivatives`.
 Shapes: q (nq,1), v_minus (nv,1) -> dvplus_dq, dvplus_dv (nv,nv), dimpulse_dq,
@@ -71,10 +77,14 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     (dc_dq,) = chain(G, constraint_partials(ext, cset, wv, be, velocity=True)[0])
     be.mark("partials", dtau_dq, dc_dq)
 
-    dP_dq = Sn @ (dc_dq - JMinv @ dtau_dq)
-    dP_dv = Sn @ ((1.0 + e) * J)
-    dvplus_dq = JMinv.T @ dP_dq - Minv @ dtau_dq
-    dvplus_dv = be.eye(nv) + JMinv.T @ dP_dv
+    Qn = Sn @ JMinv                                                      # -S_K J M^-1
+    P_ = Minv + sym_product(JMinv, Qn, be)                              # M^-1 - (J M^-1)^T S_K J M^-1
+    EJ = (1.0 + e) * J
+    m = cset.m
+    dvplus_dq = be.product(be.zeros(nv, nv), [(1.0, Qn.T, dc_dq), (-1.0, P_, dtau_dq)])
+    dvplus_dv = be.product(be.eye(nv), [(1.0, Qn.T, EJ)])
+    dP_dq = be.product(be.zeros(m, nv), [(1.0, Sn, dc_dq), (-1.0, Qn, dtau_dq)])
+    dP_dv = be.product(be.zeros(m, nv), [(1.0, Sn, EJ)])
     be.mark("kkt", dvplus_dq, dvplus_dv, dP_dq, dP_dv)
     return dvplus_dq, dvplus_dv, dP_dq, dP_dv
 

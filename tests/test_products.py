@@ -1,0 +1,99 @@
+"""Outputs formed by ``be.product`` (gen/products.py): the SX form against NumPy and its
+op count, which outputs the trace defers to C loops, and the compiled kernels (locals,
+avoid_stack, split head) against NumPy."""
+import casadi as ca
+import numpy as np
+import pytest
+
+import gen
+from gen import cwriter
+from gen.backend import NUMPY, SXBackend
+from gen.products import head_function
+from gen.robots import load_robot
+from gen.trace import _products, trace
+from opcount.counter import count_expr
+from conftest import rel_err
+
+C_TOL = 1e-12           # the loops sum the same terms as the trace, in another association
+
+
+def _sparse(rng, rows, cols, density):
+    X = rng.normal(size=(rows, cols))
+    X[rng.random(size=(rows, cols)) > density] = 0.0
+    return X
+
+
+def test_sx_product_equals_numpy_and_counts_one_multiply_add_per_nonzero_and_row():
+    rng = np.random.default_rng(3)
+    base = _sparse(rng, 4, 5, 0.3)
+    A1, A2 = rng.normal(size=(4, 6)), rng.normal(size=(4, 3))
+    X1, X2 = _sparse(rng, 6, 5, 0.4), _sparse(rng, 3, 5, 0.5)
+    be = SXBackend()
+    syms = [ca.SX.sym(n, *M.shape) for n, M in (("b", base), ("a1", A1), ("a2", A2))]
+    x1 = ca.SX.sym("x1", int(np.count_nonzero(X1)))
+    X1s = ca.SX.zeros(*X1.shape)
+    for i, (k, c) in enumerate(zip(*np.nonzero(X1.T)[::-1])):
+        X1s[k, c] = x1[i]
+    Y = be.product(syms[0], [(1.0, syms[1], X1s), (-1.0, syms[2], ca.SX(X2))])
+    f = ca.Function("f", [*syms, x1], [Y])
+    got = np.array(f(base, A1, A2, X1.T[X1.T != 0]))
+    assert rel_err(got, NUMPY.product(base, [(1.0, A1, X1), (-1.0, A2, X2)])) <= 1e-14
+    assert rel_err(got, base + A1 @ X1 - A2 @ X2) <= 1e-14
+    counts = count_expr([*syms, x1], [Y])
+    assert counts["mul"] == 4 * np.count_nonzero(X1) + 4 * np.count_nonzero(X2)     # rows x nonzeros
+    with pytest.raises(ValueError, match="product"):
+        be.product(syms[0], [(2.0, syms[1], X1s)])
+
+
+def test_only_unchanged_product_outputs_are_deferred():
+    be = SXBackend()
+    A, x = ca.SX.sym("a", 3, 3), ca.SX.sym("x", 2)
+    X = ca.SX.zeros(3, 2)
+    X[0, 0], X[2, 1] = x[0], x[1]
+    kept = be.product(ca.SX.zeros(3, 2), [(-1.0, A, X)])
+    changed = be.product(ca.SX.zeros(3, 2), [(1.0, A, X)])
+    changed[0, 0] = changed[0, 0] + 1.0
+    found = _products([A, kept, changed], be)
+    assert [o for o, _, _ in found] == [1]
+    (sign, _, nz, k, c), = found[0][2]
+    assert sign == -1.0 and k == [0, 2] and c == [0, 1] and nz.numel() == 2
+
+
+def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
+    tr = trace(load_robot("solo12"), "aba_derivatives", route="analytical")
+    assert [p.output for p in tr.products] == [0, 1]
+    f, plan = head_function("head", tr)
+    assert [t["A"] for p in plan for t in p["terms"]] == [("output", 2), ("output", 2)]
+    assert f.n_out() == 3 + 2                                    # outputs + the nonzeros of each X
+    # the head's product outputs hold the free-flyer's closed-form columns only
+    q, v, tau = (np.random.default_rng(0).normal(size=n) for n in (19, 18, 18))
+    q[3:7] /= np.linalg.norm(q[3:7])
+    head = f(q, v, tau)
+    ref = gen.run("solo12", "aba_derivatives", q, v, tau)
+    assert np.all(np.array(head[0])[:, 6:] == 0) and rel_err(np.array(head[0])[:, 3:6], ref[0][:, 3:6]) <= 1e-12
+    assert rel_err(np.array(head[2]), ref[2]) <= 1e-12
+
+
+@pytest.mark.parametrize("variant", ["locals", "avoid_stack", "split"])
+@pytest.mark.parametrize("robot, algorithm, spec", [
+    ("solo12", "aba_derivatives", None),
+    ("solo12", "constrained_derivatives", "3D:FL_FOOT,3D:HR_FOOT"),
+    ("ur5", "constrained_derivatives", "6D:tool0"),
+])
+def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, robot, algorithm, spec):
+    if variant == "split":
+        monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 1500)
+    model = load_robot(robot)
+    kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k")
+    manifest = kernel.manifest
+    products = manifest["codegen"]["products"]
+    assert [p["output"] for p in products] == (["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
+                                               ["ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
+    assert all(p["nonzeros"] > 0 for p in products)
+    assert manifest["codegen"]["parts"][0] > 1 or variant != "split"
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        ref = gen.run(model, algorithm, q, v, tau, constraints=spec)
+        for got, r in zip(kernel(q, v, tau), ref):
+            assert rel_err(got, r) <= C_TOL
