@@ -83,7 +83,8 @@ def operations(tr: Trace) -> int:
 class Product:
     """Output ``output`` of a trace is ``base + sum(sign * A @ X)`` (``be.product``):
     ``terms`` are ``(sign, A, x, k, c)`` with ``x`` the nonzeros of ``X`` (a column), at
-    rows ``k`` and columns ``c`` of ``X``; all expressions share the trace's CSE."""
+    rows ``k`` and columns ``c`` of ``X``, row by row (``k`` ascending); all expressions
+    share the trace's CSE."""
 
     output: int
     base: ca.SX
