@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gen
-from gen import cwriter
+from gen import cwriter, products
 from gen.backend import NUMPY, SXBackend
 from gen.products import head_function
 from gen.robots import load_robot
@@ -74,7 +74,7 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     assert rel_err(np.array(head[2]), ref[2]) <= 1e-12
 
 
-@pytest.mark.parametrize("variant", ["locals", "avoid_stack", "split"])
+@pytest.mark.parametrize("variant", ["locals", "avoid_stack", "split", "every_product"])
 @pytest.mark.parametrize("robot, algorithm, spec", [
     ("solo12", "aba_derivatives", None),
     ("solo12", "constrained_derivatives", "3D:FL_FOOT,3D:HR_FOOT"),
@@ -83,14 +83,18 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
 def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, robot, algorithm, spec):
     if variant == "split":
         monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 1500)
+    if variant == "every_product":                   # loops also for the short (m-row, ur5) products
+        monkeypatch.setattr(products, "LOOP_ROWS", 1)
     model = load_robot(robot)
     kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k")
-    manifest = kernel.manifest
-    products = manifest["codegen"]["products"]
-    assert [p["output"] for p in products] == (["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
-                                               ["ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
-    assert all(p["nonzeros"] > 0 for p in products)
-    assert manifest["codegen"]["parts"][0] > 1 or variant != "split"
+    names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]
+    if variant == "every_product":
+        assert names == (["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
+                         ["ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
+    else:                                            # LOOP_ROWS: solo12's 18 rows, not its 6 or ur5's 6
+        assert names == ([] if robot == "ur5" else ["ddq_dq", "ddq_dv"])
+    assert all(p["nonzeros"] > 0 for p in kernel.manifest["codegen"].get("products", []))
+    assert kernel.manifest["codegen"]["parts"][0] > 1 or variant != "split"
     rng = np.random.default_rng(5)
     for _ in range(3):
         q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
