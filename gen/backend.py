@@ -147,9 +147,9 @@ class SXBackend:
         column c, the nonzeros ``X[k, c]`` of each term in turn,
         ``Y[:, c] += sign * A[:, k] X[k, c]``."""
         ca = self.ca
-        base = ca.SX(ca.densify(ca.SX(base)))
+        base = ca.densify(ca.SX(base))
         rows, cols = base.shape
-        terms = [(float(sign), ca.SX(ca.densify(ca.SX(A))), ca.SX(ca.densify(ca.SX(X)))) for sign, A, X in terms]
+        terms = [(float(sign), ca.densify(ca.SX(A)), ca.densify(ca.SX(X))) for sign, A, X in terms]
         for sign, A, X in terms:
             if sign not in (1.0, -1.0) or A.shape != (rows, X.shape[0]) or X.shape[1] != cols:
                 raise ValueError(f"product: {sign} * {A.shape} @ {X.shape} into {base.shape}")

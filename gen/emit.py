@@ -162,7 +162,7 @@ from .choose import resolve
 from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
 from .errors import RbdgenError
 from .model import Model
-from .products import deferred, write_kernel as write_products
+from .products import deferred, manifest as products_manifest, write_kernel as write_products
 from .robots import load_robot
 from .trace import DriverTrace, Trace, trace, trace_driver
 from .version import __version__
@@ -450,7 +450,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
-                    **({"products": _products_manifest(tr)} if deferred(tr) and not batch else {})},
+                    **({"products": products_manifest(tr)} if deferred(tr) and not batch else {})},
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -473,13 +473,6 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
         "kernel_code": kernel_code,
     }
-
-
-def _products_manifest(tr: Trace) -> list[dict]:
-    """Per output written as product loops (:mod:`gen.products`): its terms and the
-    nonzeros their loops run over."""
-    return [{"output": tr.outputs[p.output][0], "terms": len(p.terms),
-             "nonzeros": sum(len(k) for _, _, _, k, _ in p.terms)} for p in deferred(tr)]
 
 
 def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:

@@ -31,6 +31,8 @@ in another association).  Batched kernels and the generic C keep straight-line c
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import casadi as ca
 
 from .cwriter import Written, write_functions
@@ -129,11 +131,19 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
             kind, at = term["A"]
             A = f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
             tag = f"o{p['output']}t{t}"
-            start = [sum(1 for k in term["k"] if k < i) for i in range(term["inner"] + 1)]
+            start = [bisect_left(term["k"], i) for i in range(term["inner"] + 1)]   # k ascending
             lines += ["    {", *_table(f"start_{tag}", start), *_table(f"c_{tag}", term["c"]),
                       f"        rbdgen_columns({term['rows']}, {term['inner']}, start_{tag}, c_{tag}, "
                       f"s + {offsets[term['x']]}, {float(term['sign'])!r}, {A}, res[{p['output']}]);", "    }"]
     lines.append("}")
+    text = code + "\n" + "\n".join(lines)
     stack = 0 if avoid_stack else head.stack_doubles + total
     slots = head.slots + total if avoid_stack else head.slots
-    return code + "\n" + "\n".join(lines), Written(code, head.parts, stack, slots, head.scheduled)
+    return text, Written(text, head.parts, stack, slots, head.scheduled)
+
+
+def manifest(tr: Trace) -> list[dict]:
+    """The manifest's ``codegen.products``: per output written as loops, its terms and
+    the nonzeros their loops run over."""
+    return [{"output": tr.outputs[p.output][0], "terms": len(p.terms),
+             "nonzeros": sum(len(k) for _, _, _, k, _ in p.terms)} for p in deferred(tr)]
