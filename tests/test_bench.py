@@ -479,7 +479,7 @@ def test_mujoco_peer_only_where_it_applies():
 
 
 @pytest.mark.parametrize("robot, algorithm", [("ur5", "rnea"), ("ur5", "crba"), ("ur5", "nle"), ("solo12", "aba"),
-                                              ("solo12", "rnea")])
+                                              ("solo12", "rnea"), ("panda", "rnea"), ("go1", "aba")])
 def test_adam_peer(robot, algorithm):
     """ADAM's CasADi functions (adam-robotics) as C in the same program (issue 15 §5): they
     agree with the specialised C on every state (fixed base through ADAM's joint block,
@@ -491,6 +491,27 @@ def test_adam_peer(robot, algorithm):
     assert r["verify"]["max_rel_diff"]["adam"] <= 1e-12
     adam = r["implementations"]["adam"]
     assert adam["quantity"] == ALGORITHMS[algorithm].adam_peer and adam["ops"] > 0
+
+
+def test_adam_reads_a_normalised_copy_of_the_urdf():
+    """What urdf_parser_py refuses or misreads is rewritten, the dynamics data kept: go1's
+    inertials without <origin>, icub's <texture> without a file, panda's locked mimic
+    fingers (fixed at q = 0, as rbdgen locks them)."""
+    import xml.etree.ElementTree as ET
+    from gen.bench import adam_peer
+    for name in ("go1", "icub", "panda"):
+        model = load_or_skip(name)
+        root = ET.fromstring(adam_peer.urdf_text(model))
+        source = ET.parse(model.source).getroot()
+        assert {c.tag for c in root} == {"link", "joint"}
+        assert len(root.findall("link")) == len(source.findall("link"))
+        assert all(i.find("origin") is not None and i.find("mass").get("value") is not None
+                   for i in root.iter("inertial"))
+        assert all(j.find("origin") is not None and j.find("mimic") is None for j in root.iter("joint"))
+        moving = [j.get("name") for j in root.iter("joint") if j.get("type") != "fixed"]
+        assert sorted(moving) == sorted(b.name for b in model.bodies if b.kind != "free")
+    fingers = {j.get("name"): j.get("type") for j in root.iter("joint") if "finger" in j.get("name")}
+    assert fingers == {"panda_finger_joint1": "fixed", "panda_finger_joint2": "fixed"}
 
 
 def test_adam_peer_only_where_it_computes_the_same_quantity():

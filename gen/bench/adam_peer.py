@@ -17,14 +17,21 @@ Conventions: ADAM's model always floats its base.  rbdgen's free-flyer ``q = [p,
 timed call, ~30 operations), velocities in ADAM's body-fixed representation (Pinocchio's
 LOCAL ``[v; w]``); a fixed-base robot gets ``H = I``, ``v_b = 0`` and the joint block of
 ADAM's outputs (ADAM computes the base rows too: that is its cost), and has no ``aba``
-counterpart.  Joints rbdgen locked (``--lock``) are left out of ADAM's joint list, which
-fixes them at 0 as rbdgen does.  Gravity is the model's.  Generated with CasADi's
+counterpart.  Gravity is the model's.
+
+ADAM reads the model's URDF through ``urdf_parser_py``, which refuses or misreads what
+URDF allows (a joint or inertial without ``<origin>``: go1, g1; a ``<texture>`` without a
+file: icub; mimic joints: panda's fingers).  It is given the same file with only the
+kinematic and inertial data kept (:func:`urdf_text`): visuals, collisions, transmissions
+and plugins dropped, the spec's defaults written out (origin 0, axis x), and the joints
+rbdgen locked (``--lock``) made fixed at q = 0, as rbdgen locks them.  Generated with CasADi's
 ``CodeGenerator`` (``casadi_real`` double, ``casadi_int`` int, CSE as ADAM sets it).
 """
 from __future__ import annotations
 
 import importlib.util
 import logging
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import casadi as ca
@@ -60,13 +67,40 @@ def zero_base_torque(model: Model, algo: Algorithm) -> bool:
     return algo.adam_peer == "aba" and model.bodies[0].kind == "free"
 
 
+def urdf_text(model: Model) -> str:
+    """The model's URDF as ADAM is given it: links (inertial only) and joints, the URDF
+    spec's defaults explicit, joints that are not bodies of ``model`` fixed at q = 0."""
+    root = ET.parse(model.source).getroot()
+    moving = {b.name for b in model.bodies}
+    for el in list(root):
+        if el.tag not in ("link", "joint"):
+            root.remove(el)
+    for link in root.findall("link"):
+        for el in list(link):
+            if el.tag != "inertial":
+                link.remove(el)
+        for inertial in link.findall("inertial"):
+            if inertial.find("origin") is None:
+                ET.SubElement(inertial, "origin", xyz="0 0 0", rpy="0 0 0")
+    for joint in root.findall("joint"):
+        if joint.find("origin") is None:
+            ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
+        for el in joint.findall("mimic"):
+            joint.remove(el)
+        if joint.get("name") not in moving:
+            joint.set("type", "fixed")
+        elif joint.find("axis") is None:
+            ET.SubElement(joint, "axis", xyz="1 0 0")
+    return ET.tostring(root, encoding="unicode")
+
+
 def _kindyn(model: Model):
     from adam.casadi import KinDynComputations
     from adam.core.constants import Representations
     logging.getLogger("adam").setLevel(logging.ERROR)
     floating = model.bodies[0].kind == "free"
     joints = [b.name for b in model.bodies[1 if floating else 0:]]
-    kd = KinDynComputations(str(model.source), joints, gravity=np.concatenate([model.gravity, np.zeros(3)]))
+    kd = KinDynComputations(urdf_text(model), joints, gravity=np.concatenate([model.gravity, np.zeros(3)]))
     kd.set_frame_velocity_representation(Representations.BODY_FIXED_REPRESENTATION)
     return kd
 
