@@ -522,3 +522,62 @@ def test_adam_peer_only_where_it_computes_the_same_quantity():
     assert r["skipped"]["adam"] == "ADAM is timed on URDF models only (the same file on both sides)"
     r = harness.benchmark(load_or_skip("ur5"), "ltdl", against=("adam",), **SMALL)
     assert r["skipped"]["adam"].startswith("ADAM has no counterpart of ltdl")
+
+
+def test_issue15_targets_from_small_measurements(tmp_path):
+    """The suite's issue 15 section from real (small) measurements of each part: one
+    verdict per target, each consistent with the numbers it shows, and every part's table
+    in the report."""
+    from gen.bench import batch, choice, compile_time, emission_order, report, targets
+
+    doc = {"seconds": {"batch": 1.0},
+           "batch": [batch.batch_benchmark("ur5", "rnea", lanes=(4,), n_states=16, rounds=5, per_sample=16,
+                                           warmup=16, pinocchio=False)],
+           "order": emission_order.run((("ur5", "rnea"),)),
+           "compile": compile_time.run((("ur5", "rnea", None),)),
+           "choice": targets.choice_times({"ur5_3d_tool0": ("ur5", "3D:tool0")}, rounds=5)}
+    assert doc["order"]["rows"][0]["robot"] == "ur5"
+    got = targets.verdicts(doc, [{"robot": "ur5", "algorithm": "rnea", "ratios": {"adam/specialized": 1.5},
+                                  "skipped": {}},
+                                 {"robot": "g1", "algorithm": "crba", "ratios": {},
+                                  "skipped": {"adam": "ADAM failed on g1: parse error"}}])
+    by = {}
+    for v in got:
+        by.setdefault(v["section"], []).append(v)
+    assert set(by) == {"§1", "§3", "§4", "§5"}          # §2 is judged on talos only
+    speed, lanes = by["§1"]
+    r = doc["batch"][0]
+    assert speed["met"] == (r["ratios"]["scalar/batch4"] >= targets.BATCH_SPEEDUP)
+    assert lanes["met"] and max(v["max_rel_diff"] for v in r["verify"].values()) <= targets.LANE_TOL
+    row = doc["compile"]["rows"][0]
+    assert by["§3"][0]["met"] == (row["split"]["rss_mb"] <= compile_time.MAX_RSS_MB) and "same C" in \
+        by["§3"][0]["measured"]
+    # the choice on ur5 3D: both automatic choices, each with the fastest measured candidate
+    assert [v["target"].split(":")[0] for v in by["§4"]] == ["ur5_3d_tool0 -a auto", "ur5_3d_tool0 -a auto_osim"]
+    timed = {x["algorithm"]: x["implementations"]["specialized"]["median_ns"] for x in doc["choice"]["results"]}
+    for v, auto in zip(by["§4"], ("auto", "auto_osim")):
+        summary = [x for x in choice.rows(None, [doc["choice"]["results"]], doc["choice"]["sets"])
+                   if x["auto"] == auto and x["status"] == "summary"][0]
+        assert summary["fastest"] in timed and v["met"] == (summary["ratio"] <= choice.WITHIN)
+    assert by["§5"] == [{"section": "§5", "target": "ADAM timed wherever it computes the same quantity",
+                         "measured": "1 robot x algorithm timed; failed: g1 crba", "met": False}]
+    md = targets.summary(doc) + targets.details(doc)
+    assert md.count("| §") == 1 + len(got) - 1 and "### §1 Batched kernels" in md   # header + rows but §5
+    assert "### Instruction order" in md and "### Compile time" in md and "### §4 Automatic choice" in md
+    # the suite report carries both
+    s = {"date": "2026-01-01", "machine": doc["order"]["machine"] | {"cc": "gcc", "cxx": "g++", "os": "linux",
+                                                                     "flags": "-O3", "python": "3"},
+         "method": {"n_states": 8, "seed": 0, "warmup": 1, "rounds": 1, "batch": 1}, "shim": None,
+         "results": [], "targets": doc}
+    s["machine"].setdefault("versions", {"rbdgen": "0", "pinocchio": "0", "casadi": "0", "numpy": "0"})
+    text = report.suite_markdown(s)
+    assert text.index("## Issue 15 targets") < text.index("## All results") < text.index("## Issue 15 measurements")
+
+
+def test_targets_option_is_checked():
+    from gen.bench import cli
+    from gen.errors import RbdgenError
+    assert cli._targets("all") == ("batch", "order", "compile", "choice") and cli._targets("none") == ()
+    assert cli._targets("choice, batch") == ("choice", "batch")
+    with pytest.raises(RbdgenError, match="--targets: unknown part 'speed'"):
+        cli._targets("batch,speed")

@@ -26,13 +26,22 @@ REPORTS = Path(__file__).resolve().parents[2] / "bench" / "reports"
 WITHIN = 1.10
 
 
-def _times(paths) -> dict[tuple[str, str, str], float]:
+def bilateral_sets() -> dict[str, tuple[str, str]]:
+    """The named sets the choice is checked on: bilateral, not redundant (as the
+    constrained suite)."""
+    return {k: v for k, v in CONSTRAINED_SETS.items() if "+" not in v[1] and not k.endswith("_x2")}
+
+
+def _times(sources) -> dict[tuple[str, str, str], float]:
     """(robot, constraints, algorithm) -> median ns of the specialised kernel at K = 3
-    (the first entry of a repeated key: the suite times constrained_aba against two peers)."""
+    (the first entry of a repeated key: the suite times constrained_aba against two peers).
+    A source is a JSON path or already a list of benchmark results; failed ones are left out."""
     out = {}
-    for p in paths:
-        d = json.loads(Path(p).read_text())
+    for p in sources:
+        d = p if isinstance(p, list) else json.loads(Path(p).read_text())
         for r in d["results"] if isinstance(d, dict) else d:
+            if "error" in r:
+                continue
             if (r.get("options") or {}).get("iterations", 3) not in (3, None) and r.get("iterations") not in (3, None):
                 continue
             key = (r["robot"], r["constraints"], r["algorithm"])
@@ -40,12 +49,13 @@ def _times(paths) -> dict[tuple[str, str, str], float]:
     return out
 
 
-def rows(suite, now=()) -> list[dict]:
+def rows(suite, now=(), sets=None) -> list[dict]:
+    """Per set (default :func:`bilateral_sets`) and automatic choice, each candidate's ops,
+    cost and time (from ``now``, else from the constrained suite's JSON ``suite``), then a
+    summary row."""
     fresh, old = _times(now), _times([suite]) if suite else {}
     out = []
-    for name, (robot, spec) in CONSTRAINED_SETS.items():
-        if "+" in spec or name.endswith("_x2"):
-            continue
+    for name, (robot, spec) in (sets or bilateral_sets()).items():
         try:
             model = load_robot(robot)
         except RbdgenError as e:

@@ -5,7 +5,8 @@
     rbdgen bench ROBOT --algorithm A [--constraints S] [--against generic,pinocchio]
                  [--iterations K | --tol T --max-iter K] [--mu MU] [--pin-peer P]
                  [--format md|csv|json] [--states N] [--rounds R] [--batch B] [--warmup W]
-    rbdgen bench --suite [--robots r1,r2] [--algorithms rnea,crba,aba,nle] [--out DIR]
+    rbdgen bench --suite [--robots r1,r2] [--algorithms rnea,crba,aba,nle] [--targets all|none|PARTS]
+                 [--out DIR]
 
 Wiring (in ``gen/cli.py``'s ``parser()``)::
 
@@ -23,7 +24,7 @@ import sys
 from ..api import get_algorithm
 from ..errors import RbdgenError
 from ..robots import load_robot
-from . import harness, report, suite
+from . import harness, report, suite, targets
 from .harness import IMPLEMENTATIONS
 
 FORMATS = ("md", "csv", "json")
@@ -54,6 +55,10 @@ def add_parser(subparsers):
                         "bench/reports/<date>-constrained.{md,json}")
     p.add_argument("--sets", help="with --constrained-suite: comma list of set names (default: the non-redundant "
                                   "sets of opcount.constrained)")
+    p.add_argument("--targets", default="all",
+                   help="with --suite: issue 15's targets measured after the suite and reported with it: "
+                        "all (default: batch, order, compile, choice; about 40 minutes on 2 cores), none, "
+                        "or a comma list of those parts")
     p.add_argument("--robots", help="with --suite: comma list of robots (default: every named robot)")
     p.add_argument("--algorithms", help="with --suite: comma list of algorithms (default: rnea,crba,aba,nle)")
     p.add_argument("--out", "-o", help="with --suite: report folder (default: bench/reports/ of the source tree)")
@@ -96,6 +101,18 @@ def _against(text: str) -> tuple[str, ...]:
     if bad:
         raise RbdgenError(f"--against: unknown implementation '{bad[0]}' (choose from generic, pinocchio, mujoco, adam)")
     return tuple(n for n in names if n != "specialized")
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    words = tuple(t.strip().lower() for t in text.split(",") if t.strip())
+    if words in ((), ("none",)):
+        return ()
+    if words == ("all",):
+        return targets.PARTS
+    bad = [w for w in words if w not in targets.PARTS]
+    if bad:
+        raise RbdgenError(f"--targets: unknown part '{bad[0]}' (choose from all, none, {', '.join(targets.PARTS)})")
+    return words
 
 
 def _common_kwargs(args) -> dict:
@@ -146,14 +163,16 @@ def run(args) -> int:
         if options:
             raise RbdgenError("--iterations / --mu / --tol / --max-iter apply to constrained algorithms, "
                               "not to --suite")
-        s = suite.run_suite(robots, algos, against=against, progress=say, tolerance=args.tolerance,
-                            **kwargs, **options)
+        s = suite.run_suite(robots, algos, against=against, targets=_targets(args.targets), progress=say,
+                            tolerance=args.tolerance, **kwargs, **options)
         paths = suite.write_report(s, args.out)
         for kind, path in paths.items():
             say(f"wrote {path}")
         print(report.render(s["results"], args.format) if args.format != "json"
               else __import__("json").dumps(s, indent=1))
         return 1 if any("error" in r for r in s["results"]) else 0
+    if args.targets != "all":
+        raise RbdgenError("--targets goes with --suite (the targets are measured after the suite)")
     if not args.robot or not args.algorithm:
         raise RbdgenError("bench needs ROBOT and --algorithm (or --suite)")
 

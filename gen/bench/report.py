@@ -152,6 +152,9 @@ def suite_markdown(suite: dict) -> str:
            f"Outputs of the three implementations compared on every state before timing.",
            "- Pinocchio is timed as its API call (results left in `pinocchio::Data`, CRBA's upper "
            "triangle); rbdgen's C writes its outputs (full symmetric M) to caller memory.", ""]
+    if suite.get("targets"):
+        from .targets import summary
+        out += [summary(suite["targets"], res)]
     for key, title in (("pinocchio/specialized", "Pinocchio / specialized (median time ratio; > 1: specialized is faster)"),
                        ("generic/specialized", "generic / specialized (median time ratio)"),
                        ("adam/specialized", "ADAM / specialized (median time ratio; ADAM's CasADi functions as C "
@@ -170,6 +173,9 @@ def suite_markdown(suite: dict) -> str:
                 f"{_fmt(r['adam_ops'] / r['spec_ops'])} |" for r in rs if r.get("spec_ops")]
         out.append("")
     out += ["## All results", "", markdown_table(res), ""]
+    if suite.get("targets"):
+        from .targets import details
+        out += [details(suite["targets"])]
     errors = [r for r in res if "error" in r]
     if errors:
         out += ["## Errors", ""] + [f"- {r['robot']}/{r['algorithm']}: {r['error']}" for r in errors] + [""]

@@ -13,6 +13,7 @@ from ..algorithms import ALGORITHMS, ALM_FLOOR, in_report
 from ..errors import RbdgenError
 from ..robots.named import NAMED_ROBOTS
 from . import harness, pinshim, report
+from . import targets as target_parts
 from .harness import DELASSUS_MU
 
 SUITE_ALGORITHMS = tuple(in_report("suite"))
@@ -24,9 +25,10 @@ def suite_robots() -> list[str]:
 
 
 def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "pinocchio", "adam"),
-              progress=None, date: str | None = None, **bench_kwargs) -> dict:
+              targets=(), progress=None, date: str | None = None, **bench_kwargs) -> dict:
     """Benchmark every robot × algorithm; a failing entry is recorded with its error and
-    the suite goes on (a mismatch is an error: its times are not reported)."""
+    the suite goes on (a mismatch is an error: its times are not reported).  ``targets``:
+    the parts of :mod:`gen.bench.targets` to measure after it (issue 15's targets)."""
     say = progress or (lambda s: None)
     robots = list(robots or suite_robots())
     machine = harness.machine_info()
@@ -52,6 +54,7 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
             except RbdgenError as e:
                 say(f"suite: {rb}/{algo} failed: {e}")
                 results.append({"robot": rb, "algorithm": algo, "error": " ".join(str(e).split())})
+    measured = target_parts.run(targets, progress) if targets else None
     try:
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
@@ -61,7 +64,7 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
         shim_info["eigen_align"] = next((r["settings"].get("pinocchio_eigen_align") for r in results
                                          if "settings" in r and "pinocchio_eigen_align" in r["settings"]), None)
     return {"date": date or _dt.date.today().isoformat(), "machine": machine, "method": method,
-            "shim": shim_info, "results": results}
+            "shim": shim_info, "results": results, **({"targets": measured} if measured else {})}
 
 
 def write_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str, Path]:

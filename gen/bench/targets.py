@@ -1,0 +1,201 @@
+"""The performance targets of issue 15, measured in one run for the suite report
+(``rbdgen bench --suite``; ``--targets`` picks the parts, ``none`` leaves them out).
+
+Parts, each by the module that owns the measurement:
+
+* ``batch`` (§1): :func:`gen.bench.batch.batch_benchmark` on talos ``aba``, ``rnea`` and
+  ``constrained_aba`` (K = 3, both soles), plus ``constrained_aba`` with glibc's sin/cos
+  per lane (``batch_trig="libm"``), the configuration whose lanes round as the scalar
+  kernel's trigonometry does;
+* ``order`` (§2): :func:`gen.bench.emission_order.run` on talos ``aba``, ``rnea``, ``crba``;
+* ``compile`` (§3): :func:`gen.bench.compile_time.run` (its default cases);
+* ``choice`` (§4): every candidate of ``-a auto`` and ``-a auto_osim`` on every bilateral
+  named constraint set, timed alone (:func:`gen.bench.harness.benchmark`, default options,
+  ``CHOICE_ROUNDS`` rounds), then :func:`gen.bench.choice.rows`;
+* §5 (peers) is the suite's own table.
+
+:func:`verdicts` turns the measurements into one row per target: met or not, and what
+was measured.
+"""
+from __future__ import annotations
+
+import time
+
+from ..choose import AUTO, choose
+from ..errors import RbdgenError
+from ..robots import load_robot
+from . import batch, choice, compile_time, emission_order, harness
+
+PARTS = ("batch", "order", "compile", "choice")
+#: §1: the batched rows (robot, algorithm, constraints, options)
+BATCH_ROWS = (*batch.DEFAULT_ROWS,
+              ("talos", "constrained_aba", batch.SOLES, {"iterations": 3, "batch_trig": "libm"}))
+#: §1 targets: per-state throughput over the scalar kernel, lanes against the scalar kernel
+BATCH_SPEEDUP, LANE_TOL = 3.0, 1e-14
+#: §2: the kernels whose instruction order is measured
+ORDER_CASES = (("talos", "aba"), ("talos", "rnea"), ("talos", "crba"))
+#: §4: timing rounds per candidate (x the harness's 100 calls)
+CHOICE_ROUNDS = 100
+
+
+def choice_times(sets=None, progress=None, rounds: int = CHOICE_ROUNDS) -> dict:
+    """Every candidate of every automatic choice on ``sets`` (name -> (robot, spec);
+    default :func:`gen.bench.choice.bilateral_sets`), timed alone: ``{"sets", "results"}``,
+    a failed benchmark as ``{"robot", "constraints", "algorithm", "error"}``."""
+    say = progress or (lambda s: None)
+    sets = dict(sets or choice.bilateral_sets())
+    out, done = [], set()
+    for name, (robot, spec) in sets.items():
+        model = load_robot(robot)
+        for auto in AUTO:
+            for c in choose(model, auto, spec).candidates:
+                key = (robot, spec, c["algorithm"])
+                if c["status"] == "excluded" or key in done:
+                    continue
+                done.add(key)
+                say(f"targets: {name} {c['algorithm']}")
+                try:
+                    out.append(harness.benchmark(model, c["algorithm"], spec, against=(), rounds=rounds,
+                                                 progress=progress))
+                except RbdgenError as e:
+                    out.append({"robot": robot, "constraints": spec, "algorithm": c["algorithm"],
+                                "error": " ".join(str(e).split())})
+    return {"sets": sets, "results": out}
+
+
+def run(parts=PARTS, progress=None) -> dict:
+    """The measurements of ``parts`` (see the module docstring), with wall time per part."""
+    say = progress or (lambda s: None)
+    bad = [p for p in parts if p not in PARTS]
+    if bad:
+        raise RbdgenError(f"unknown target part '{bad[0]}' (choose from {', '.join(PARTS)}, or all / none)")
+    doc: dict = {"seconds": {}}
+    for part in parts:
+        say(f"targets: {part}")
+        t0 = time.perf_counter()
+        if part == "batch":
+            doc["batch"] = [batch.batch_benchmark(r, a, c, progress=progress, **o) for r, a, c, o in BATCH_ROWS]
+        elif part == "order":
+            doc["order"] = emission_order.run(ORDER_CASES, progress=progress)
+        elif part == "compile":
+            doc["compile"] = compile_time.run(progress=progress)
+        else:
+            doc["choice"] = choice_times(progress=progress)
+        doc["seconds"][part] = round(time.perf_counter() - t0, 1)
+    return doc
+
+
+def _choice_rows(measured: dict) -> list[dict]:
+    return choice.rows(None, [measured["results"]], {k: tuple(v) for k, v in measured["sets"].items()})
+
+
+def _lane_diff(r: dict) -> float:
+    return max(v["max_rel_diff"] for v in r["verify"].values())
+
+
+def _batch_name(r: dict) -> str:
+    trig = r["options"].get("batch_trig")
+    return f"{r['robot']} {r['algorithm']}" + (f", sin/cos {trig}" if trig else "")
+
+
+def verdicts(doc: dict, suite_results=()) -> list[dict]:
+    """One row per target: ``section``, ``target``, ``measured`` (text), ``met`` (bool)."""
+    out = []
+
+    def add(section, target, measured, met):
+        out.append({"section": section, "target": target, "measured": measured, "met": bool(met)})
+
+    if "batch" in doc:
+        default = [r for r in doc["batch"] if "batch_trig" not in r["options"]]
+        for r in default:
+            ratios = {k.split("/")[1]: v for k, v in r["ratios"].items()}
+            add("§1", f"{r['robot']} {r['algorithm']}: batched >= {BATCH_SPEEDUP:g}x the scalar kernel per state",
+                ", ".join(f"{k}: {v:.2f}x" for k, v in ratios.items()), min(ratios.values()) >= BATCH_SPEEDUP)
+        for r in doc["batch"]:
+            ratios = {k.split("/")[1]: v for k, v in r["ratios"].items()}
+            add("§1", f"{_batch_name(r)}: every lane = scalar kernel to {LANE_TOL:g}",
+                f"max rel. diff {_lane_diff(r):.1e}" + (f" (throughput {', '.join(f'{k}: {v:.2f}x' for k, v in ratios.items())})"
+                                                       if "batch_trig" in r["options"] else ""),
+                _lane_diff(r) <= LANE_TOL)
+    if "order" in doc:
+        rows = {r["algorithm"]: r for r in doc["order"]["rows"] if r["robot"] == "talos"}
+        for name in ("aba", "rnea", "crba"):
+            if name in rows:
+                t, a = rows[name]["tape"], rows[name]["auto"]
+                add("§2", f"talos {name}: >= {emission_order.TARGET_SPEEDUP:g}x by emission order",
+                    f"{t['ns'] / a['ns']:.2f}x ({t['ns']:.0f} -> {a['ns']:.0f} ns)",
+                    t["ns"] / a["ns"] >= emission_order.TARGET_SPEEDUP)
+        ghz = doc["order"]["ghz"]
+        if "aba" in rows and ghz:
+            rate = rows["aba"]["ops"] / (rows["aba"]["auto"]["ns"] * ghz)
+            add("§2", f"talos aba: >= {emission_order.TARGET_OPS_PER_CYCLE:g} operations per cycle",
+                f"{rate:.2f} ops per cycle at {ghz} GHz", rate >= emission_order.TARGET_OPS_PER_CYCLE)
+    if "compile" in doc:
+        for r in doc["compile"]["rows"]:
+            s, u = r["split"], r["unsplit"]
+            total = r["trace_s"] + s["emit_s"] + (s.get("seconds") or float("inf"))
+            ok = not s.get("timeout") and total <= compile_time.BUDGET_S and (s.get("rss_mb") or 0) <= \
+                compile_time.MAX_RSS_MB
+            slow = None if isinstance(u, str) or not u.get("ns") or not s.get("ns") else s["ns"] / u["ns"]
+            if slow is not None:
+                ok = ok and slow <= compile_time.MAX_SLOWDOWN
+            add("§3", f"{r['robot']} {r['algorithm']}: trace + emit + compile <= {compile_time.BUDGET_S:g} s, "
+                      f"<= {compile_time.MAX_RSS_MB:g} MB, run time within "
+                      f"{round((compile_time.MAX_SLOWDOWN - 1) * 100)} % of one function",
+                f"{total:.0f} s, {s.get('rss_mb') or 0:.0f} MB" +
+                (f", split / one function {slow:.3f}" if slow is not None else
+                 ", one function: " + ("same C" if isinstance(u, str) else "stopped" if u.get("timeout") else "-")),
+                ok)
+    if "choice" in doc:
+        for r in _choice_rows(doc["choice"]):
+            if r["status"] == "summary":
+                ratio = r["ratio"]
+                add("§4", f"{r['set']} -a {r['auto']}: choice within 10 % of the fastest",
+                    "not timed" if ratio is None else
+                    f"chose {r['algorithm'][3:]}, fastest {r['fastest']}, ratio {ratio:.3f}",
+                    ratio is not None and ratio <= choice.WITHIN)
+    adam = [r for r in suite_results if "error" not in r]
+    if adam:
+        timed = [r for r in adam if "adam/specialized" in r.get("ratios", {})]
+        failed = [f"{r['robot']} {r['algorithm']}" for r in adam
+                  if str(r.get("skipped", {}).get("adam", "")).startswith("ADAM failed")]
+        add("§5", "ADAM timed wherever it computes the same quantity",
+            f"{len(timed)} robot x algorithm timed" + (f"; failed: {', '.join(failed)}" if failed else ""),
+            timed and not failed)
+    return out
+
+
+def summary(doc: dict, suite_results=()) -> str:
+    """The verdict table of the suite report."""
+    out = ["## Issue 15 targets", "",
+           "Measured in this run (`gen/bench/targets.py`; tables under \"Issue 15 measurements\" below, "
+           "§5 is the ADAM table above); § numbers are the issue's. Wall time per part: "
+           f"{', '.join(f'{k} {v:.0f} s' for k, v in doc['seconds'].items())}.", "",
+           "| § | target | measured | met |", "|---|---|---|---|"]
+    for v in verdicts(doc, suite_results):
+        out.append(f"| {v['section']} | {v['target']} | {v['measured']} | {'yes' if v['met'] else '**no**'} |")
+    return "\n".join(out) + "\n"
+
+
+def details(doc: dict) -> str:
+    """Each part's table, for the end of the suite report."""
+    out = ["## Issue 15 measurements"]
+    if "batch" in doc:
+        out += ["", "### §1 Batched kernels (ns per state)", "",
+                "`gen.bench.batch`: the scalar kernel and the N = 4, 8 lane kernels in one program, "
+                "interleaved; Pinocchio from its own interleaved run against the scalar kernel, scaled.", "",
+                batch.markdown(doc["batch"]).rstrip()]
+    for part, module in (("order", emission_order), ("compile", compile_time)):
+        if part in doc:
+            body = module.markdown(doc[part]).rstrip().split("\n")
+            out += ["", "###" + body[0].lstrip("#").rstrip(), *body[1:]]
+    if "choice" in doc:
+        failed = [f"{r['robot']} {r['algorithm']}: {r['error'][:80]}" for r in doc["choice"]["results"]
+                  if "error" in r]
+        out += ["", "### §4 Automatic choice against measured times", "",
+                f"Each candidate timed alone (`gen.bench.harness`, {CHOICE_ROUNDS} rounds x 100 calls, "
+                "default options: K = 3, mu = 1e-6); `gen.choose` picks from op counts.", "",
+                choice.markdown(_choice_rows(doc["choice"])).rstrip()]
+        if failed:
+            out += ["", "Not timed: " + "; ".join(failed)]
+    return "\n".join(out) + "\n"
