@@ -151,7 +151,8 @@ def markdown(doc: dict, notes: str = "") -> str:
             "code: static = executed, bar the libm calls); *stack*: instructions with a `%rsp`/`%rbp` operand, "
             "i.e. spills and reloads; *FP*: floating-point arithmetic instructions (an FMA is one).  Run time: "
             f"both variants in one program, called interleaved on {doc['states']} random states cycled, median "
-            f"of {doc['rounds']} rounds of ~2 ms.  Per cycle: the traced op count (an FMA is two ops) and the FP "
+            f"of {doc['rounds']} rounds of ~2 ms, the program linked in both orders of the two objects and the "
+            f"lower median kept.  Per cycle: the traced op count (an FMA is two ops) and the FP "
             f"instructions over run time at the core's clock measured under load by a chain of dependent "
             f"integer additions ({ghz or '?'} GHz).  {report.machine_sentence(m)}"), "",
            ("| kernel | ops | live values tape / scheduled | order used | instructions tape / auto | "

@@ -34,33 +34,46 @@ BATCH_ROWS = (*batch.DEFAULT_ROWS,
 BATCH_SPEEDUP, LANE_TOL = 3.0, 1e-14
 #: §2: the kernels whose instruction order is measured
 ORDER_CASES = (("talos", "aba"), ("talos", "rnea"), ("talos", "crba"))
-#: §4: timing rounds per candidate (x the harness's 100 calls)
-CHOICE_ROUNDS = 100
+#: §4: timing rounds per candidate (x the harness's 100 calls), passes over all candidates
+CHOICE_ROUNDS, CHOICE_PASSES = 100, 3
 
 
-def choice_times(sets=None, progress=None, rounds: int = CHOICE_ROUNDS) -> dict:
+def choice_times(sets=None, progress=None, rounds: int = CHOICE_ROUNDS, passes: int = CHOICE_PASSES) -> dict:
     """Every candidate of every automatic choice on ``sets`` (name -> (robot, spec);
-    default :func:`gen.bench.choice.bilateral_sets`), timed alone: ``{"sets", "results"}``,
-    a failed benchmark as ``{"robot", "constraints", "algorithm", "error"}``."""
+    default :func:`gen.bench.choice.bilateral_sets`), timed alone, ``passes`` times over
+    the whole list (every other pass in reverse order), keeping each candidate's run with
+    the lowest median: one pass on this shared 2-core machine measured the same kernel
+    (caba_osim and caba_osimf trace the same graph) at 850 and 519 ns.  Returns
+    ``{"sets", "results"}``, each result with ``passes_ns`` (its medians), a failed
+    benchmark as ``{"robot", "constraints", "algorithm", "error"}``."""
     say = progress or (lambda s: None)
     sets = dict(sets or choice.bilateral_sets())
-    out, done = [], set()
+    jobs, seen = [], set()
     for name, (robot, spec) in sets.items():
         model = load_robot(robot)
         for auto in AUTO:
             for c in choose(model, auto, spec).candidates:
-                key = (robot, spec, c["algorithm"])
-                if c["status"] == "excluded" or key in done:
-                    continue
-                done.add(key)
-                say(f"targets: {name} {c['algorithm']}")
-                try:
-                    out.append(harness.benchmark(model, c["algorithm"], spec, against=(), rounds=rounds,
-                                                 progress=progress))
-                except RbdgenError as e:
-                    out.append({"robot": robot, "constraints": spec, "algorithm": c["algorithm"],
-                                "error": " ".join(str(e).split())})
-    return {"sets": sets, "results": out}
+                if c["status"] != "excluded" and (robot, spec, c["algorithm"]) not in seen:
+                    seen.add((robot, spec, c["algorithm"]))
+                    jobs.append((model, spec, c["algorithm"]))
+    best: dict[int, dict] = {}
+    for p in range(passes):
+        for j in (range(len(jobs)) if p % 2 == 0 else reversed(range(len(jobs)))):
+            model, spec, algorithm = jobs[j]
+            if "error" in best.get(j, {}):
+                continue
+            say(f"targets: {model.name} {spec} {algorithm} (pass {p + 1} of {passes})")
+            try:
+                r = harness.benchmark(model, algorithm, spec, against=(), rounds=rounds, progress=progress)
+            except RbdgenError as e:
+                best[j] = {"robot": model.name, "constraints": spec, "algorithm": algorithm,
+                           "error": " ".join(str(e).split())}
+                continue
+            ns = [*best.get(j, {}).get("passes_ns", []), r["implementations"]["specialized"]["median_ns"]]
+            if j not in best or ns[-1] < min(ns[:-1]):
+                best[j] = r
+            best[j]["passes_ns"] = ns
+    return {"sets": sets, "results": [best[j] for j in range(len(jobs))]}
 
 
 def run(parts=PARTS, progress=None) -> dict:
@@ -177,9 +190,68 @@ def summary(doc: dict, suite_results=()) -> str:
     return "\n".join(out) + "\n"
 
 
+def limits(doc: dict) -> list[str]:
+    """What limits each target this run did not meet, in this run's numbers (bullets)."""
+    out = []
+    for r in doc.get("batch", []):
+        if _lane_diff(r) <= LANE_TOL:
+            continue
+        libm = [x for x in doc["batch"] if x["algorithm"] == r["algorithm"] and x["options"].get("batch_trig")]
+        if "batch_trig" in r["options"]:
+            continue
+        text = (f"§1 lanes of {r['robot']} {r['algorithm']} ({_lane_diff(r):.1e} from the scalar kernel): the "
+                "batched kernel's +, -, *, / are the scalar kernel's IEEE operations lane by lane, but its sin/cos "
+                "is the vectorised routine (within 2.3e-16 of glibc, not bit-equal) and gcc contracts a*b+c into "
+                "FMAs differently in vector and scalar code; the augmented-Lagrangian update amplifies a one-ulp "
+                "difference by ~1/(mu lambda_min(M)).")
+        if libm:
+            x = libm[0]
+            ratios = ", ".join(f"{k.split('/')[1]} {v:.2f}x" for k, v in x["ratios"].items())
+            text += (f" With glibc's sin/cos per lane (row 'sin/cos libm') lanes differ by {_lane_diff(x):.1e} "
+                     f"(the contraction remains) and the throughput drops to {ratios} of the scalar kernel. "
+                     "Bit-equal lanes need -ffp-contract=off on both kernels as well "
+                     "(tests/test_batch.py: difference exactly 0 on ur5 and solo12 in that configuration), "
+                     "which would change every scalar kernel's rounding and speed; not done.")
+        out.append(text)
+    rows = {r["algorithm"]: r for r in doc.get("order", {}).get("rows", []) if r["robot"] == "talos"}
+    slow = [k for k, r in rows.items() if r["tape"]["ns"] / r["auto"]["ns"] < emission_order.TARGET_SPEEDUP]
+    if slow:
+        batched = max((max(r["ratios"].values()) for r in doc.get("batch", [])
+                       if r["robot"] == "talos" and r["algorithm"] == "aba"), default=None)
+        parts = [f"{k}: {rows[k]['live']['tape']:.0f} -> {rows[k]['live']['scheduled']:.0f} live values, "
+                 f"{rows[k]['tape']['stack']} -> {rows[k]['auto']['stack']} stack operands of "
+                 f"{rows[k]['tape']['instructions']} -> {rows[k]['auto']['instructions']} instructions"
+                 for k in slow]
+        out.append("§2 emission order (" + "; ".join(parts) + "): the schedule removes spills, but the values "
+                   "that cross from one sweep to the next (ABA: per body its transform, c, D^-1 U^T, D^-1 u) "
+                   "must be held between the sweeps whatever the order, far more than the 16 (AVX2) or 32 "
+                   "(AVX-512) vector registers, so spills remain; and scalar code retires one double per "
+                   "floating-point instruction (FP per cycle in the table below), where the core has two FMA "
+                   "pipes of 4-8 doubles: the batched kernels (§1) are how rbdgen uses that width"
+                   + (f" (talos aba: {batched:.1f}x the scalar kernel per state)" if batched else "") +
+                   ". Tried and measured without gain (report "
+                   "bench/reports/2026-11-26-emission-order.md): depth-first orders by operand size, other "
+                   "tie rules and scores, gcc's pressure-aware scheduling.")
+    for v in verdicts({k: doc[k] for k in ("compile", "choice") if k in doc}):
+        if v["met"]:
+            continue
+        if v["section"] == "§3":
+            out.append(f"§3 {v['target'].split(':')[0]} ({v['measured']}): big straight-line kernels' run time "
+                       "moves with code layout; two byte-identical split copies of talos rnea_derivatives "
+                       "linked into one program measured 20.9 and 25.5 us "
+                       "(bench/reports/2026-11-26-compile-time.md).")
+        else:
+            out.append(f"§4 {v['target'].split(':')[0]} ({v['measured']}): the cost model "
+                       "(gen.choose.WEIGHTS) counts operations, not memory traffic, spills or code size.")
+    return out
+
+
 def details(doc: dict) -> str:
     """Each part's table, for the end of the suite report."""
     out = ["## Issue 15 measurements"]
+    notes = limits(doc)
+    if notes:
+        out += ["", "What limits the targets not met:", ""] + [f"- {n}" for n in notes]
     if "batch" in doc:
         out += ["", "### §1 Batched kernels (ns per state)", "",
                 "`gen.bench.batch`: the scalar kernel and the N = 4, 8 lane kernels in one program, "
@@ -194,7 +266,8 @@ def details(doc: dict) -> str:
                   if "error" in r]
         out += ["", "### §4 Automatic choice against measured times", "",
                 f"Each candidate timed alone (`gen.bench.harness`, {CHOICE_ROUNDS} rounds x 100 calls, "
-                "default options: K = 3, mu = 1e-6); `gen.choose` picks from op counts.", "",
+                f"default options: K = 3, mu = 1e-6), {CHOICE_PASSES} passes over all candidates (every other "
+                "one in reverse order), the lowest median kept; `gen.choose` picks from op counts.", "",
                 choice.markdown(_choice_rows(doc["choice"])).rstrip()]
         if failed:
             out += ["", "Not timed: " + "; ".join(failed)]
