@@ -54,7 +54,8 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
     returns medians (ns per state), p10/p90, ratios scalar/batched and, with
     ``pinocchio``, Pinocchio's time per state scaled into this run (its median ratio to
     the scalar kernel in :func:`benchmark`'s interleaved run times this run's scalar
-    median)."""
+    median; not with ``flags``).  ``options``: the algorithm's, and the build's ``flags``
+    (both kernels) and ``batch_trig`` (the batched ones)."""
     say = progress or (lambda s: None)
     lanes = tuple(int(n) for n in lanes)
     if any(n_states % n or per_sample % n for n in lanes):
@@ -62,8 +63,11 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
-    scalar = build(model, algorithm, cset, progress=progress, **options)
-    batched = [build(model, algorithm, cset, batch=n, progress=progress, **options) for n in lanes]
+    flags, trig = options.get("flags"), options.get("batch_trig", "vector")     # build options
+    algo_options = {k: v for k, v in options.items() if k not in ("flags", "batch_trig")}
+    scalar = build(model, algorithm, cset, flags=flags, progress=progress, **algo_options)
+    batched = [build(model, algorithm, cset, flags=flags, batch=n, batch_trig=trig, progress=progress,
+                     **algo_options) for n in lanes]
     fn = scalar.function
     inputs, outputs, off = [], [], 0
     for x in fn["inputs"]:
@@ -106,10 +110,10 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
               "ratios": {f"scalar/{name}": med / impls[name]["median_ns"] for name in impls if name != "scalar"},
               "settings": {"n_states": n_states, "rounds": rounds, "per_sample": per_sample, "warmup": warmup,
                            "seed": seed, "flags": " ".join(pinshim.BENCH_FLAGS)}}
-    if pinocchio:
+    if pinocchio and flags is None:      # (its ratio is to the scalar kernel of the default flags)
         try:
             r = benchmark(model, algorithm, cset, against=("pinocchio",), rounds=rounds, batch=100,
-                          progress=progress, **options)
+                          progress=progress, **algo_options)
         except RbdgenError as e:
             result["pinocchio"] = {"skipped": str(e)}
         else:
@@ -121,6 +125,13 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
             else:
                 result["pinocchio"] = {"skipped": r["skipped"].get("pinocchio", "not run")}
     return result
+
+
+def configuration(r: dict) -> str:
+    """A result's build configuration, as the tables show it ("" for the default one)."""
+    o = r["options"]
+    return ", ".join(([f"sin/cos {o['batch_trig']}"] if "batch_trig" in o else [])
+                     + (["-ffp-contract=off"] if "-ffp-contract=off" in (o.get("flags") or "") else []))
 
 
 def markdown(results: list[dict]) -> str:
@@ -138,6 +149,7 @@ def markdown(results: list[dict]) -> str:
             return f"{s['median_ns']:.0f} ({s['p10_ns']:.0f}-{s['p90_ns']:.0f})"
 
         name = r["algorithm"] + (f" ({r['constraints']}, K={r['options'].get('iterations')})" if r["constraints"] else "")
+        name += f"; {configuration(r)}" if configuration(r) else ""
         pin = r.get("pinocchio", {})
         pin_ns = f"{pin['median_ns_scaled']:.0f}" if "median_ns_scaled" in pin else pin.get("skipped", "-")
         pin_ratio = f"{pin['median_ns_scaled'] / im[lanes[-1]]['median_ns']:.2f}" if "median_ns_scaled" in pin else "-"
