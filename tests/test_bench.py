@@ -589,6 +589,28 @@ def test_issue15_targets_from_small_measurements(tmp_path):
     assert text.index("## Issue 15 targets") < text.index("## All results") < text.index("## Issue 15 measurements")
 
 
+def test_scaling_study_verdicts(tmp_path):
+    """§3's scaling rows read the committed study: a point up to 102 bodies without a time,
+    or an O(n) algorithm's point to 300 without one, is not met; super-linear ones are
+    named, not required."""
+    from gen.bench import targets
+
+    def case(n, algorithm, us, family="chain"):
+        return {"family": family, "n": n, "algorithm": algorithm, "iterations": 1, "median_us": us}
+
+    def fit(algorithm, exponent, family="chain"):
+        return {"family": family, "algorithm": algorithm, "iterations": 1, "ops_exponent": exponent}
+
+    for sub, cases, fits in (("scaling", [case(10, "prox_pv", 1.0), case(102, "prox_pv", None)], []),
+                             ("scaling-300", [case(300, "constrained_aba", 9.0), case(300, "prox_pv", None, "tree")],
+                              [fit("constrained_aba", 1.01), fit("prox_pv", 2.4, "tree")])):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "scaling.json").write_text(json.dumps({"cases": cases, "fits": fits}))
+    small, large = targets.scaling_verdicts(tmp_path)
+    assert small[3] is False and small[2].startswith("1 of 2 points")
+    assert large[3] is True and large[2].startswith("1 of 1 points") and "tree prox_pv K=1 (ops exponent 2.40)" in large[2]
+
+
 def test_targets_option_is_checked():
     from gen.bench import cli
     from gen.errors import RbdgenError

@@ -20,12 +20,14 @@ was measured.
 """
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 from ..choose import AUTO, choose
 from ..errors import RbdgenError
 from ..robots import load_robot
-from . import batch, choice, compile_time, emission_order, harness
+from . import batch, choice, compile_time, emission_order, harness, report
 
 PARTS = ("batch", "order", "compile", "choice")
 #: §1: the batched rows (robot, algorithm, constraints, options)
@@ -38,6 +40,8 @@ BATCH_ROWS = (*batch.DEFAULT_ROWS,
 BATCH_SPEEDUP, LANE_TOL = 3.0, 1e-14
 #: §2: the kernels whose instruction order is measured
 ORDER_CASES = (("talos", "aba"), ("talos", "rnea"), ("talos", "crba"))
+#: §3: the scaling study's points that must be compiled and timed, and what counts as O(n)
+SCALING_UP_TO, LINEAR_EXPONENT = 102, 1.2
 #: §4: timing rounds per candidate (x the harness's 100 calls), passes over all candidates
 CHOICE_ROUNDS, CHOICE_PASSES = 100, 3
 
@@ -100,6 +104,37 @@ def run(parts=PARTS, progress=None) -> dict:
             doc["choice"] = choice_times(progress=progress)
         doc["seconds"][part] = round(time.perf_counter() - t0, 1)
     return doc
+
+
+def scaling_verdicts(reports=None) -> list[tuple]:
+    """§3's scaling study, from the committed reports of ``rbdgen scaling`` (not re-run
+    by the suite: hours of compiling): every point up to :data:`SCALING_UP_TO` bodies
+    compiled and timed, and in the study to 300 bodies every point of the O(n)
+    algorithms (fitted op-count exponent at most :data:`LINEAR_EXPONENT`)."""
+    root = Path(reports) if reports else report.REPORTS_DIR
+    out = []
+    small, large = root / "scaling" / "scaling.json", root / "scaling-300" / "scaling.json"
+    if small.exists():
+        d = json.loads(small.read_text())
+        cases = [c for c in d["cases"] if c["n"] <= SCALING_UP_TO]
+        timed = [c for c in cases if c.get("median_us") is not None]
+        out.append(("§3", f"scaling study: every point up to {SCALING_UP_TO} bodies compiled and timed",
+                    f"{len(timed)} of {len(cases)} points ({small.as_posix()})",
+                    len(timed) == len(cases)))
+    if large.exists():
+        d = json.loads(large.read_text())
+        linear = {(f["family"], f["algorithm"], f["iterations"]) for f in d["fits"]
+                  if f["ops_exponent"] <= LINEAR_EXPONENT}
+        cases = [c for c in d["cases"] if (c["family"], c["algorithm"], c["iterations"]) in linear]
+        timed = [c for c in cases if c.get("median_us") is not None]
+        other = [f"{f['family']} {f['algorithm']}" + (f" K={f['iterations']}" if f["iterations"] else "")
+                 + f" (ops exponent {f['ops_exponent']:.2f})" for f in d["fits"] if f["ops_exponent"] > LINEAR_EXPONENT]
+        out.append(("§3", f"scaling study: chains and trees to {max(c['n'] for c in d['cases'])} bodies for the "
+                          f"O(n) algorithms (op-count exponent <= {LINEAR_EXPONENT:g})",
+                    f"{len(timed)} of {len(cases)} points ({large.as_posix()})"
+                    + (f"; not O(n): {', '.join(other)}" if other else ""),
+                    bool(cases) and len(timed) == len(cases)))
+    return out
 
 
 def _choice_rows(measured: dict) -> list[dict]:
@@ -165,6 +200,9 @@ def verdicts(doc: dict, suite_results=()) -> list[dict]:
                 (f", split / one function {slow:.3f}" if slow is not None else
                  ", one function: " + ("same C" if isinstance(u, str) else "stopped" if u.get("timeout") else "-")),
                 ok)
+    if "compile" in doc:
+        for v in scaling_verdicts():
+            add(*v)
     if "choice" in doc:
         for r in _choice_rows(doc["choice"]):
             if r["status"] == "summary":
