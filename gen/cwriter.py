@@ -137,8 +137,11 @@ class _Step:
     dest: str = ""
 
 
-def _steps(f: ca.Function) -> list[_Step]:
-    """The tape of ``f`` as steps, constants folded into their uses as literals."""
+def _steps(f: ca.Function, calls: dict | None = None) -> list[_Step]:
+    """The tape of ``f`` as steps, constants folded into their uses as literals;
+    ``calls``: C formats replacing :data:`SCALAR_OPS`' for some operations (e.g. sin and
+    cos by a routine of the kernel file)."""
+    ops = {**SCALAR_OPS, **(calls or {})}
     if not f.is_a("SXFunction"):
         raise RbdgenError(f"{f.name()}: the C writer takes an SX function")
     const: dict[int, str] = {}                 # work slot -> the literal it holds now
@@ -159,8 +162,8 @@ def _steps(f: ca.Function) -> list[_Step]:
         r = out[0]
         if op == ca.OP_INPUT:
             steps.append(_Step(f"arg[{ins[0]}][{ins[1]}]", (), r))
-        elif op in SCALAR_OPS:
-            steps.append(_Step(SCALAR_OPS[op].format(*(operand(a) for a in ins)), reads, r))
+        elif op in ops:
+            steps.append(_Step(ops[op].format(*(operand(a) for a in ins)), reads, r))
         else:
             raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
         const.pop(r, None)
@@ -304,14 +307,15 @@ class Written:
 
 
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
-                   part_size: int | None = None, order: str = "auto") -> Written:
+                   part_size: int | None = None, order: str = "auto", calls: dict | None = None) -> Written:
     """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
     to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
     ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers the live
-    values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots)."""
+    values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots); ``calls``: see
+    :func:`_steps`."""
     split_above = SPLIT_ABOVE if split_above is None else split_above
     part_size = min(PART_SIZE if part_size is None else part_size, split_above)
-    steps = _steps(f)
+    steps = _steps(f, calls)
     slots, scheduled = int(f.sz_w()), False
     if order != "tape" and (order == "schedule" or tape_live(steps) >= SCHEDULE_ABOVE):
         new, before, after = schedule(steps)      # scheduling only the kernels it may serve
@@ -405,10 +409,13 @@ PART_MACROS = """#if defined(__GNUC__)
 
 
 def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
-                    part_size: int | None = None, order: str = "auto") -> tuple[str, list[Written]]:
-    """C of several functions in one file (with ``#include <math.h>`` and, when any is
-    split, :data:`PART_MACROS`), and each one's :class:`Written`."""
+                    part_size: int | None = None, order: str = "auto", calls: dict | None = None,
+                    preamble: str = "") -> tuple[str, list[Written]]:
+    """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
+    (the routines ``calls`` names) and, when any is split, :data:`PART_MACROS`), and each
+    one's :class:`Written`."""
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
-                              order=order) for f in funcs]
-    head = ["#include <math.h>", ""] + ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
+                              order=order, calls=calls) for f in funcs]
+    head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble else []) + \
+        ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
     return "\n".join(head + ["\n\n".join(w.code for w in written)]), written

@@ -75,7 +75,9 @@ traced function's SX instruction tape written by :func:`_batch_code` as one GCC
 vector-extension statement per instruction over values of N doubles (``P_b<N>_kernel.c``,
 ``kernel_batch.c.j2``), so gcc emits AVX2 / AVX-512 arithmetic directly; sin and cos are
 vectorised (:func:`_batch_trig_code`, within 2.3e-16 of glibc) or, with
-``batch_trig="libm"``, glibc per lane.  The wrapper (``wrapper_batch.c.j2``) voids only
+``batch_trig="libm"``, glibc per lane; ``scalar_trig="vector"`` gives the scalar kernel
+the same routine (:func:`_one_lane_trig`), so that with ``-ffp-contract=off`` on both
+every lane is bit for bit the scalar kernel.  The wrapper (``wrapper_batch.c.j2``) voids only
 the lanes whose inputs are not finite.  Fixed iteration counts only (no early-exit
 driver), locals only (no ``avoid_stack``).  Measured on talos (gen.bench.batch,
 ``bench/reports/2026-11-25-batched-kernels.md``): aba 4.6x (N = 4) and 8.1x (N = 8) the
@@ -370,12 +372,15 @@ _UNSET = object()
 
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None, batch_trig: str = "vector", choice: dict | None = None,
-            split_above: int | None = None, order: str = "auto") -> dict:
+            batch: int | None = None, batch_trig: str = "vector", scalar_trig: str = "libm",
+            choice: dict | None = None, split_above: int | None = None, order: str = "auto") -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
-    ``batch_trig="libm"``), None for the scalar kernel; ``choice``: the record of an
+    ``batch_trig="libm"``), None for the scalar kernel; ``scalar_trig``: the scalar
+    kernel's sin and cos, glibc's (``"libm"``) or the batched kernels' routine on one lane
+    (``"vector"``, symbol ``..._vtrig``: with ``-ffp-contract=off`` on both, the lanes of a
+    batched kernel are then bit for bit this kernel); ``choice``: the record of an
     automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
     ``split_above``: the tape length above which a scalar kernel is split into parts
     (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
@@ -390,13 +395,17 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                           "iterations=K, not a tolerance")
     if batch and avoid_stack:
         raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
-    if batch_trig not in BATCH_TRIG:
-        raise RbdgenError(f"batch_trig={batch_trig!r}: choose from {', '.join(BATCH_TRIG)}")
+    for name, value in (("batch_trig", batch_trig), ("scalar_trig", scalar_trig)):
+        if value not in BATCH_TRIG:
+            raise RbdgenError(f"{name}={value!r}: choose from {', '.join(BATCH_TRIG)}")
+    if batch and scalar_trig != "libm":
+        raise RbdgenError("scalar_trig sets the scalar kernel's sin and cos; a batched kernel's are batch_trig")
     runtime = runtime_parameters(tr)
     if batch and runtime:
         raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
                           "weights built in (runtime_params off)")
-    tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else ""
+    tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else \
+        ("_vtrig" if scalar_trig == "vector" else "")
     prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + tag
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
@@ -413,13 +422,15 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     oc = _opcount(tr) if opcount is _UNSET else opcount
     if batch:
         kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
-    elif deferred(tr):
-        kernel_code, one = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack, split_above=split_above,
-                                          order=order)
-        written = [one]
     else:
-        kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
-                                               order=order)
+        trig = _one_lane_trig(f"{prefix}_cg") if scalar_trig == "vector" else {}
+        if deferred(tr):
+            kernel_code, one = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack, split_above=split_above,
+                                              order=order, **trig)
+            written = [one]
+        else:
+            kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
+                                                   order=order, **trig)
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
@@ -449,6 +460,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
+        **({"scalar_trig": scalar_trig} if scalar_trig != "libm" else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
                     **({"products": products_manifest(tr)} if deferred(tr) and not batch else {})},
         **({} if choice is None else {"choice": _jsonable(choice)}),
@@ -651,6 +663,23 @@ static inline {v} {p}_cos({v} x) {{ return {p}_trig(x, 1); }}
 """
 
 
+def _vector_types(p: str, lanes: int) -> list[str]:
+    """C typedefs of ``<p>_v`` (``lanes`` doubles) and ``<p>_u64`` (as many 64-bit
+    integers, for :func:`_batch_trig_code`'s bit masks)."""
+    return [f"typedef double {p}_v __attribute__((vector_size({8 * lanes})));",
+            f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));"]
+
+
+def _one_lane_trig(p: str) -> dict:
+    """``write_functions``' ``calls`` and ``preamble`` for a scalar kernel whose sin and
+    cos are :func:`_batch_trig_code`'s routine on a vector of one double: the same IEEE
+    operations in the same order as every lane of a batched kernel."""
+    routine = "\n".join([*_vector_types(p, 1), "", _batch_trig_code(p, 1),
+                         f"static inline double {p}_sin1(double x) {{ return {p}_sin(({p}_v){{x}})[0]; }}",
+                         f"static inline double {p}_cos1(double x) {{ return {p}_cos(({p}_v){{x}})[0]; }}"])
+    return {"calls": {ca.OP_SIN: f"{p}_sin1({{0}})", ca.OP_COS: f"{p}_cos1({{0}})"}, "preamble": routine}
+
+
 def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "vector") -> str:
     """C of ``int <symbol>(const double **arg, double **res)``: the SX function ``f``
     evaluated on ``lanes`` states at once (see the section comment above).  ``trig``:
@@ -705,10 +734,10 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
         used.add(r)
         body.append(line)
     decl = ", ".join(f"w{r}" for r in sorted(used))
-    head = [f"typedef double {v} __attribute__((vector_size({8 * lanes})));",
+    head = [_vector_types(p, lanes)[0],
             "/* the same for loads and stores at any double-aligned address */",
             f"typedef double {p}_m __attribute__((vector_size({8 * lanes}), aligned(8), may_alias));",
-            f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));",
+            _vector_types(p, lanes)[1],
             "",
             f"static inline {v} {p}_load(const double *x) {{ return *(const {p}_m *)x; }}",
             f"static inline void {p}_store(double *x, {v} y) {{ *({p}_m *)x = y; }}",
@@ -797,20 +826,20 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector", choice: dict | None = None, split_above: int | None = None,
-               order: str = "auto") -> BuildFolder:
+               batch_trig: str = "vector", scalar_trig: str = "libm", choice: dict | None = None,
+               split_above: int | None = None, order: str = "auto") -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
     ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
-    below); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
+    below), ``scalar_trig`` the scalar kernel's (:func:`context`); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
     ``split_above``, ``order``: see :func:`context`."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
         ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
-                      choice=choice, split_above=split_above, order=order)
+                      scalar_trig=scalar_trig, choice=choice, split_above=split_above, order=order)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())

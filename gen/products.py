@@ -107,12 +107,14 @@ static inline void rbdgen_columns(int rows, int inner, const int *restrict start
 
 
 def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
-                 order: str = "auto") -> tuple[str, Written]:
+                 order: str = "auto", calls: dict | None = None, preamble: str = "") -> tuple[str, Written]:
     """C of the scalar kernel ``name(arg, res[, w])`` of a trace with products: the head
-    (``name_head``, written by :mod:`gen.cwriter`) and the loops; its :class:`Written`
-    counts the scratch in the stack (or, with ``avoid_stack``, in the work slots)."""
+    (``name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``) and
+    the loops; its :class:`Written` counts the scratch in the stack (or, with
+    ``avoid_stack``, in the work slots)."""
     f, plan = head_function(f"{name}_head", tr)
-    code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order)
+    code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
+                                    calls=calls, preamble=preamble)
     sizes = [int(f.nnz_out(i)) for i in range(len(tr.outputs), f.n_out())]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)

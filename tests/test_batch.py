@@ -44,11 +44,11 @@ def stacked_inputs(model, algorithm, k, rng, cset=None):
 
 
 def check_lanes(model, algorithm, lanes, cache, spec=None, k=None, tol=LANE_TOL, flags=None,
-                batch_trig="vector", **options):
+                batch_trig="vector", scalar_trig="libm", **options):
     """k states (not a multiple of the lanes: the last call is padded) through the batched
     kernel equal the scalar kernel state by state to ``tol``; returns the largest difference."""
     cset = ALGORITHMS[algorithm].constraint_set(model, spec) if spec else None
-    scalar = build(model, algorithm, cset, cache=cache, flags=flags, **options)
+    scalar = build(model, algorithm, cset, cache=cache, flags=flags, scalar_trig=scalar_trig, **options)
     batched = build(model, algorithm, cset, cache=cache, batch=lanes, flags=flags, batch_trig=batch_trig,
                     **options)
     assert batched.batch == lanes and f"_b{lanes}" in batched.symbol
@@ -87,10 +87,32 @@ def test_constrained_aba_fixed_iterations(robot, spec, lanes, cache):
     contraction) within ALM_LANE_TOL, the kernel's own floor against NumPy
     (tests/test_build.py ALM_TOL; measured: ur5 6e-11, solo12 4 feet 1.4e-9)."""
     model = load_or_skip(robot)
-    exact = check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3,
-                        flags="-O3 -march=native -ffp-contract=off", batch_trig="libm")
-    assert exact == 0.0
+    for trig in ({"batch_trig": "libm"}, {"scalar_trig": "vector"}):   # one sin/cos in both kernels
+        exact = check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3,
+                            flags="-O3 -march=native -ffp-contract=off", **trig)
+        assert exact == 0.0
     check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3, tol=ALM_LANE_TOL)
+
+
+def test_scalar_kernel_with_the_batched_sin_cos(cache):
+    """scalar_trig="vector": the scalar kernel's sin and cos are the batched kernels'
+    routine on one lane (symbol ..._vtrig, recorded in the manifest); its results stay
+    within the routine's accuracy of the glibc build (solo12 aba); the lanes against it:
+    test_constrained_aba_fixed_iterations."""
+    model = load_or_skip("solo12")
+    plain = build(model, "aba", cache=cache)
+    vtrig = build(model, "aba", cache=cache, scalar_trig="vector")
+    assert vtrig.symbol == plain.symbol + "_vtrig" and vtrig.manifest["scalar_trig"] == "vector"
+    assert "scalar_trig" not in plain.manifest
+    assert "_sin1(" in (vtrig.path / f"{vtrig.symbol}_kernel.c").read_text()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        assert rel_err(vtrig(q, v, tau), plain(q, v, tau)) <= 1e-13
+    with pytest.raises(RbdgenError, match="scalar_trig sets the scalar kernel"):
+        build(model, "aba", cache=cache, batch=4, scalar_trig="vector")
+    with pytest.raises(RbdgenError, match="scalar_trig='fast': choose from vector, libm"):
+        build(model, "aba", cache=cache, scalar_trig="fast")
 
 
 def test_talos_aba(cache):

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..api import get_algorithm
-from ..build import build
+from ..build import build, compile_flags
 from ..errors import RbdgenError
 from ..model import Model
 from ..robots import load_robot
@@ -55,7 +55,7 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
     ``pinocchio``, Pinocchio's time per state scaled into this run (its median ratio to
     the scalar kernel in :func:`benchmark`'s interleaved run times this run's scalar
     median; not with ``flags``).  ``options``: the algorithm's, and the build's ``flags``
-    (both kernels) and ``batch_trig`` (the batched ones)."""
+    (both kernels), ``batch_trig`` (the batched ones) and ``scalar_trig`` (the scalar one)."""
     say = progress or (lambda s: None)
     lanes = tuple(int(n) for n in lanes)
     if any(n_states % n or per_sample % n for n in lanes):
@@ -64,8 +64,9 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
     flags, trig = options.get("flags"), options.get("batch_trig", "vector")     # build options
-    algo_options = {k: v for k, v in options.items() if k not in ("flags", "batch_trig")}
-    scalar = build(model, algorithm, cset, flags=flags, progress=progress, **algo_options)
+    algo_options = {k: v for k, v in options.items() if k not in ("flags", "batch_trig", "scalar_trig")}
+    scalar = build(model, algorithm, cset, flags=flags, scalar_trig=options.get("scalar_trig", "libm"),
+                   progress=progress, **algo_options)
     batched = [build(model, algorithm, cset, flags=flags, batch=n, batch_trig=trig, progress=progress,
                      **algo_options) for n in lanes]
     fn = scalar.function
@@ -92,8 +93,10 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
         program_c.write_text(source)
     kernels = [scalar, *batched]
     say(f"compiling {program}")
+    # the kernels' sources are compiled into the program: with the flags they were built with
+    program_flags = None if flags is None else [*compile_flags(flags), "-DNDEBUG"]
     exe, _ = _compile_program(root, [program_c, *[s for k in kernels for s in k.sources]],
-                              [k.path for k in kernels], False, None, None, progress)
+                              [k.path for k in kernels], False, None, None, progress, flags=program_flags)
     states = make_states(model, [(x["name"], x["size"]) for x in inputs], n_states, seed)
     with tempfile.TemporaryDirectory(prefix="rbdgen-batch-") as tmp:
         path = Path(tmp) / "states.bin"
@@ -130,7 +133,8 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
 def configuration(r: dict) -> str:
     """A result's build configuration, as the tables show it ("" for the default one)."""
     o = r["options"]
-    return ", ".join(([f"sin/cos {o['batch_trig']}"] if "batch_trig" in o else [])
+    return ", ".join(([f"batched sin/cos {o['batch_trig']}"] if "batch_trig" in o else [])
+                     + ([f"scalar sin/cos {o['scalar_trig']}"] if "scalar_trig" in o else [])
                      + (["-ffp-contract=off"] if "-ffp-contract=off" in (o.get("flags") or "") else []))
 
 

@@ -188,10 +188,11 @@ def _run(cmd, what: str, cwd=None) -> str:
 
 def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Path], link_with_pin: bool,
                      shim: pinshim.ShimBuild | None, shim_parts, progress,
-                     extra_link: tuple[str, ...] = ()) -> tuple[Path, float]:
-    """Compile the C sources (in parallel) and link ``bench`` (with ``extra_link``, e.g.
-    libmujoco); cached by content."""
-    flags = list(pinshim.BENCH_FLAGS)
+                     extra_link: tuple[str, ...] = (), flags=None) -> tuple[Path, float]:
+    """Compile the C sources (in parallel) with ``flags`` (default
+    :data:`~gen.bench.pinshim.BENCH_FLAGS`) and link ``bench`` (with ``extra_link``, e.g.
+    libmujoco); cached by content and flags."""
+    flags = list(flags or pinshim.BENCH_FLAGS)
     h = hashlib.sha256()
     for src in c_sources:
         h.update(src.read_bytes())
