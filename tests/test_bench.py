@@ -587,7 +587,7 @@ def test_issue15_targets_from_small_measurements(tmp_path):
          "method": {"n_states": 8, "seed": 0, "warmup": 1, "rounds": 1, "batch": 1}, "shim": None,
          "results": [], "targets": doc}
     s["machine"].setdefault("versions", {"rbdgen": "0", "pinocchio": "0", "casadi": "0", "numpy": "0"})
-    text = report.suite_markdown(s)
+    text = report.suite_markdown(s, (targets.summary(doc), targets.details(doc)))
     assert text.index("## Issue 15 targets") < text.index("## All results") < text.index("## Issue 15 measurements")
 
 

@@ -127,7 +127,9 @@ def _ratio_grid(results, key) -> tuple[list[str], list[str], dict]:
     return robots, algos, grid
 
 
-def suite_markdown(suite: dict) -> str:
+def suite_markdown(suite: dict, targets_md: tuple[str, str] = ("", "")) -> str:
+    """The suite report; ``targets_md``: the issue 15 sections (:mod:`gen.bench.targets`'
+    summary, after the machine, and details, after all results)."""
     m, meth = suite["machine"], suite["method"]
     v = m["versions"]
     res = suite["results"]
@@ -152,9 +154,8 @@ def suite_markdown(suite: dict) -> str:
            f"Outputs of the three implementations compared on every state before timing.",
            "- Pinocchio is timed as its API call (results left in `pinocchio::Data`, CRBA's upper "
            "triangle); rbdgen's C writes its outputs (full symmetric M) to caller memory.", ""]
-    if suite.get("targets"):
-        from .targets import summary
-        out += [summary(suite["targets"], res)]
+    if targets_md[0]:
+        out += [targets_md[0]]
     for key, title in (("pinocchio/specialized", "Pinocchio / specialized (median time ratio; > 1: specialized is faster)"),
                        ("generic/specialized", "generic / specialized (median time ratio)"),
                        ("adam/specialized", "ADAM / specialized (median time ratio; ADAM's CasADi functions as C "
@@ -173,9 +174,8 @@ def suite_markdown(suite: dict) -> str:
                 f"{_fmt(r['adam_ops'] / r['spec_ops'])} |" for r in rs if r.get("spec_ops")]
         out.append("")
     out += ["## All results", "", markdown_table(res), ""]
-    if suite.get("targets"):
-        from .targets import details
-        out += [details(suite["targets"])]
+    if targets_md[1]:
+        out += [targets_md[1]]
     errors = [r for r in res if "error" in r]
     if errors:
         out += ["## Errors", ""] + [f"- {r['robot']}/{r['algorithm']}: {r['error']}" for r in errors] + [""]
@@ -243,9 +243,9 @@ def chart(suite: dict, path: Path) -> Path | None:
     return path
 
 
-def write_suite(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
-    """Write ``<stem>.json``, ``<stem>.png`` (if matplotlib) and ``<stem>.md`` into
-    ``out_dir``; returns the paths."""
+def write_suite(suite: dict, out_dir: Path, stem: str, targets_md: tuple[str, str] = ("", "")) -> dict[str, Path]:
+    """Write ``<stem>.json``, ``<stem>.png`` (if matplotlib) and ``<stem>.md`` (with
+    ``targets_md``, see :func:`suite_markdown`) into ``out_dir``; returns the paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -256,7 +256,7 @@ def write_suite(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
     paths["json"] = out_dir / f"{stem}.json"
     paths["json"].write_text(json.dumps(suite, indent=1) + "\n")
     paths["md"] = out_dir / f"{stem}.md"
-    paths["md"].write_text(suite_markdown(suite) + "\n")
+    paths["md"].write_text(suite_markdown(suite, targets_md) + "\n")
     return paths
 
 
