@@ -57,7 +57,7 @@ def add_parser(subparsers):
                                   "sets of opcount.constrained)")
     p.add_argument("--targets", default="all",
                    help="with --suite: issue 15's targets measured after the suite and reported with it: "
-                        "all (default: batch, order, compile, choice; about 40 minutes on 2 cores), none, "
+                        "all (default: batch, order, compile, choice; about 13 minutes on 2 cores), none, "
                         "or a comma list of those parts")
     p.add_argument("--robots", help="with --suite: comma list of robots (default: every named robot)")
     p.add_argument("--algorithms", help="with --suite: comma list of algorithms (default: rnea,crba,aba,nle)")
