@@ -112,7 +112,7 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
               "implementations": impls, "verify": verify,
               "ratios": {f"scalar/{name}": med / impls[name]["median_ns"] for name in impls if name != "scalar"},
               "settings": {"n_states": n_states, "rounds": rounds, "per_sample": per_sample, "warmup": warmup,
-                           "seed": seed, "flags": " ".join(pinshim.BENCH_FLAGS)}}
+                           "seed": seed, "flags": " ".join(program_flags or pinshim.BENCH_FLAGS)}}
     if pinocchio and flags is None:      # (its ratio is to the scalar kernel of the default flags)
         try:
             r = benchmark(model, algorithm, cset, against=("pinocchio",), rounds=rounds, batch=100,

@@ -71,8 +71,7 @@ def write_report(suite: dict, out_dir=None, stem: str | None = None) -> dict[str
     """``<out_dir>/<date>-suite.{md,json,png}`` (default ``bench/reports/``), with the
     issue 15 sections when the suite measured them."""
     measured = suite.get("targets")
-    sections = (target_parts.summary(measured, suite["results"]), target_parts.details(measured)) if measured \
-        else ("", "")
+    sections = target_parts.sections(measured, suite["results"]) if measured else ("", "")
     return report.write_suite(suite, Path(out_dir) if out_dir else report.REPORTS_DIR,
                               stem or f"{suite['date']}-suite", sections)
 

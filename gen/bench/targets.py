@@ -93,19 +93,13 @@ def choice_times(sets=None, progress=None) -> dict:
                 states = compile_time.random_states(model, traces[names[0]], np.random.default_rng(0))
                 times, _ = compile_time.run_timing(folders, objects, states, fn, flags, work)
                 out += [{"robot": robot, "constraints": spec, "algorithm": a, "auto": auto, "together": names,
-                         "ops": fn_ops(folders[a]), "implementations": {"specialized": {"median_ns": times[a]}}}
-                        for a in names]
+                         "implementations": {"specialized": {"median_ns": times[a]}}} for a in names]
             except (RbdgenError, RuntimeError, subprocess.CalledProcessError) as e:
                 out += [{"robot": robot, "constraints": spec, "algorithm": a, "auto": auto,
                          "error": " ".join(str(e).split())} for a in names]
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     return {"sets": sets, "results": out}
-
-
-def fn_ops(folder) -> int | None:
-    """The op count a build folder's manifest records."""
-    return (folder.manifest["functions"][0].get("opcount") or {}).get("total")
 
 
 def run(parts=PARTS, progress=None) -> dict:
@@ -177,8 +171,10 @@ def _scalar_ns(r: dict) -> float:
     return r["implementations"]["scalar"]["median_ns"]
 
 
-def verdicts(doc: dict, suite_results=()) -> list[dict]:
-    """One row per target: ``section``, ``target``, ``measured`` (text), ``met`` (bool)."""
+def verdicts(doc: dict, suite_results=(), choice_rows=None) -> list[dict]:
+    """One row per target: ``section``, ``target``, ``measured`` (text), ``met`` (bool).
+    ``choice_rows``: :func:`gen.bench.choice.rows` of ``doc["choice"]`` if already made
+    (it traces every candidate again)."""
     out = []
 
     def add(section, target, measured, met):
@@ -224,11 +220,10 @@ def verdicts(doc: dict, suite_results=()) -> list[dict]:
                 (f", split / one function {slow:.3f}" if slow is not None else
                  ", one function: " + ("same C" if isinstance(u, str) else "stopped" if u.get("timeout") else "-")),
                 ok)
-    if "compile" in doc:
         for v in scaling_verdicts():
             add(*v)
     if "choice" in doc:
-        for r in _choice_rows(doc["choice"]):
+        for r in choice_rows or _choice_rows(doc["choice"]):
             if r["status"] == "summary":
                 ratio = r["ratio"]
                 add("§4", f"{r['set']} -a {r['auto']}: choice within 10 % of the fastest",
@@ -246,20 +241,29 @@ def verdicts(doc: dict, suite_results=()) -> list[dict]:
     return out
 
 
-def summary(doc: dict, suite_results=()) -> str:
-    """The verdict table of the suite report."""
+def sections(doc: dict, suite_results=()) -> tuple[str, str]:
+    """The suite report's two issue 15 sections (:func:`summary`, :func:`details`), the
+    choice's rows and the verdicts made once for both."""
+    rows = _choice_rows(doc["choice"]) if "choice" in doc else None
+    found = verdicts(doc, suite_results, rows)
+    return summary(doc, suite_results, found), details(doc, found, rows)
+
+
+def summary(doc: dict, suite_results=(), found=None) -> str:
+    """The verdict table of the suite report (``found``: :func:`verdicts`, if made)."""
     out = ["## Issue 15 targets", "",
            "Measured in this run (`gen/bench/targets.py`; tables under \"Issue 15 measurements\" below, "
            "§5 is the ADAM table above); § numbers are the issue's. Wall time per part: "
            f"{', '.join(f'{k} {v:.0f} s' for k, v in doc['seconds'].items())}.", "",
            "| § | target | measured | met |", "|---|---|---|---|"]
-    for v in verdicts(doc, suite_results):
+    for v in found or verdicts(doc, suite_results):
         out.append(f"| {v['section']} | {v['target']} | {v['measured']} | {'yes' if v['met'] else '**no**'} |")
     return "\n".join(out) + "\n"
 
 
-def limits(doc: dict) -> list[str]:
-    """What limits each target this run did not meet, in this run's numbers (bullets)."""
+def limits(doc: dict, found=None) -> list[str]:
+    """What limits each target this run did not meet, in this run's numbers (bullets);
+    ``found``: :func:`verdicts`, if made."""
     out = []
     for r in doc.get("batch", []):
         if batch.configuration(r) or _lane_diff(r) <= LANE_TOL:
@@ -300,8 +304,8 @@ def limits(doc: dict) -> list[str]:
                    ". Tried and measured without gain (report "
                    "bench/reports/2026-11-26-emission-order.md): depth-first orders by operand size, other "
                    "tie rules and scores, gcc's pressure-aware scheduling.")
-    for v in verdicts({k: doc[k] for k in ("compile", "choice") if k in doc}):
-        if v["met"]:
+    for v in found or verdicts({k: doc[k] for k in ("compile", "choice") if k in doc}):
+        if v["met"] or v["section"] not in ("§3", "§4"):
             continue
         if v["section"] == "§3":
             out.append(f"§3 {v['target'].split(':')[0]} ({v['measured']}): the split itself costs run time: "
@@ -321,10 +325,11 @@ def limits(doc: dict) -> list[str]:
     return out
 
 
-def details(doc: dict) -> str:
-    """Each part's table, for the end of the suite report."""
+def details(doc: dict, found=None, choice_rows=None) -> str:
+    """Each part's table, for the end of the suite report (``found``, ``choice_rows``:
+    see :func:`sections`)."""
     out = ["## Issue 15 measurements"]
-    notes = limits(doc)
+    notes = limits(doc, found)
     if notes:
         out += ["", "What limits the targets not met:", ""] + [f"- {n}" for n in notes]
     if "batch" in doc:
@@ -344,7 +349,7 @@ def details(doc: dict) -> str:
                 f"interleaved on {compile_time.N_STATES} random states, median of {compile_time.ROUNDS} rounds of "
                 "~2 ms, the program linked in both orders and the lower median kept "
                 "(`gen.bench.compile_time.run_timing`); `gen.choose` picks from op counts.", "",
-                choice.markdown(_choice_rows(doc["choice"])).rstrip()]
+                choice.markdown(choice_rows or _choice_rows(doc["choice"])).rstrip()]
         if failed:
             out += ["", "Not timed: " + "; ".join(failed)]
     return "\n".join(out) + "\n"
