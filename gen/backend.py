@@ -143,9 +143,9 @@ class SXBackend:
         self.phases.append((phase, flat))
 
     def product(self, base, terms):
-        """``base + sum(sign * A @ X)`` (module docstring, ``sign`` = +-1): per output
-        column c, the nonzeros ``X[k, c]`` of each term in turn,
-        ``Y[:, c] += sign * A[:, k] X[k, c]``."""
+        """``base + sum(sign * A @ X)`` (module docstring, ``sign`` = +-1), in the C's
+        association: per output column c and term, the sum over the nonzeros ``X[k, c]``
+        in k order of ``A[:, k] X[k, c]``, then ``Y[:, c] += sign * sum``."""
         ca = self.ca
         base = ca.densify(ca.SX(base))
         rows, cols = base.shape
@@ -158,13 +158,14 @@ class SXBackend:
         for c in range(cols):
             col = y[c * rows:(c + 1) * rows]
             for sign, a, x, inner in dense:
-                for k in range(inner):
+                nz = [k for k in range(inner) if not x[c * inner + k].is_zero()]
+                if not nz:
+                    continue
+                total = [ar * x[c * inner + nz[0]] for ar in a[nz[0] * rows:(nz[0] + 1) * rows]]
+                for k in nz[1:]:
                     s = x[c * inner + k]
-                    if s.is_zero():
-                        continue
-                    ak = a[k * rows:(k + 1) * rows]
-                    col = [u + ar * s for u, ar in zip(col, ak)] if sign > 0 else \
-                        [u - ar * s for u, ar in zip(col, ak)]
+                    total = [t + ar * s for t, ar in zip(total, a[k * rows:(k + 1) * rows])]
+                col = [u + t for u, t in zip(col, total)] if sign > 0 else [u - t for u, t in zip(col, total)]
             y[c * rows:(c + 1) * rows] = col
         Y = ca.reshape(ca.vertcat(ca.SX(0, 1), *y), rows, cols)
         self.products.append((Y, base, terms))

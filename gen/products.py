@@ -7,9 +7,11 @@ of the dynamics: ``dddq/dx = -M^-1 dtau/dx`` (``aba_derivatives``),
 partials have the tree's sparsity (column j of ``dtau/dq`` is nonzero on the ancestors
 and the subtree of joint j only).  Written as straight-line scalar code, one statement
 per multiply-add, these products are most of the operations of the talos kernels and
-run at the scalar rate; written as loops over the nonzeros of ``X``, each an update of a
-whole column ``Y[:, c] += sign * A[:, k] X[k, c]`` over contiguous columns of ``A`` and
-``Y``, gcc vectorises them (AVX2 / AVX-512 FMAs across the rows).
+run at the scalar rate (on this machine kind such a kernel's speed is set by its machine
+code, ~10 bytes per operation read from L2 on every call: talos aba_derivatives' 776 kB
+in ~16 of its 21.7 us); written as loops over the nonzeros of ``X``, ``Y[:, c] += sign * sum_k
+A[:, k] X[k, c]`` over contiguous columns of ``A`` and ``Y``, they are vector FMAs
+(AVX2 / AVX-512) from a few hundred bytes of code.
 
 An algorithm forms such an output with ``be.product(base, terms)``
 (:mod:`gen.backend`); the trace records it (:class:`gen.trace.Product`) and the op count
@@ -18,16 +20,18 @@ what the loops execute.  The scalar kernel is then two steps in one C function:
 
 * the *head*, the trace's SX function with each product output replaced by its
   ``base`` (written into the output) and, as extra outputs, each term's ``A`` (unless it
-  is another output, e.g. ``M^-1``, which is then read there) and the nonzeros of its
+  is another output, e.g. ``M^-1``, which is then read there, also when an earlier
+  product formed it) and the nonzeros of its
   ``X``, into scratch arrays on the stack (in ``work`` with ``avoid_stack``);
-* the loops, over the nonzeros of each ``X`` row by row: for row k, column ``A[:, k]``
-  is loaded once and consecutive updates write different columns of ``Y``, so they do
-  not wait on each other's stores (a 50-row product on this machine kind: 2.7 ns per
-  nonzero, against 5.2 column by column; the order of the sums changes, not their
-  terms).
+* the loops, column by column of each ``X`` (:func:`column_loop`, one per column
+  length): the column's sums are held in up to :data:`ACCUMULATORS` vector registers
+  while its nonzeros stream by, one vector FMA per 8 rows and nonzero, and ``Y[:, c]``
+  is read and written once (talos aba_derivatives: 21.7 -> 18.0 us against loops that
+  updated ``Y`` in memory once per nonzero, row by row of ``X``; solo12: 2.40 -> 2.15).
 
-The values equal the straight-line trace's up to rounding (the sums are the same terms
-in another association).  Batched kernels and the generic C keep straight-line code.
+The values equal the straight-line trace's up to rounding: the trace forms each sum in
+the loops' order (k ascending, then added to ``Y``), the compiler contracts the
+multiply-adds.  Batched kernels and the generic C keep straight-line code.
 """
 from __future__ import annotations
 
@@ -38,25 +42,34 @@ import casadi as ca
 from .cwriter import Written, write_functions
 from .trace import Trace, same_nodes
 
-#: a product becomes loops when its output has at least this many rows; shorter columns
-#: fill less than two AVX-512 vectors and the loop's overhead costs more than the
-#: straight-line code (panda aba_derivatives, 7 rows: 0.88 us straight-line, 1.01 us as
-#: loops; solo12, 18 rows: 2.70 -> 2.35 us; talos, 50 rows: 37.3 -> 21.6 us)
+#: a product becomes loops when its output has at least this many rows, or when it has
+#: at least :data:`LOOP_MADDS` multiply-adds; shorter columns hold fewer independent sums
+#: than hide the FMA latency, and a small product's straight-line code is faster (this
+#: machine kind, register-summed loops: panda aba_derivatives, 7 rows, 0.89 us
+#: straight-line, 0.94 as loops; solo12 constrained_derivatives' 12-row dlam outputs,
+#: 2.8k multiply-adds: 5.97 -> 6.29 us as loops; 18 rows: solo12 aba_derivatives 2.70 us
+#: straight-line, 2.15 as loops)
 LOOP_ROWS = 16
+#: ... or this many multiply-adds: straight-line, each is ~10 bytes of machine code read
+#: from L2 on every call (talos constrained_derivatives' 12-row dlam outputs, 24k
+#: multiply-adds: 51.8 us straight-line, 48.1 as loops)
+LOOP_MADDS = 10000
 #: numbers per line of the C's index tables
 PER_LINE = 24
 
 
 def deferred(tr: Trace) -> list:
-    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows); the
-    others stay in the head's straight-line code."""
-    return [p for p in getattr(tr, "products", []) if p.base.shape[0] >= LOOP_ROWS]
+    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows or
+    :data:`LOOP_MADDS` multiply-adds); the others stay in the head's straight-line code."""
+    def madds(p) -> int:
+        return p.base.shape[0] * sum(len(t[3]) for t in p.terms)
+    return [p for p in getattr(tr, "products", []) if p.base.shape[0] >= LOOP_ROWS or madds(p) >= LOOP_MADDS]
 
 
 def head_function(name: str, tr: Trace) -> tuple[ca.Function, list[dict]]:
     """The head of ``tr`` (module docstring) and, per product, per term: where its
-    ``A`` is (``("output", j)`` or ``("scratch", i)``) and the scratch index of its
-    nonzeros."""
+    ``A`` is (``("output", j)``: an output the head writes or an earlier product's,
+    whose loops have run; or ``("scratch", i)``) and the scratch index of its nonzeros."""
     outs = [ca.densify(ca.SX(e)) for _, e in tr.outputs]
     product_of = {p.output: p for p in deferred(tr)}
     heads = [ca.densify(product_of[o].base) if o in product_of else e for o, e in enumerate(outs)]
@@ -64,9 +77,10 @@ def head_function(name: str, tr: Trace) -> tuple[ca.Function, list[dict]]:
     plan = []
     for p in deferred(tr):
         terms = []
+        ready = [o for o in range(len(outs)) if o not in product_of or o in [q["output"] for q in plan]]
         for sign, A, x, k, c in p.terms:
             A = ca.densify(A)
-            shared = next((o for o, e in enumerate(outs) if o not in product_of and same_nodes(e, A)), None)
+            shared = next((o for o in ready if same_nodes(outs[o], A)), None)
             if shared is None:
                 scratch.append(A)
                 where = ("scratch", len(scratch) - 1)
@@ -74,7 +88,7 @@ def head_function(name: str, tr: Trace) -> tuple[ca.Function, list[dict]]:
                 where = ("output", shared)
             scratch.append(x)
             terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
-                          "rows": int(A.shape[0]), "inner": int(A.shape[1])})
+                          "rows": int(A.shape[0]), "cols": int(outs[p.output].shape[1])})
         plan.append({"output": p.output, "terms": terms})
     names_in = [n for n, _ in tr.inputs]
     names_out = [n for n, _ in tr.outputs] + [f"scratch{i}" for i in range(len(scratch))]
@@ -87,23 +101,65 @@ def _table(name: str, values: list[int]) -> list[str]:
     return [f"        static const int {name}[{len(values)}] = {{", *[f"            {r}," for r in rows], "        };"]
 
 
-#: the loop every product term runs (one copy per kernel file)
-AXPY = """/* Y[:, c[j]] += sign * A[:, k] x[j] for the nonzeros j = start[k] .. start[k+1]-1 of row k of a
-   sparse X, row by row (gen/products.py) */
-static inline void rbdgen_columns(int rows, int inner, const int *restrict start, const int *restrict c,
-                                  const double *restrict x, double sign, const double *restrict A,
-                                  double *restrict Y)
-{
-    for (int k = 0; k < inner; ++k) {
-        const double *restrict a = A + (long)k * rows;
-        for (int j = start[k]; j < start[k + 1]; ++j) {
-            const double s = sign * x[j];
-            double *restrict y = Y + (long)c[j] * rows;
-            for (int r = 0; r < rows; ++r)
-                y[r] += a[r] * s;
-        }
-    }
-}"""
+#: accumulators of one pass down a column (each a vector of 8 or 4 doubles or a double):
+#: enough independent sums to hide the FMA latency, few enough for 16 AVX2 registers
+#: (a vector of 8 is two of them there) with the loads' operands
+ACCUMULATORS = 8
+#: the vector types and their unaligned loads and stores (GCC / Clang vector extensions;
+#: the compiler lowers a vector of 8 to the machine's widest: one AVX-512 register, two
+#: AVX2 ones, four SSE2 ones)
+VECTORS = """typedef double rbdgen_v8 __attribute__((vector_size(64)));
+typedef double rbdgen_v4 __attribute__((vector_size(32)));
+static inline rbdgen_v8 rbdgen_load8(const double *p) { rbdgen_v8 v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline rbdgen_v4 rbdgen_load4(const double *p) { rbdgen_v4 v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline void rbdgen_store8(double *p, rbdgen_v8 v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline void rbdgen_store4(double *p, rbdgen_v4 v) { __builtin_memcpy(p, &v, sizeof v); }"""
+
+
+def _pieces(rows: int) -> list[list[tuple[int, int]]]:
+    """The rows of a column as passes of at most :data:`ACCUMULATORS` pieces
+    ``(first row, width)``, widths 8, then one 4, then 1."""
+    pieces, r = [], 0
+    for width in (8, 4, 1):
+        while rows - r >= width and (width != 4 or not any(w == 4 for _, w in pieces)):
+            pieces.append((r, width))
+            r += width
+    return [pieces[i:i + ACCUMULATORS] for i in range(0, len(pieces), ACCUMULATORS)]
+
+
+def column_loop(rows: int) -> str:
+    """C of ``rbdgen_columns_<rows>``: ``Y[:, c] += sign * sum_j A[:, k[j]] x[j]`` over the
+    nonzeros ``j = start[c] .. start[c+1]-1`` of column c of a sparse X (k ascending),
+    column by column; each pass down the column holds its sums in registers (one vector
+    FMA per 8 rows and nonzero, ``Y`` read and written once per column), the order of
+    the sums the trace's (:meth:`gen.backend.SXBackend.product`)."""
+    body = []
+    for passes in _pieces(rows):
+        kind = {8: "rbdgen_v8", 4: "rbdgen_v4", 1: "double"}
+        decl = [f"{kind[w]} s{n} = {{0}};" if w > 1 else f"double s{n} = 0.0;" for n, (_, w) in enumerate(passes)]
+        acc = [f"s{n} += rbdgen_load{w}(a + {r}) * xj;" if w > 1 else f"s{n} += a[{r}] * xj;"
+               for n, (r, w) in enumerate(passes)]
+        out = [f"rbdgen_store{w}(y + {r}, rbdgen_load{w}(y + {r}) + sign * s{n});" if w > 1
+               else f"y[{r}] += sign * s{n};" for n, (r, w) in enumerate(passes)]
+        body += ["        {", *[f"            {d}" for d in decl],
+                 "            for (int j = start[c]; j < start[c + 1]; ++j) {",
+                 f"                const double *restrict a = A + (long)k[j] * {rows};",
+                 "                const double xj = x[j];", *[f"                {a}" for a in acc], "            }",
+                 *[f"            {o}" for o in out], "        }"]
+    return "\n".join([
+        "/* Y[:, c] += sign * sum_j A[:, k[j]] x[j], the nonzeros j = start[c] .. start[c+1]-1 of column c of a",
+        f"   sparse X, for {rows}-row columns: the sums in registers, Y read and written once (gen/products.py) */",
+        f"static inline void rbdgen_columns_{rows}(int cols, const int *restrict start, const int *restrict k,",
+        "                                        const double *restrict x, double sign, const double *restrict A,",
+        "                                        double *restrict Y)",
+        "{",
+        "    for (int c = 0; c < cols; ++c) {",
+        "        double *restrict y = Y + (long)c * " + str(rows) + ";",
+        "        if (start[c] == start[c + 1])",
+        "            continue;",
+        *body,
+        "    }",
+        "}"])
 
 
 def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
@@ -119,7 +175,8 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)
     n_out = len(tr.outputs)
-    lines = ["", AXPY, "",
+    loops = sorted({term["rows"] for p in plan for term in p["terms"]})
+    lines = ["", VECTORS, "", *[column_loop(rows) + "\n" for rows in loops],
              f"/* {name}: the head writes the outputs (the products' bases) and {len(sizes)} scratch arrays, "
              f"then the products */",
              f"void {name}(const double **arg, double **res{', double *w' if avoid_stack else ''})", "{"]
@@ -133,9 +190,9 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
             kind, at = term["A"]
             A = f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
             tag = f"o{p['output']}t{t}"
-            start = [bisect_left(term["k"], i) for i in range(term["inner"] + 1)]   # k ascending
-            lines += ["    {", *_table(f"start_{tag}", start), *_table(f"c_{tag}", term["c"]),
-                      f"        rbdgen_columns({term['rows']}, {term['inner']}, start_{tag}, c_{tag}, "
+            start = [bisect_left(term["c"], i) for i in range(term["cols"] + 1)]   # c ascending
+            lines += ["    {", *_table(f"start_{tag}", start), *_table(f"k_{tag}", term["k"]),
+                      f"        rbdgen_columns_{term['rows']}({term['cols']}, start_{tag}, k_{tag}, "
                       f"s + {offsets[term['x']]}, {float(term['sign'])!r}, {A}, res[{p['output']}]);", "    }"]
     lines.append("}")
     text = code + "\n" + "\n".join(lines)

@@ -83,8 +83,8 @@ def operations(tr: Trace) -> int:
 class Product:
     """Output ``output`` of a trace is ``base + sum(sign * A @ X)`` (``be.product``):
     ``terms`` are ``(sign, A, x, k, c)`` with ``x`` the nonzeros of ``X`` (a column), at
-    rows ``k`` and columns ``c`` of ``X``, row by row (``k`` ascending); all expressions
-    share the trace's CSE."""
+    rows ``k`` and columns ``c`` of ``X``, column by column (``k`` ascending in each); all
+    expressions share the trace's CSE."""
 
     output: int
     base: ca.SX
@@ -108,9 +108,8 @@ def _products(outs: list, be: SXBackend) -> list[tuple[int, ca.SX, list]]:
                 continue
             split = []
             for sign, A, X in terms:
-                # by row of X: consecutive updates write different columns of Y, so the
-                # loop's iterations do not wait on each other's stores (gen.products)
-                nz = [(k, c) for k in range(X.shape[0]) for c in range(X.shape[1]) if not X[k, c].is_zero()]
+                # column by column, k ascending: the order of the C's sums (gen.products)
+                nz = [(k, c) for c in range(X.shape[1]) for k in range(X.shape[0]) if not X[k, c].is_zero()]
                 split.append((sign, A, ca.vertcat(ca.SX(0, 1), *[X[k, c] for k, c in nz]),
                               [k for k, _ in nz], [c for _, c in nz]))
             found.append((o, base, split))

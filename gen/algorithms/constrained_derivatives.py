@@ -39,7 +39,8 @@ the minimum-norm limit, a converged solve the exact derivatives), then
 
 one product of the dense ``P``, ``Q``, ``S_K`` with the sparse partials (a foot row
 touches its leg and the base only; branch sparsity of ``dtau/dx``), formed by
-``be.product``, which the C runs as vectorised loops (:mod:`gen.products`).
+``be.product``, which the C runs as vectorised loops (:mod:`gen.products`); ``P`` itself
+is such a product (``M^-1 + (J M^-1)^T Q_n``, ``Q_n = -Q``), whose loops run first.
 
 **Free-flyer columns** (a free-flyer base that is the only root, no mimic joint): as in
 :mod:`gen.algorithms.aba_derivatives`, in the base's axes gravity is the linear base
@@ -147,7 +148,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     Qn = Sn @ JMinv
-    P = Minv + sym_product(JMinv, Qn, be)
+    P = be.product(Minv, [(1.0, JMinv.T, Qn)])      # an output: loops, read by the products below
     nv, m = model.nv, cset.m
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
