@@ -74,6 +74,21 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     assert rel_err(np.array(head[2]), ref[2]) <= 1e-12
 
 
+def test_constrained_derivatives_reads_p_from_its_product():
+    """``P`` (ddq_dtau) is a product whose loops run first; the products of ``dddq/dx``
+    read it from that output, the head never forms it (nor ``M^-1``)."""
+    model = load_robot("solo12")
+    tr = trace(model, "constrained_derivatives", "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT")
+    f, plan = head_function("head", tr)
+    assert [tr.outputs[p["output"]][0] for p in plan] == ["ddq_dtau", "ddq_dq", "ddq_dv"]
+    assert [t["A"][0] for t in plan[1]["terms"]] == ["scratch", "output"] and plan[1]["terms"][1]["A"][1] == 2
+    assert [t["A"] for t in plan[2]["terms"]][1] == ("output", 2)
+    rng = np.random.default_rng(2)
+    q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    head = f(q, v, tau)
+    assert np.all(np.array(head[2]) == 0)            # P's base: M^-1 is a term of its product
+
+
 @pytest.mark.parametrize("variant", ["locals", "avoid_stack", "split", "every_product"])
 @pytest.mark.parametrize("robot, algorithm, spec", [
     ("solo12", "aba_derivatives", None),
@@ -90,9 +105,10 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
     names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]
     if variant == "every_product":
         assert names == (["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
-                         ["ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
+                         ["ddq_dtau", "ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
     else:                                            # LOOP_ROWS: solo12's 18 rows, not its 6 or ur5's 6
-        assert names == ([] if robot == "ur5" else ["ddq_dq", "ddq_dv"])
+        assert names == ([] if robot == "ur5" else ["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives"
+                         else ["ddq_dtau", "ddq_dq", "ddq_dv"])
     assert all(p["nonzeros"] > 0 for p in kernel.manifest["codegen"].get("products", []))
     assert kernel.manifest["codegen"]["parts"][0] > 1 or variant != "split"
     rng = np.random.default_rng(5)

@@ -55,7 +55,7 @@ from .world import base_coordinates, bias_torques, tau_partials, world_pass
 def aba_derivatives(model: Model, q, v, tau, *, be):
     if model.has_mimic:
         return _mimic_aba_derivatives(model, q, v, tau, be)
-    ddq, Minv = forward_ltdl(model, q, v, tau, be)
+    ddq, Minv, _, _ = forward_ltdl(model, q, v, tau, be)
     be.mark("aba_minv", ddq, Minv)
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
@@ -81,9 +81,10 @@ def columns_from(X, first: int, be):
 
 
 def forward_ltdl(model: Model, q, v, tau, be):
-    """``(ddq, M^-1)`` of a model without mimic joints, from one world pass at ``a = 0``
-    (``b``, ``M``), ``M = L^T D L`` on the tree pattern, two sparse solves for ``ddq``
-    and ``M^-1 = W D^-1 W^T`` (module docstring)."""
+    """``(ddq, M^-1, W, d)`` of a model without mimic joints, from one world pass at
+    ``a = 0`` (``b``, ``M``), ``M = L^T D L`` on the tree pattern, two sparse solves for
+    ``ddq`` and ``M^-1 = W diag(d) W^T`` (module docstring) with ``W = L^-1`` (nv x nv,
+    nonzero on each row's ancestors) and ``d = 1/D``."""
     nv = model.nv
     w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
     _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
@@ -92,8 +93,12 @@ def forward_ltdl(model: Model, q, v, tau, be):
                          {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
     rhs = tau - bias_torques(model, w0, be)
     ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
-    Minv, _ = inverse_from_ltdl(pattern, dinv, L, be)
-    return ddq, Minv
+    Minv, rows = inverse_from_ltdl(pattern, dinv, L, be)
+    W = be.zeros(nv, nv)
+    for k, row in enumerate(rows):
+        for j, wkj in row.items():
+            W[k, j] = wkj
+    return ddq, Minv, W, dinv
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):

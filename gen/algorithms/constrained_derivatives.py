@@ -15,7 +15,11 @@ iterate for iterate the registered ``prox_ltl``), written here on the dense dual
 The K steps are linear in their right-hand side: ``lam_K = -S_K (J ddq_f - a_c*)`` with
 the symmetric ``S_K = sum_{k=1..K} (D_mu^-1 Rho)^(k-1) D_mu^-1`` (:func:`proximal_operator`),
 formed once.  Without mimic joints ``ddq_f`` and ``M^-1`` come from one world pass and the
-sparse ``L^T D L`` of ``M`` (:func:`~gen.algorithms.aba_derivatives.forward_ltdl`).
+sparse ``L^T D L`` of ``M`` (:func:`~gen.algorithms.aba_derivatives.forward_ltdl`), whose
+``M^-1 = W D^-1 W^T`` (``W = L^-1``, nonzero on each row's ancestors) is never formed in
+the straight-line code: ``J M^-1 = ((J W) D^-1) W^T`` follows the tree's sparsity
+(talos 6D soles: 6.3k operations against 27.3k for ``M^-1`` and ``J M^-1``) and
+``M^-1`` enters ``P`` below as the product term ``W (W D^-1)^T``.
 
 **Implicit differentiation of the KKT conditions** ``M ddq + b = tau + J^T lam``,
 ``J ddq + gamma + Kd J v = 0`` at the returned ``(ddq, lam)``, for x in (q, v, tau)::
@@ -40,7 +44,7 @@ the minimum-norm limit, a converged solve the exact derivatives), then
 one product of the dense ``P``, ``Q``, ``S_K`` with the sparse partials (a foot row
 touches its leg and the base only; branch sparsity of ``dtau/dx``), formed by
 ``be.product``, which the C runs as vectorised loops (:mod:`gen.products`); ``P`` itself
-is such a product (``M^-1 + (J M^-1)^T Q_n``, ``Q_n = -Q``), whose loops run first.
+is such a product (``W (W D^-1)^T + (J M^-1)^T Q_n``, ``Q_n = -Q``), whose loops run first.
 
 **Free-flyer columns** (a free-flyer base that is the only root, no mimic joint): as in
 :mod:`gen.algorithms.aba_derivatives`, in the base's axes gravity is the linear base
@@ -127,14 +131,17 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
                             mu=DEFAULT_MU):
     cset = as_constraint_set(model, cset)
     check_set(cset, "constrained_derivatives")
+    ev = cset.evaluate(model, q, v, be=be)
     if model.has_mimic:
         sub = Unmarked(be)
         (ddq_f,) = aba(model, q, v, tau, be=sub)
         (Minv,) = minv(model, q, be=sub)
-    else:
-        ddq_f, Minv = forward_ltdl(model, q, v, tau, be)
-    ev = cset.evaluate(model, q, v, be=be)
-    JMinv = ev.J @ Minv
+        JMinv, minv_term = ev.J @ Minv, (Minv, [])
+    else:                               # M^-1 = W diag(d) W^T, never formed in the straight-line code
+        ddq_f, _, W, d = forward_ltdl(model, q, v, tau, be)
+        WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(model.nv)])
+        JMinv = (ev.J @ WD) @ W.T
+        minv_term = (be.zeros(model.nv, model.nv), [(1.0, W, WD.T)])
     Sn = -proximal_operator(sym_product(JMinv.T, ev.J.T, be), cset.damping(mu), int(iterations), be)
     lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
@@ -148,7 +155,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     Qn = Sn @ JMinv
-    P = be.product(Minv, [(1.0, JMinv.T, Qn)])      # an output: loops, read by the products below
+    P = be.product(minv_term[0], [*minv_term[1], (1.0, JMinv.T, Qn)])   # loops, read by the products below
     nv, m = model.nv, cset.m
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
