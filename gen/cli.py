@@ -552,6 +552,9 @@ def main(argv=None) -> int:
         if getattr(args, "samples", 1) < 1:
             raise _UsageError("--samples must be at least 1")
         return args.func(args)
+    except BrokenPipeError:          # `rbdgen robots | head` (an OSError: caught first)
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except OSError as e:             # --out unwritable or not a directory, a missing compiler...
         print(f"rbdgen: error: {_one_line(e)}", file=sys.stderr)
         return 2
@@ -561,9 +564,12 @@ def main(argv=None) -> int:
     except RbdgenError as e:
         print(f"rbdgen: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    except BrokenPipeError:          # `rbdgen robots | head`
-        sys.stdout = open(os.devnull, "w")
-        return 0
+    except Exception as e:           # a fault of rbdgen's, not of the input: one line, the traceback on request
+        if os.environ.get("RBDGEN_TRACEBACK"):
+            raise
+        print(f"rbdgen: internal error: {type(e).__name__}: {_one_line(e)} "
+              f"(please report it; RBDGEN_TRACEBACK=1 prints where)", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("rbdgen: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,6 @@
 """The CLI never prints a traceback (issue 12 §7): unwritable or non-directory --out,
-a negative --seed, an unbalanced quote in --flags; verify --rtol prints the tolerance
+a negative --seed, an unbalanced quote in --flags, and a fault of rbdgen's own (one
+line, exit 3, the traceback with RBDGEN_TRACEBACK=1); verify --rtol prints the tolerance
 applied on each row and a final PASS/FAIL line."""
 import json
 
@@ -35,6 +36,21 @@ def test_negative_seed(capsys):
 def test_unbalanced_quote_in_flags(tmp_path, capsys):
     assert "compiler flags" in _error(capsys, "build", "chain:2", "-a", "rnea", "--out", str(tmp_path / "b"),
                                       "--flags", "-O2 '-DX", "-q")
+
+
+def test_an_internal_fault_is_one_line_and_its_traceback_on_request(monkeypatch, capsys):
+    def broken(*_, **__):
+        raise ValueError("a fault\nover two lines")
+    monkeypatch.setattr("gen.cli.load_robot", broken)
+    monkeypatch.delenv("RBDGEN_TRACEBACK", raising=False)
+    rc = main(["robots"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "Traceback" not in err
+    assert err.strip().splitlines() == ["rbdgen: internal error: ValueError: a fault over two lines "
+                                        "(please report it; RBDGEN_TRACEBACK=1 prints where)"]
+    monkeypatch.setenv("RBDGEN_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="a fault"):
+        main(["robots"])
 
 
 def test_verify_prints_the_tolerance_applied_per_row(capsys):
