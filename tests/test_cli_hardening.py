@@ -2,6 +2,7 @@
 a negative --seed, an unbalanced quote in --flags, and a fault of rbdgen's own (one
 line, exit 3, the traceback with RBDGEN_TRACEBACK=1); verify --rtol prints the tolerance
 applied on each row and a final PASS/FAIL line."""
+import io
 import json
 
 import pytest
@@ -51,6 +52,14 @@ def test_an_internal_fault_is_one_line_and_its_traceback_on_request(monkeypatch,
     monkeypatch.setenv("RBDGEN_TRACEBACK", "1")
     with pytest.raises(ValueError, match="a fault"):
         main(["robots"])
+
+
+def test_a_closed_pipe_is_not_an_error(monkeypatch, capsys):
+    def closed(*_, **__):                            # `rbdgen robots | head`: the reader has gone
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr("gen.cli.render_table", closed)
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    assert main(["robots"]) == 0 and capsys.readouterr().err == ""
 
 
 def test_verify_prints_the_tolerance_applied_per_row(capsys):
