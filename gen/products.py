@@ -102,8 +102,9 @@ def _table(name: str, values: list[int]) -> list[str]:
 
 
 #: accumulators of one pass down a column (each a vector of 8 or 4 doubles or a double):
-#: enough independent sums to hide the FMA latency, few enough for 16 AVX2 registers
-#: (a vector of 8 is two of them there) with the loads' operands
+#: enough independent sums to hide the FMA latency; 32 AVX-512 registers hold them with
+#: room to spare, AVX2's 16 (a vector of 8 is two there) only while a pass has at most
+#: 7 vectors of 8 (columns up to 56 rows, talos' 50 included); longer passes spill there
 ACCUMULATORS = 8
 #: the vector types and their unaligned loads and stores (GCC / Clang vector extensions;
 #: the compiler lowers a vector of 8 to the machine's widest: one AVX-512 register, two
@@ -120,8 +121,8 @@ def _pieces(rows: int) -> list[list[tuple[int, int]]]:
     """The rows of a column as passes of at most :data:`ACCUMULATORS` pieces
     ``(first row, width)``, widths 8, then one 4, then 1."""
     pieces, r = [], 0
-    for width in (8, 4, 1):
-        while rows - r >= width and (width != 4 or not any(w == 4 for _, w in pieces)):
+    for width in (8, 4, 1):             # after the 8s fewer than 8 rows are left: at most one 4
+        while rows - r >= width:
             pieces.append((r, width))
             r += width
     return [pieces[i:i + ACCUMULATORS] for i in range(0, len(pieces), ACCUMULATORS)]
@@ -133,9 +134,9 @@ def column_loop(rows: int) -> str:
     column by column; each pass down the column holds its sums in registers (one vector
     FMA per 8 rows and nonzero, ``Y`` read and written once per column), the order of
     the sums the trace's (:meth:`gen.backend.SXBackend.product`)."""
+    kind = {8: "rbdgen_v8", 4: "rbdgen_v4", 1: "double"}
     body = []
     for passes in _pieces(rows):
-        kind = {8: "rbdgen_v8", 4: "rbdgen_v4", 1: "double"}
         decl = [f"{kind[w]} s{n} = {{0}};" if w > 1 else f"double s{n} = 0.0;" for n, (_, w) in enumerate(passes)]
         acc = [f"s{n} += rbdgen_load{w}(a + {r}) * xj;" if w > 1 else f"s{n} += a[{r}] * xj;"
                for n, (r, w) in enumerate(passes)]

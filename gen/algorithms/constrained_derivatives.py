@@ -136,12 +136,12 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         sub = Unmarked(be)
         (ddq_f,) = aba(model, q, v, tau, be=sub)
         (Minv,) = minv(model, q, be=sub)
-        JMinv, minv_term = ev.J @ Minv, (Minv, [])
+        JMinv, P_base, minv_terms = ev.J @ Minv, Minv, []
     else:                               # M^-1 = W diag(d) W^T, never formed in the straight-line code
         ddq_f, _, W, d = forward_ltdl(model, q, v, tau, be)
         WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(model.nv)])
         JMinv = (ev.J @ WD) @ W.T
-        minv_term = (be.zeros(model.nv, model.nv), [(1.0, W, WD.T)])
+        P_base, minv_terms = be.zeros(model.nv, model.nv), [(1.0, W, WD.T)]
     Sn = -proximal_operator(sym_product(JMinv.T, ev.J.T, be), cset.damping(mu), int(iterations), be)
     lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
@@ -155,7 +155,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     Qn = Sn @ JMinv
-    P = be.product(minv_term[0], [*minv_term[1], (1.0, JMinv.T, Qn)])   # loops, read by the products below
+    P = be.product(P_base, [*minv_terms, (1.0, JMinv.T, Qn)])     # loops, read by the products below
     nv, m = model.nv, cset.m
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
