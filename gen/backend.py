@@ -13,9 +13,9 @@ marked up to k minus those needed up to k-1).
 ``A`` dense and ``X`` sparse (its zero entries are structural: they come from the tree).
 The SX backend forms it entry by entry in the order the C writes it, one multiply-add
 per nonzero of ``X`` and row of ``A`` (so the op count is the emitted C's), and records
-it: when the result is an output of the kernel, :mod:`gen.products` writes it as C
-loops over ``A``'s contiguous columns, which the compiler vectorises, instead of
-straight-line code.
+it: when the result is an output of the kernel, or the ``A`` of a later product,
+:mod:`gen.products` writes it as C loops over ``A``'s contiguous columns, which the
+compiler vectorises, instead of straight-line code.
 
 ``converged(residual, tol)`` is the real test for floats and always ``False`` for SX,
 so a traced kernel runs a fixed, recorded number of iterations.

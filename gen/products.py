@@ -42,54 +42,67 @@ import casadi as ca
 from .cwriter import Written, write_functions
 from .trace import Trace, same_nodes
 
-#: a product becomes loops when its output has at least this many rows, or when it has
-#: at least :data:`LOOP_MADDS` multiply-adds; shorter columns hold fewer independent sums
-#: than hide the FMA latency, and a small product's straight-line code is faster (this
-#: machine kind, register-summed loops: panda aba_derivatives, 7 rows, 0.89 us
-#: straight-line, 0.94 as loops; solo12 constrained_derivatives' 12-row dlam outputs,
-#: 2.8k multiply-adds: 5.97 -> 6.29 us as loops; 18 rows: solo12 aba_derivatives 2.70 us
-#: straight-line, 2.15 as loops)
+#: a product becomes loops when its output has at least this many rows, or at least
+#: :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds.  Measured on this machine
+#: kind (register-summed loops, talos and solo12 kernels with the products of
+#: constrained_derivatives as of 2026-11-26 (sixth session)): 18 rows: solo12
+#: aba_derivatives 2.70 us straight-line, 2.15 as loops
 LOOP_ROWS = 16
-#: ... or this many multiply-adds: straight-line, each is ~10 bytes of machine code read
-#: from L2 on every call (talos constrained_derivatives' 12-row dlam outputs, 24k
-#: multiply-adds: 51.8 us straight-line, 48.1 as loops)
-LOOP_MADDS = 10000
+#: ... shorter columns than one vector of 8 hold too few independent sums: panda
+#: aba_derivatives (7 rows) 0.89 us straight-line, 0.94 as loops; solo12
+#: constrained_derivatives on two feet, a 6-row 1188 multiply-add output: 3.55 / 3.69 us
+LOOP_MIN_ROWS = 8
+#: ... and enough multiply-adds (straight-line, each is ~10 bytes of machine code read
+#: from L2 on every call): 12-row outputs as loops, solo12 impulse_derivatives (1104 and
+#: 1728 multiply-adds) 4.72 -> 4.42 us, solo12 constrained_derivatives on four feet
+#: (2160-2808) 5.75 -> 5.42 us, talos constrained_derivatives (7200 and more) 28.4 -> 27.0 us
+LOOP_MADDS = 1000
 #: numbers per line of the C's index tables
 PER_LINE = 24
 
 
 def deferred(tr: Trace) -> list:
-    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows or
-    :data:`LOOP_MADDS` multiply-adds); the others stay in the head's straight-line code."""
-    def madds(p) -> int:
-        return p.base.shape[0] * sum(len(t[3]) for t in p.terms)
-    return [p for p in getattr(tr, "products", []) if p.base.shape[0] >= LOOP_ROWS or madds(p) >= LOOP_MADDS]
+    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows, or
+    :data:`LOOP_MIN_ROWS` rows and :data:`LOOP_MADDS` multiply-adds); the others stay in
+    the head's straight-line code."""
+    def loops(p) -> bool:
+        rows = p.base.shape[0]
+        return rows >= LOOP_ROWS or rows >= LOOP_MIN_ROWS and rows * sum(len(t[3]) for t in p.terms) >= LOOP_MADDS
+    return [p for p in getattr(tr, "products", []) if loops(p)]
 
 
 def head_function(name: str, tr: Trace) -> tuple[ca.Function, list[dict]]:
-    """The head of ``tr`` (module docstring) and, per product, per term: where its
-    ``A`` is (``("output", j)``: an output the head writes or an earlier product's,
-    whose loops have run; or ``("scratch", i)``) and the scratch index of its nonzeros."""
+    """The head of ``tr`` (module docstring) and, per deferred product in the order its
+    loops run: where its result ``Y`` goes (``("output", j)``, or for an intermediate
+    ``("scratch", i)``, whose initial value, the base, the head writes there) and per
+    term where its ``A`` is (an output the head writes, an earlier product's output or
+    intermediate, whose loops have run, or ``("scratch", i)``) and the scratch index of
+    its nonzeros."""
     outs = [ca.densify(ca.SX(e)) for _, e in tr.outputs]
-    product_of = {p.output: p for p in deferred(tr)}
+    loops = deferred(tr)
+    product_of = {p.output: p for p in loops if p.output is not None}
     heads = [ca.densify(product_of[o].base) if o in product_of else e for o, e in enumerate(outs)]
     scratch: list[ca.SX] = []
     plan = []
-    for p in deferred(tr):
+    ready = [(("output", o), e) for o, e in enumerate(outs) if o not in product_of]   # (where, value)
+    for p in loops:
+        if p.output is None:
+            scratch.append(ca.densify(p.base))
+            dest = ("scratch", len(scratch) - 1)
+        else:
+            dest = ("output", p.output)
         terms = []
-        ready = [o for o in range(len(outs)) if o not in product_of or o in [q["output"] for q in plan]]
         for sign, A, x, k, c in p.terms:
             A = ca.densify(A)
-            shared = next((o for o in ready if same_nodes(outs[o], A)), None)
-            if shared is None:
+            where = next((w for w, value in ready if same_nodes(value, A)), None)
+            if where is None:
                 scratch.append(A)
                 where = ("scratch", len(scratch) - 1)
-            else:
-                where = ("output", shared)
             scratch.append(x)
             terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
-                          "rows": int(A.shape[0]), "cols": int(outs[p.output].shape[1])})
-        plan.append({"output": p.output, "terms": terms})
+                          "rows": int(A.shape[0]), "cols": int(p.base.shape[1])})
+        plan.append({"Y": dest, "terms": terms})
+        ready.append((dest, ca.densify(p.value)))
     names_in = [n for n, _ in tr.inputs]
     names_out = [n for n, _ in tr.outputs] + [f"scratch{i}" for i in range(len(scratch))]
     f = ca.Function(name, [s for _, s in tr.inputs], heads + scratch, names_in, names_out)
@@ -186,15 +199,18 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     ptrs = [f"res[{o}]" for o in range(n_out)] + [f"s + {off}" for off in offsets]
     lines.append(f"    double *r[{len(ptrs)}] = {{{', '.join(ptrs)}}};")
     lines.append(f"    {name}_head(arg, r{', w' if avoid_stack else ''});")
-    for p in plan:
+    def pointer(where) -> str:
+        kind, at = where
+        return f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
+
+    for n, p in enumerate(plan):
         for t, term in enumerate(p["terms"]):
-            kind, at = term["A"]
-            A = f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
-            tag = f"o{p['output']}t{t}"
+            tag = f"p{n}t{t}"
             start = [bisect_left(term["c"], i) for i in range(term["cols"] + 1)]   # c ascending
             lines += ["    {", *_table(f"start_{tag}", start), *_table(f"k_{tag}", term["k"]),
                       f"        rbdgen_columns_{term['rows']}({term['cols']}, start_{tag}, k_{tag}, "
-                      f"s + {offsets[term['x']]}, {float(term['sign'])!r}, {A}, res[{p['output']}]);", "    }"]
+                      f"s + {offsets[term['x']]}, {float(term['sign'])!r}, {pointer(term['A'])}, "
+                      f"{pointer(p['Y'])});", "    }"]
     lines.append("}")
     text = code + "\n" + "\n".join(lines)
     stack = 0 if avoid_stack else head.stack_doubles + total
@@ -203,7 +219,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
 
 
 def manifest(tr: Trace) -> list[dict]:
-    """The manifest's ``codegen.products``: per output written as loops, its terms and
-    the nonzeros their loops run over."""
-    return [{"output": tr.outputs[p.output][0], "terms": len(p.terms),
+    """The manifest's ``codegen.products``: per product written as loops (an output, or
+    ``"intermediate"``), its terms and the nonzeros their loops run over."""
+    return [{"output": "intermediate" if p.output is None else tr.outputs[p.output][0], "terms": len(p.terms),
              "nonzeros": sum(len(k) for _, _, _, k, _ in p.terms)} for p in deferred(tr)]

@@ -81,12 +81,15 @@ def operations(tr: Trace) -> int:
 
 @dataclass
 class Product:
-    """Output ``output`` of a trace is ``base + sum(sign * A @ X)`` (``be.product``):
-    ``terms`` are ``(sign, A, x, k, c)`` with ``x`` the nonzeros of ``X`` (a column), at
-    rows ``k`` and columns ``c`` of ``X``, column by column (``k`` ascending in each); all
-    expressions share the trace's CSE."""
+    """``base + sum(sign * A @ X)`` formed by ``be.product``: the trace's output
+    ``output``, or (``output`` None) an *intermediate*, a product no output is but a
+    later product's term reads as its ``A`` (its loops then write it into scratch).
+    ``value`` is the result; ``terms`` are ``(sign, A, x, k, c)`` with ``x`` the nonzeros
+    of ``X`` (a column), at rows ``k`` and columns ``c`` of ``X``, column by column (``k``
+    ascending in each); all expressions share the trace's CSE."""
 
-    output: int
+    output: int | None
+    value: ca.SX
     base: ca.SX
     terms: list[tuple[float, ca.SX, ca.SX, list[int], list[int]]]
 
@@ -97,23 +100,23 @@ def same_nodes(a: ca.SX, b: ca.SX) -> bool:
     return a.sparsity() == b.sparsity() and all(ca.is_equal(x, y, 0) for x, y in zip(a.nonzeros(), b.nonzeros()))
 
 
-def _products(outs: list, be: SXBackend) -> list[tuple[int, ca.SX, list]]:
-    """``(output, base, terms)`` of the outputs that are ``be.product`` results as the
-    product formed them (not changed afterwards); terms with ``X`` split into the
-    nonzeros and their rows and columns."""
+def _products(outs: list, be: SXBackend) -> list[tuple[int | None, ca.SX, ca.SX, list]]:
+    """``(output, value, base, terms)``, in the order they were formed, of the
+    ``be.product`` results that are outputs as the product formed them (not changed
+    afterwards) or intermediates (``output`` None: read as a later product's ``A``);
+    terms with ``X`` split into the nonzeros and their rows and columns."""
     found = []
-    for Y, base, terms in be.products:
-        for o, out in enumerate(outs):
-            if any(f[0] == o for f in found) or not same_nodes(out, Y):
-                continue
-            split = []
-            for sign, A, X in terms:
-                # column by column, k ascending: the order of the C's sums (gen.products)
-                nz = [(k, c) for c in range(X.shape[1]) for k in range(X.shape[0]) if not X[k, c].is_zero()]
-                split.append((sign, A, ca.vertcat(ca.SX(0, 1), *[X[k, c] for k, c in nz]),
-                              [k for k, _ in nz], [c for _, c in nz]))
-            found.append((o, base, split))
-            break
+    for i, (Y, base, terms) in enumerate(be.products):
+        o = next((o for o, out in enumerate(outs) if all(f[0] != o for f in found) and same_nodes(out, Y)), None)
+        if o is None and not any(same_nodes(A, Y) for _, _, later in be.products[i + 1:] for _, A, _ in later):
+            continue
+        split = []
+        for sign, A, X in terms:
+            # column by column, k ascending: the order of the C's sums (gen.products)
+            nz = [(k, c) for c in range(X.shape[1]) for k in range(X.shape[0]) if not X[k, c].is_zero()]
+            split.append((sign, A, ca.vertcat(ca.SX(0, 1), *[X[k, c] for k, c in nz]),
+                          [k for k, _ in nz], [c for _, c in nz]))
+        found.append((o, Y, base, split))
     return found
 
 
@@ -124,11 +127,11 @@ def _trace_fn(model: Model, algo: Algorithm, cset, options: dict) -> Trace:
     outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **algo.fn_options(options))
     names = [n for n, _, _ in algo.outputs(model, cset)]
     found = _products(outs, be)
-    parts = [e for _, base, terms in found for e in (base, *[e for t in terms for e in t[1:3]])]
+    parts = [e for _, Y, base, terms in found for e in (Y, base, *[e for t in terms for e in t[1:3]])]
     exprs, phases = _cse(list(outs) + parts, be.phases)
     rest = iter(exprs[len(outs):])
-    products = [Product(o, next(rest), [(sign, next(rest), next(rest), k, c) for sign, _, _, k, c in terms])
-                for o, _, terms in found]
+    products = [Product(o, next(rest), next(rest), [(sign, next(rest), next(rest), k, c) for sign, _, _, k, c in terms])
+                for o, _, _, terms in found]
     return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs[:len(outs)])), phases,
                  products=products)
 

@@ -194,3 +194,24 @@ def test_split_kernel_built_and_called_equals_numpy(tmp_path):
     q = model.random_q(np.random.default_rng(7))
     ref = gen.run(model, "crba", q)
     assert np.max(np.abs(k(q) - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
+@needs_cc
+@pytest.mark.parametrize("split_above", [None, 3])
+def test_mostly_zero_outputs_are_filled_first_and_keep_their_other_entries(tmp_path, split_above):
+    """An output at least half zeros is zero-filled by one loop on entry (also of a split
+    function) and its zero entries have no statement; an output with fewer zeros keeps
+    all of them."""
+    x = ca.SX.sym("x", 3)
+    mostly = ca.SX.zeros(4, 3)
+    mostly[0, 0], mostly[2, 1] = x[0] * x[1], ca.sin(x[2])
+    few = ca.vertcat(x[0] + x[1], 0, x[2] * x[0])
+    f = ca.Function("zf", [x], [ca.densify(mostly), few])
+    code, _ = write_functions([f], split_above=split_above, part_size=split_above)
+    assert code.count("res[0][k] = 0.0;") == 1 and "res[1][k]" not in code
+    assert not re.search(r"res\[0\]\[\d+\] = 0x0\.0p\+0;", code) and "res[1][1] = 0x0.0p+0;" in code
+    inputs = [np.array([0.3, -1.2, 0.7])]
+    lib = _compile(tmp_path, code, "zf")
+    got = _call(lib, f, inputs)
+    for g, r in zip(got, _vm(f, inputs)):
+        assert np.array_equal(g, r)

@@ -10,7 +10,7 @@ from gen import cwriter, products
 from gen.backend import NUMPY, SXBackend
 from gen.products import head_function
 from gen.robots import load_robot
-from gen.trace import _products, trace
+from gen.trace import _products, same_nodes, trace
 from opcount.counter import count_expr
 from conftest import rel_err
 
@@ -54,8 +54,8 @@ def test_only_unchanged_product_outputs_are_deferred():
     changed = be.product(ca.SX.zeros(3, 2), [(1.0, A, X)])
     changed[0, 0] = changed[0, 0] + 1.0
     found = _products([A, kept, changed], be)
-    assert [o for o, _, _ in found] == [1]
-    (sign, _, nz, k, c), = found[0][2]
+    assert [o for o, _, _, _ in found] == [1]
+    (sign, _, nz, k, c), = found[0][3]
     assert sign == -1.0 and k == [0, 2] and c == [0, 1] and nz.numel() == 2
 
 
@@ -74,19 +74,36 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     assert rel_err(np.array(head[2]), ref[2]) <= 1e-12
 
 
-def test_constrained_derivatives_reads_p_from_its_product():
-    """``P`` (ddq_dtau) is a product whose loops run first; the products of ``dddq/dx``
-    read it from that output, the head never forms it (nor ``M^-1``)."""
+def test_constrained_derivatives_reads_p_and_qn_t_from_their_products():
+    """``Q_n^T`` (an intermediate: no output) and ``P`` (ddq_dtau) are products whose
+    loops run first; the products of ``dddq/dx`` read them from there, the head never
+    forms them (nor ``M^-1``)."""
     model = load_robot("solo12")
     tr = trace(model, "constrained_derivatives", "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT")
     f, plan = head_function("head", tr)
-    assert [tr.outputs[p["output"]][0] for p in plan] == ["ddq_dtau", "ddq_dq", "ddq_dv"]
-    assert [t["A"][0] for t in plan[1]["terms"]] == ["scratch", "output"] and plan[1]["terms"][1]["A"][1] == 2
-    assert [t["A"] for t in plan[2]["terms"]][1] == ("output", 2)
+    names = ["Q_n^T" if kind == "scratch" else tr.outputs[at][0] for kind, at in (p["Y"] for p in plan)]
+    assert names == ["dlam_dtau", "Q_n^T", "ddq_dtau", "ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"]
+    qnt = plan[1]["Y"]
+    assert [t["A"] for t in plan[2]["terms"]][1] == qnt                 # P = W (W D^-1)^T + Q_n^T (J M^-1)
+    for ddq, dlam in ((3, 4), (5, 6)):      # dddq/dx = Q_n^T dac - P dtau,  dlam/dx = S_n dac - Q_n dtau
+        assert [t["A"] for t in plan[ddq]["terms"]] == [qnt, ("output", 2)]
+        assert [t["A"] for t in plan[dlam]["terms"]][1] == ("output", 5)
     rng = np.random.default_rng(2)
     q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
     head = f(q, v, tau)
-    assert np.all(np.array(head[2]) == 0)            # P's base: M^-1 is a term of its product
+    for base in (head[2], head[5], head[len(tr.outputs) + qnt[1]]):     # P, Q_n, Q_n^T: formed by loops only
+        assert np.all(np.array(base) == 0)
+
+
+def test_an_intermediate_product_is_found_only_when_a_later_product_reads_it():
+    be = SXBackend()
+    A, x = ca.SX.sym("a", 3, 3), ca.SX.sym("x", 3, 3)
+    unused = be.product(ca.SX.zeros(3, 3), [(1.0, A, x)])
+    inner = be.product(ca.SX.zeros(3, 3), [(1.0, x, A)])
+    outer = be.product(ca.SX.zeros(3, 3), [(-1.0, inner, x)])
+    found = _products([outer, unused + 1.0], be)
+    assert [o for o, _, _, _ in found] == [None, 0]
+    assert same_nodes(found[0][1], inner)
 
 
 @pytest.mark.parametrize("variant", ["locals", "avoid_stack", "split", "every_product"])
@@ -105,10 +122,10 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
     names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]
     if variant == "every_product":
         assert names == (["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
-                         ["ddq_dtau", "ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
+                         ["dlam_dtau", "intermediate", "ddq_dtau", "ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
     else:                                            # LOOP_ROWS: solo12's 18 rows, not its 6 or ur5's 6
         assert names == ([] if robot == "ur5" else ["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives"
-                         else ["ddq_dtau", "ddq_dq", "ddq_dv"])
+                         else ["intermediate", "ddq_dtau", "ddq_dq", "ddq_dv"])
     assert all(p["nonzeros"] > 0 for p in kernel.manifest["codegen"].get("products", []))
     assert kernel.manifest["codegen"]["parts"][0] > 1 or variant != "split"
     rng = np.random.default_rng(5)
