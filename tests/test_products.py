@@ -61,17 +61,21 @@ def test_only_unchanged_product_outputs_are_deferred():
 
 def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     tr = trace(load_robot("solo12"), "aba_derivatives", route="analytical")
-    assert [p.output for p in tr.products] == [0, 1]
+    assert [p.output for p in tr.products] == [2, 0, 1]             # M^-1 = V V^T first
     f, plan = head_function("head", tr)
-    assert [t["A"] for p in plan for t in p["terms"]] == [("output", 2), ("output", 2)]
-    assert f.n_out() == 3 + 2                                    # outputs + the nonzeros of each X
-    # the head's product outputs hold the free-flyer's closed-form columns only
+    assert [p["Y"] for p in plan] == [("output", 2), ("output", 0), ("output", 1)]
+    assert [t["A"] for p in plan[1:] for t in p["terms"]] == [("output", 2), ("output", 2)]
+    V = plan[0]["terms"][0]["A"]
+    assert V[0] == "scratch" and f.n_out() == 3 + 4           # outputs + V and the nonzeros of each X
+    # the head's product outputs hold the free-flyer's closed-form columns only, M^-1 nothing
     q, v, tau = (np.random.default_rng(0).normal(size=n) for n in (19, 18, 18))
     q[3:7] /= np.linalg.norm(q[3:7])
     head = f(q, v, tau)
     ref = gen.run("solo12", "aba_derivatives", q, v, tau)
     assert np.all(np.array(head[0])[:, 6:] == 0) and rel_err(np.array(head[0])[:, 3:6], ref[0][:, 3:6]) <= 1e-12
-    assert rel_err(np.array(head[2]), ref[2]) <= 1e-12
+    assert np.all(np.array(head[2]) == 0)
+    Vh = np.array(head[3 + V[1]]).reshape(18, 18, order="F")
+    assert rel_err(Vh @ Vh.T, ref[2]) <= 1e-12
 
 
 def test_constrained_derivatives_reads_p_and_qn_t_from_their_products():
@@ -121,10 +125,10 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
     kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k")
     names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]
     if variant == "every_product":
-        assert names == (["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
+        assert names == (["Minv", "ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
                          ["dlam_dtau", "intermediate", "ddq_dtau", "ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
     else:                                            # LOOP_ROWS: solo12's 18 rows, not its 6 or ur5's 6
-        assert names == ([] if robot == "ur5" else ["ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives"
+        assert names == ([] if robot == "ur5" else ["Minv", "ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives"
                          else ["intermediate", "ddq_dtau", "ddq_dq", "ddq_dv"])
     assert all(p["nonzeros"] > 0 for p in kernel.manifest["codegen"].get("products", []))
     assert kernel.manifest["codegen"]["parts"][0] > 1 or variant != "split"
@@ -132,5 +136,8 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
     for _ in range(3):
         q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         ref = gen.run(model, algorithm, q, v, tau, constraints=spec)
-        for got, r in zip(kernel(q, v, tau), ref):
+        out = kernel(q, v, tau)
+        for got, r in zip(out, ref):
             assert rel_err(got, r) <= C_TOL
+        if algorithm == "aba_derivatives":          # M^-1 = V V^T by loops: exactly symmetric
+            assert np.array_equal(out[2], out[2].T)

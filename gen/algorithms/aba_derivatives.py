@@ -9,7 +9,7 @@ not depend on the acceleration between its two evaluations)::
     b = J_i^T Fc_i at a = 0, M_ij = J_i^T Ycrb_i J_j    (world-frame RNEA and CRBA)
     M = L^T D L                                          (Featherstone 2005, tree sparsity)
     ddq = M^-1 (tau - b)                                 (two sparse triangular solves)
-    M^-1 = L^-1 D^-1 L^-T                                (:func:`inverse_from_ltdl`)
+    M^-1 = V V^T,  V = L^-1 D^-1/2                       (be.product: C loops, gen.products)
     dtau/dq, dtau/dv at a = ddq                          (RSS 2018 Alg. 1, world.py)
     dddq/dq = -M^-1 dtau/dq,   dddq/dv = -M^-1 dtau/dv    (be.product: a column of M^-1
                                                           per nonzero of dtau, which the C
@@ -42,20 +42,18 @@ from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
-from .sparse_ldl import (
-    fill_pattern,
-    inverse_from_ltdl,
-    ldl_factor,
-    ldl_solve,
-    tree_lower,
-)
+from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower, unit_lower_inverse
 from .world import base_coordinates, bias_torques, tau_partials, world_pass
 
 
 def aba_derivatives(model: Model, q, v, tau, *, be):
     if model.has_mimic:
         return _mimic_aba_derivatives(model, q, v, tau, be)
-    ddq, Minv, _, _ = forward_ltdl(model, q, v, tau, be)
+    ddq, W, d = forward_ltdl(model, q, v, tau, be)
+    # M^-1 = V V^T: entries (i, j) and (j, i) sum the same products V_ik V_jk = V_jk V_ik in
+    # the same k order, so it is exactly symmetric (NumPy: matmul's syrk for V @ V.T)
+    V = be.hcat([W[:, k:k + 1] * be.sqrt(d[k]) for k in range(model.nv)])
+    Minv = be.product(be.zeros(model.nv, model.nv), [(1.0, V, V.T)])
     be.mark("aba_minv", ddq, Minv)
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
@@ -81,10 +79,10 @@ def columns_from(X, first: int, be):
 
 
 def forward_ltdl(model: Model, q, v, tau, be):
-    """``(ddq, M^-1, W, d)`` of a model without mimic joints, from one world pass at
-    ``a = 0`` (``b``, ``M``), ``M = L^T D L`` on the tree pattern, two sparse solves for
-    ``ddq`` and ``M^-1 = W diag(d) W^T`` (module docstring) with ``W = L^-1`` (nv x nv,
-    nonzero on each row's ancestors) and ``d = 1/D``."""
+    """``(ddq, W, d)`` of a model without mimic joints, from one world pass at ``a = 0``
+    (``b``, ``M``), ``M = L^T D L`` on the tree pattern and two sparse solves for ``ddq``;
+    ``W = L^-1`` (nv x nv, nonzero on each row's ancestors) and ``d = 1/D`` give
+    ``M^-1 = W diag(d) W^T``."""
     nv = model.nv
     w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
     _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
@@ -93,12 +91,11 @@ def forward_ltdl(model: Model, q, v, tau, be):
                          {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
     rhs = tau - bias_torques(model, w0, be)
     ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
-    Minv, rows = inverse_from_ltdl(pattern, dinv, L, be)
     W = be.zeros(nv, nv)
-    for k, row in enumerate(rows):
+    for k, row in enumerate(unit_lower_inverse(pattern, L)):
         for j, wkj in row.items():
             W[k, j] = wkj
-    return ddq, Minv, W, dinv
+    return ddq, W, dinv
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):

@@ -143,7 +143,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         (Minv,) = minv(model, q, be=sub)
         JMinv, P_base, minv_terms = ev.J @ Minv, Minv, []
     else:                               # M^-1 = W diag(d) W^T, never formed in the straight-line code
-        ddq_f, _, W, d = forward_ltdl(model, q, v, tau, be)
+        ddq_f, W, d = forward_ltdl(model, q, v, tau, be)
         WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(model.nv)])
         JMinv = (ev.J @ WD) @ W.T
         P_base, minv_terms = be.zeros(model.nv, model.nv), [(1.0, W, WD.T)]

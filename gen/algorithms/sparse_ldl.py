@@ -98,19 +98,11 @@ def tree_lower(model: Model) -> list[set[int]]:
 
 
 def inverse_from_ltdl(pattern, dinv, L, be):
-    """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` for ``M = L^T D L`` (unit lower L whose row
-    k is non-zero on ``pattern[k]``, the ancestors of k for a tree: W has the same
-    pattern, Featherstone 2005 §4).  ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over
-    ``m`` in ``pattern[k]`` with j in ``{m} + pattern[m]``; then
-    ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i and j (upper
-    triangle, mirrored).  Returns ``(M^-1, W)`` (W as one dict per row)."""
+    """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` (:func:`unit_lower_inverse`) for
+    ``M = L^T D L``: ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i
+    and j (upper triangle, mirrored).  Returns ``(M^-1, W)`` (W as one dict per row)."""
     n = len(pattern)
-    W = [{} for _ in range(n)]
-    for k in range(n):
-        W[k][k] = 1.0
-        for m in pattern[k]:
-            for j, wmj in W[m].items():
-                W[k][j] = W[k].get(j, 0.0) - L[(k, m)] * wmj
+    W = unit_lower_inverse(pattern, L)
     V = [{j: wkj * dinv[j] for j, wkj in W[k].items()} for k in range(n)]
     Minv = be.zeros(n, n)
     for i in range(n):
@@ -118,6 +110,20 @@ def inverse_from_ltdl(pattern, dinv, L, be):
             Minv[i, j] = sparse_dot(V[i], W[j])
             Minv[j, i] = Minv[i, j]
     return Minv, W
+
+
+def unit_lower_inverse(pattern, L) -> list[dict]:
+    """``W = L^-1`` of a unit lower ``L`` whose row k is non-zero on ``pattern[k]`` (the
+    ancestors of k for a tree: W has the same pattern, Featherstone 2005 §4), one dict
+    per row: ``W_kk = 1``, ``W_kj = -sum_m L_km W_mj`` over ``m`` in ``pattern[k]`` with j
+    in ``{m} + pattern[m]``."""
+    W = [{} for _ in range(len(pattern))]
+    for k in range(len(pattern)):
+        W[k][k] = 1.0
+        for m in pattern[k]:
+            for j, wmj in W[m].items():
+                W[k][j] = W[k].get(j, 0.0) - L[(k, m)] * wmj
+    return W
 
 
 def sparse_dot(a: dict, b) -> object:
