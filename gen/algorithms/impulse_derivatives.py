@@ -25,11 +25,9 @@ convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.  Th
 steps, linear in their right-hand side, are the one matrix ``-S_K`` of
 :func:`~gen.algorithms.constrained_derivatives.proximal_operator`, formed once and
 applied to ``(1 + e) J v-``, ``R_q`` and ``R_v``.  With ``Q = S_K J M^-1`` and
-``P = M^-1 - (J M^-1)^T Q`` (as in constrained_derivatives, whose
-:func:`~gen.algorithms.constrained_derivatives.dual_products` forms ``Q``, ``Q^T`` and
-``P`` as products from ``M^-1 = W D^-1 W^T``, the tree's ``L^T D L`` at q, never formed in
-the straight-line code) the outputs are products of dense matrices with the sparse
-partials, formed by ``be.product`` (C loops, :mod:`gen.products`)::
+``P = M^-1 - (J M^-1)^T Q`` (as in constrained_derivatives) the outputs are products of
+dense matrices with the sparse partials, formed by ``be.product`` (C loops,
+:mod:`gen.products`)::
 
     dP/dq = Q dtau/dq - S_K dc/dq,      dv+/dq = -Q^T dc/dq - P dtau/dq,
     dP/dv- = -S_K (1 + e) J,             dv+/dv- = I - Q^T (1 + e) J.
@@ -46,15 +44,7 @@ from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..kinematics import chain, extended_state
 from ..model import Model
-from .aba_derivatives import minv_factor
-from .constrained_derivatives import (
-    check_set,
-    constraint_partials,
-    dense_inverse,
-    dual_products,
-    factored_inverse,
-    proximal_operator,
-)
+from .constrained_derivatives import check_set, constraint_partials, proximal_operator
 from .dense import sym_product
 from .minv import minv
 from .pinocchio import EXACT_MU, rigid_constraints
@@ -69,13 +59,9 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     cset = as_constraint_set(model, cset)
     check_set(cset, "impulse_derivatives")
     K, e = int(iterations), float(restitution)
+    (Minv,) = minv(model, q, be=Unmarked(be))
     J = cset.jacobian(model, q, be=be)
-    if model.has_mimic:
-        (Minv,) = minv(model, q, be=Unmarked(be))
-        inverse = dense_inverse(J, Minv)
-    else:
-        inverse = factored_inverse(J, *minv_factor(model, q, be), be)
-    JMinv = inverse[0]
+    JMinv = J @ Minv
     Sn = -proximal_operator(sym_product(JMinv.T, J.T, be), cset.damping(mu), K, be)   # K steps: X_K = Sn R
     P = Sn @ ((1.0 + e) * (J @ v_minus))                                  # J dv = -(1 + e) J v-
     dv = JMinv.T @ P
@@ -91,11 +77,12 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     (dc_dq,) = chain(G, constraint_partials(ext, cset, wv, be, velocity=True)[0])
     be.mark("partials", dtau_dq, dc_dq)
 
-    Qn, QnT, P_ = dual_products(inverse, Sn, be)          # -S_K J M^-1, M^-1 - (J M^-1)^T S_K J M^-1
+    Qn = Sn @ JMinv                                                      # -S_K J M^-1
+    P_ = Minv + sym_product(JMinv, Qn, be)                              # M^-1 - (J M^-1)^T S_K J M^-1
     EJ = (1.0 + e) * J
     m = cset.m
-    dvplus_dq = be.product(be.zeros(nv, nv), [(1.0, QnT, dc_dq), (-1.0, P_, dtau_dq)])
-    dvplus_dv = be.product(be.eye(nv), [(1.0, QnT, EJ)])
+    dvplus_dq = be.product(be.zeros(nv, nv), [(1.0, Qn.T, dc_dq), (-1.0, P_, dtau_dq)])
+    dvplus_dv = be.product(be.eye(nv), [(1.0, Qn.T, EJ)])
     dP_dq = be.product(be.zeros(m, nv), [(1.0, Sn, dc_dq), (-1.0, Qn, dtau_dq)])
     dP_dv = be.product(be.zeros(m, nv), [(1.0, Sn, EJ)])
     be.mark("kkt", dvplus_dq, dvplus_dv, dP_dq, dP_dv)
