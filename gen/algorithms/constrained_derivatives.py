@@ -200,7 +200,7 @@ def dual_products(inverse, Sn, be):
     ``Q_n = S_n (J M^-1)``, ``Q_n^T = (J M^-1)^T S_n`` (``S_n`` symmetric; the ``A`` of
     later products) and ``P = M^-1 + Q_n^T (J M^-1)``."""
     JMinv, base, terms = inverse
-    nv, m = JMinv.shape[1], JMinv.shape[0]
+    m, nv = JMinv.shape
     Qn = be.product(be.zeros(m, nv), [(1.0, Sn, JMinv)])
     QnT = be.product(be.zeros(nv, m), [(1.0, JMinv.T, Sn)])
     return Qn, QnT, be.product(base, [*terms, (1.0, QnT, JMinv)])
