@@ -59,6 +59,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import casadi as ca
@@ -182,16 +183,15 @@ def zero_fills(steps: list[_Step], f: ca.Function) -> tuple[list[_Step], list[st
     entries get one fill loop (``fills``, C statements for the top of the entry point)
     and lose their zero stores (``+0.0`` only; a ``-0.0`` keeps its store)."""
     zero = c_double(0.0)
-    count: dict[int, int] = {}
-    for st in steps:
-        if st.writes is None and st.expr == zero:
-            o = int(st.dest[4:st.dest.index("]")])
-            count[o] = count.get(o, 0) + 1
+
+    def zero_store(st):                 # the output index a +0.0 store writes, else None
+        return int(st.dest[4:st.dest.index("]")]) if st.writes is None and st.expr == zero else None
+
+    count = Counter(o for o in map(zero_store, steps) if o is not None)
     filled = sorted(o for o, n in count.items() if n >= ZERO_FILL_FRACTION * f.nnz_out(o))
     if not filled:
         return steps, []
-    kept = [st for st in steps if not (st.writes is None and st.expr == zero
-                                       and int(st.dest[4:st.dest.index("]")]) in filled)]
+    kept = [st for st in steps if zero_store(st) not in filled]
     fills = [f"    for (int k = 0; k < {f.nnz_out(o)}; ++k)   /* {f.name_out(o)}: mostly zero, filled first */\n"
              f"        res[{o}][k] = 0.0;" for o in filled]
     return kept, fills
