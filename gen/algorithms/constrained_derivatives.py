@@ -141,11 +141,12 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         sub = Unmarked(be)
         (ddq_f,) = aba(model, q, v, tau, be=sub)
         (Minv,) = minv(model, q, be=sub)
-        inverse = dense_inverse(ev.J, Minv)
-    else:
+        JMinv, P_base, minv_terms = ev.J @ Minv, Minv, []
+    else:                               # M^-1 = W diag(d) W^T, never formed in the straight-line code
         ddq_f, W, d = forward_ltdl(model, q, v, tau, be)
-        inverse = factored_inverse(ev.J, W, d, be)
-    JMinv = inverse[0]
+        WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(model.nv)])
+        JMinv = (ev.J @ WD) @ W.T
+        P_base, minv_terms = be.zeros(model.nv, model.nv), [(1.0, W, WD.T)]
     Sn = -proximal_operator(sym_product(JMinv.T, ev.J.T, be), cset.damping(mu), int(iterations), be)
     lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
@@ -159,7 +160,9 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     nv, m = model.nv, cset.m
-    Qn, QnT, P = dual_products(inverse, Sn, be)
+    Qn = be.product(be.zeros(m, nv), [(1.0, Sn, JMinv)])
+    QnT = be.product(be.zeros(nv, m), [(1.0, JMinv.T, Sn)])          # S_n symmetric; the A of products below
+    P = be.product(P_base, [*minv_terms, (1.0, QnT, JMinv)])
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
     known = (6 if base else 0, 3 if boost else 0)
@@ -178,32 +181,6 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     ddq_dq, dlam_dq, ddq_dv, dlam_dv = out
     be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
     return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
-
-
-def dense_inverse(J, Minv):
-    """``(J M^-1, base, terms)`` of :func:`dual_products` from a dense ``M^-1``."""
-    return J @ Minv, Minv, []
-
-
-def factored_inverse(J, W, d, be):
-    """``(J M^-1, base, terms)`` of :func:`dual_products` from ``M^-1 = W diag(d) W^T``
-    (:func:`~gen.algorithms.aba_derivatives.forward_ltdl`), which is never formed in the
-    straight-line code: ``J M^-1 = ((J W) D^-1) W^T`` follows the tree's sparsity and
-    ``M^-1`` is the product term ``W (W D^-1)^T``."""
-    WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(W.shape[0])])
-    return (J @ WD) @ W.T, be.zeros(*W.shape), [(1.0, W, WD.T)]
-
-
-def dual_products(inverse, Sn, be):
-    """``(Q_n, Q_n^T, P)`` as products (C loops, :mod:`gen.products`), from ``inverse``
-    (:func:`dense_inverse` or :func:`factored_inverse`) and ``S_n = -S_K``:
-    ``Q_n = S_n (J M^-1)``, ``Q_n^T = (J M^-1)^T S_n`` (``S_n`` symmetric; the ``A`` of
-    later products) and ``P = M^-1 + Q_n^T (J M^-1)``."""
-    JMinv, base, terms = inverse
-    m, nv = JMinv.shape
-    Qn = be.product(be.zeros(m, nv), [(1.0, Sn, JMinv)])
-    QnT = be.product(be.zeros(nv, m), [(1.0, JMinv.T, Sn)])
-    return Qn, QnT, be.product(base, [*terms, (1.0, QnT, JMinv)])
 
 
 def proximal_operator(D, rho, iterations: int, be):
