@@ -29,7 +29,7 @@ from opcount.report import render as render_opcount
 
 from . import pinref
 from .algorithms import ALGORITHMS
-from .algorithms.registry import ROUTES
+from .algorithms.registry import CONDITION_SLACK, ROUTES
 from .api import get_algorithm, run
 from .backend import NUMPY
 from .bench.cli import add_parser as add_bench_parser
@@ -191,22 +191,28 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     kernel's options and constraint set (gains, weights); where Pinocchio's value is a
     converged solution (the row's ``pinocchio.converged`` options: the impact map) ``numpy_pinocchio``
     compares a converged NumPy run and ``c_pinocchio`` is ``None`` (the kernel's K
-    iterates are not that solution)."""
+    iterates are not that solution).  ``"kappa"``: for a row whose floor is
+    ``conditioned``, the worst condition number of the damped Delassus matrix over the
+    states (:func:`damped_condition`), else ``None``."""
     model, name, cset = kernel.model, kernel.algorithm.name, kernel.cset
     options = dict(kernel.manifest.get("options") or {})
     pm = None
     if pinref.available() and pinref.supports(model, name, cset, options):
         pm = pinref.pin_model(model)
     converged = kernel.algorithm.pinocchio.converged if pm is not None else None
+    conditioned = kernel.algorithm.floor.conditioned and cset is not None
     rng = np.random.default_rng(seed)
     worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None or converged else 0.0,
-             "numpy_pinocchio": None if pm is None else 0.0}
+             "numpy_pinocchio": None if pm is None else 0.0, "kappa": 1.0 if conditioned else None}
     params = runtime_defaults(kernel.manifest)
     for _ in range(samples):
         ins = random_inputs(model, name, rng, cset)
         c = kernel(*ins, *params)
         ref = run(model, name, *ins, *params, constraints=cset, **options)
         worst["c_numpy"] = max(worst["c_numpy"], _relerr(c, ref))
+        if conditioned:
+            mu = options.get("mu", _default(kernel.algorithm, "mu"))
+            worst["kappa"] = max(worst["kappa"], damped_condition(model, cset, ins[0], mu))
         if pm is not None:
             p = pinref.reference(model, name, *ins, pmodel=pm, cset=cset, options=options)
             if converged:
@@ -217,6 +223,17 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
     return worst
 
 
+def _default(algo, option: str):
+    return next(o.default for o in algo.options if o.name == option)
+
+
+def damped_condition(model, cset, q, mu: float) -> float:
+    """Condition number ``(lambda_max + mu) / (lambda_min + mu)`` of the damped Delassus
+    matrix ``J M^-1 J^T + mu I`` at ``q`` (``lambda_min`` 0 on a redundant set)."""
+    lam = np.linalg.eigvalsh(run(model, "delassus", q, constraints=cset))
+    return float((lam[-1] + mu) / (max(lam[0], 0.0) + mu))
+
+
 def runtime_defaults(manifest: dict) -> list[np.ndarray]:
     """The run-time parameters of a kernel built with runtime_params at their built values
     (the manifest's defaults, the values Pinocchio's reference uses); [] for other kernels."""
@@ -224,17 +241,19 @@ def runtime_defaults(manifest: dict) -> list[np.ndarray]:
     return [np.array(rt[name]["default"], dtype=float).reshape(-1) for name in ("mu", "gains", "weights") if name in rt]
 
 
-def tolerances(name: str, rtol: float) -> dict:
+def tolerances(name: str, rtol: float, kappa: float | None = None) -> dict:
     """The relative tolerance applied to each comparison of :func:`verify_kernel`:
-    ``rtol`` floored by the row's :class:`~gen.algorithms.registry.Floor`."""
+    ``rtol`` floored by the row's :class:`~gen.algorithms.registry.Floor` and, given the
+    damped Delassus' condition number ``kappa``, by ``CONDITION_SLACK eps kappa``."""
     floor = ALGORITHMS[name].floor
-    pin = max(rtol, floor.pinocchio)
-    return {"c_numpy": max(rtol, floor.c_numpy), "c_pinocchio": pin, "numpy_pinocchio": pin}
+    conditioning = CONDITION_SLACK * np.finfo(float).eps * kappa if kappa is not None else 0.0
+    pin = max(rtol, floor.pinocchio, conditioning)
+    return {"c_numpy": max(rtol, floor.c_numpy, conditioning), "c_pinocchio": pin, "numpy_pinocchio": pin}
 
 
 def _ok(name: str, w: dict, rtol: float) -> bool:
-    tols = tolerances(name, rtol)
-    return all(v is None or v <= tols[k] for k, v in w.items())
+    tols = tolerances(name, rtol, w["kappa"])
+    return all(w[k] is None or w[k] <= tol for k, tol in tols.items())
 
 
 def constraint_set(model, args):
@@ -369,8 +388,8 @@ def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list
         rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
                      "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
                      "err_numpy_pinocchio": w["numpy_pinocchio"],
-                     "rtol": tolerances(name, args.rtol)["c_numpy"],
-                     "rtol_pinocchio": tolerances(name, args.rtol)["c_pinocchio"],
+                     "kappa": w["kappa"], "rtol": tolerances(name, args.rtol, w["kappa"])["c_numpy"],
+                     "rtol_pinocchio": tolerances(name, args.rtol, w["kappa"])["c_pinocchio"],
                      "status": "ok" if _ok(name, w, args.rtol) else "FAIL",
                      "build_s": round(build_s, 2), "folder": str(k.path)})
     return rows
@@ -382,7 +401,7 @@ def cmd_verify(args) -> int:
     cset = constraint_set(model, args)
     algorithms = _algorithms(args.algorithm, cset)
     rows = _verify_rows(model, algorithms, cset, args, progress)
-    return _report(rows, ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "rtol",
+    return _report(rows, ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "kappa", "rtol",
                           "rtol_pinocchio", "status"], args)
 
 

@@ -26,7 +26,9 @@ No reference (n/a): ``prox_lcp`` (one-sided rows), the damped Delassus inverses
 ``computeDampedDelassusMatrixInverse`` is wrong, the C++ shim of :mod:`gen.bench.pinshim`
 covers them), sets with a unilateral row, and, for the solvers and the impulse, sets
 with a weight other than 1 (Pinocchio has no per-constraint weights; the Delassus
-matrix does not depend on them).
+matrix does not depend on them), and, for ``impulse_derivatives``, redundant sets
+(rank-deficient J: Pinocchio's single damped solve there differentiates a Tikhonov
+map, not the minimum-norm one, 0.5 relative apart on talos' soles constrained twice).
 
 Algorithms whose row has no reference are reported as n/a.
 Pinocchio's CRBA, sparse Cholesky and constrained algorithms assume joints numbered
@@ -52,6 +54,7 @@ import functools
 import numpy as np
 
 from .algorithms import ALGORITHMS
+from .backend import NUMPY
 from .constraint_spec import as_constraint_set
 from .errors import RbdgenError
 from .model import Model
@@ -106,7 +109,16 @@ def supports(model: Model, algorithm: str, cset=None, options=None) -> bool:
         return False
     if ref.unit_weights and any(c.weight != 1.0 for c in cons):
         return False
+    if ref.full_rank and not full_row_rank(model, as_constraint_set(model, cset)):
+        return False
     return not (ref.iterate and (options or {}).get("tol") is not None)
+
+
+def full_row_rank(model: Model, cset) -> bool:
+    """Whether the constraint Jacobian has full row rank at a random configuration (its
+    generic rank: a redundant set, such as a frame constrained twice, has less)."""
+    q = model.random_q(np.random.default_rng(0))
+    return bool(np.linalg.matrix_rank(cset.jacobian(model, NUMPY.asarray(q), be=NUMPY)) == cset.m)
 
 
 # --- models --------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import HAVE_PIN, SOLVERS, load_or_skip, needs_pin
 
+import gen
 from gen.cli import main, render_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,6 +184,48 @@ def test_verify_impulse_and_delassus(capsys):
         assert rows[name]["err_c_pinocchio"] < 1e-12 and rows[name]["err_numpy_pinocchio"] < 1e-12, name
     assert rows["caba_osim"]["err_c_pinocchio"] is None, "no Python reference for the damped inverse"
     assert all(r["status"] == "ok" for r in rows.values())
+
+
+@needs_pin
+def test_verify_impulse_derivatives_near_a_singular_pose(capsys):
+    """ur5 6D:tool0 reaches Delassus eigenvalues of 2e-4 on verify's default states, where
+    Pinocchio's impulse derivatives at damping 1e-12 were 3.9e-7 off the exact ones (they
+    move linearly with the damping): the reference's damping is EXACT_DERIVATIVE_MU."""
+    needs_robot("ur5")
+    r = verify_rows(capsys, "ur5", "-a", "impulse_derivatives", "-c", "6D:tool0")["impulse_derivatives"]
+    assert r["err_numpy_pinocchio"] < 1e-9 and r["err_c_numpy"] < 1e-9 and r["status"] == "ok"
+
+
+@needs_pin
+def test_verify_redundant_sets_scale_the_tolerance_with_the_condition_number(capsys):
+    """tool0 constrained twice: J M^-1 J^T is singular, the damped solve's condition number
+    is ~lambda_max / mu (6e5 here; C vs NumPy measured 4e-10 and 9e-10); the tolerance is
+    CONDITION_SLACK eps kappa, and Pinocchio's impact derivatives (an exact solve) are no
+    reference there."""
+    from gen.algorithms.registry import CONDITION_SLACK
+    needs_robot("ur5")
+    rows = verify_rows(capsys, "ur5", "-a", "constrained_derivatives,impulse_derivatives", "-c",
+                       "3D:tool0,3D:tool0")
+    for name, r in rows.items():
+        assert r["kappa"] > 1e5, name
+        assert r["rtol"] == pytest.approx(CONDITION_SLACK * np.finfo(float).eps * r["kappa"]), name
+        assert r["status"] == "ok", name
+    assert rows["constrained_derivatives"]["err_c_pinocchio"] is not None
+    assert rows["impulse_derivatives"]["err_numpy_pinocchio"] is None
+
+
+def test_the_condition_number_is_the_damped_delassus_one():
+    from gen.cli import damped_condition
+    from gen.constraint_spec import parse_constraints
+    from gen.robots import load_robot
+
+    model = load_robot("humanoid30")
+    cset = parse_constraints(model, "6D:left_foot")
+    q = model.random_q(np.random.default_rng(3))
+    lam = np.linalg.eigvalsh(gen.run(model, "delassus", q, constraints=cset))
+    assert damped_condition(model, cset, q, 1e-6) == pytest.approx((lam[-1] + 1e-6) / (lam[0] + 1e-6))
+    twice = parse_constraints(model, "6D:left_foot,6D:left_foot")
+    assert damped_condition(model, twice, q, 1e-6) > 1e5 * damped_condition(model, cset, q, 1e-6)
 
 
 @needs_pin

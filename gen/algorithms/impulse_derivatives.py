@@ -47,7 +47,7 @@ from ..model import Model
 from .constrained_derivatives import check_set, constraint_partials, proximal_operator
 from .dense import sym_product
 from .minv import minv
-from .pinocchio import EXACT_MU, rigid_constraints
+from .pinocchio import EXACT_DERIVATIVE_MU, rigid_constraints
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
 from .world import tau_partials, world_forces, world_pass
 
@@ -97,12 +97,12 @@ def impulse_derivatives_outputs(model: Model, cset) -> list[tuple[str, int, int]
 
 
 def pinocchio_impulse_derivatives(pin, pm, pd, q, v_minus, *, cset, options):
-    """``impulseDynamics`` (one exact solve at damping EXACT_MU), then
+    """``impulseDynamics`` (one exact solve at damping EXACT_DERIVATIVE_MU), then
     ``computeImpulseDynamicsDerivatives``; its ``ddq_dv`` is ``dv+/dv- - I``."""
     cms, cds = rigid_constraints(pin, pm, cset)
     pin.initConstraintDynamics(pm, pd, cms, cds)
     e = float(options.get("restitution", 0.0))
-    settings = pin.ProximalSettings(0.0, EXACT_MU, 1)
+    settings = pin.ProximalSettings(0.0, EXACT_DERIVATIVE_MU, 1)
     pin.impulseDynamics(pm, pd, q, v_minus, cms, cds, e, settings)
     pin.computeImpulseDynamicsDerivatives(pm, pd, cms, cds, e, settings)
     return (np.array(pd.ddq_dq), np.array(pd.ddq_dv) + np.eye(pm.nv), np.array(pd.dlambda_dq),

@@ -162,7 +162,9 @@ class PinocchioRef:
     ``mimic`` -- it applies to models with mimic joints (Pinocchio's JointModelMimic);
     ``anchored_only`` -- it is wrong on a loop between two moving bodies (pin 4.1's
     ``impulseDynamics`` returns a v+ violating its own ``J v+ = 0`` there,
-    tests/test_loops.py)."""
+    tests/test_loops.py);
+    ``full_rank`` -- it is an exact solve with ``J M^-1 J^T``, defined only where J has
+    full row rank (a redundant set, a frame constrained twice, has none)."""
 
     fn: Callable
     call: str
@@ -173,6 +175,7 @@ class PinocchioRef:
     iterate: bool = False
     converged: dict | None = None
     anchored_only: bool = False
+    full_rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,15 +195,27 @@ class GenericC:
 @dataclass(frozen=True)
 class Floor:
     """Verification tolerance floors (relative) and why: ``c_numpy`` for compiled C vs
-    NumPy, ``pinocchio`` against Pinocchio; the tolerance applied is ``max(rtol, floor)``."""
+    NumPy, ``pinocchio`` against Pinocchio; the tolerance applied is ``max(rtol, floor)``.
+    ``conditioned``: the result solves with the damped Delassus matrix ``J M^-1 J^T + mu``,
+    so rounding grows with its condition number kappa (~1e8 on a redundant set at
+    mu = 1e-6); every tolerance is then at least :data:`CONDITION_SLACK` ``eps kappa``,
+    kappa the worst over the states compared."""
 
     c_numpy: float = 0.0
     pinocchio: float = 0.0
     reason: str = "exact algorithm: rounding only"
+    conditioned: bool = False
+
+
+#: rounding of a solve with condition number kappa, relative: measured up to 13 eps kappa
+#: (impulse_derivatives, talos' soles constrained twice, kappa 2.5e8: C vs NumPy 7.4e-7)
+CONDITION_SLACK = 100.0
 
 
 ALM_FLOOR = Floor(1e-7, 1e-6, "augmented Lagrangian: 1/mu enters the inertia, rounding grows to "
                               "~eps / (mu lambda_min(M)); worst seen 5e-7 against Pinocchio (prox_ltls, icub)")
+KKT_FLOOR = Floor(reason="implicit differentiation through the damped Delassus matrix: rounding grows with "
+                         "its condition number", conditioned=True)
 
 
 @dataclass(frozen=True)
