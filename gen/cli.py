@@ -548,8 +548,9 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--samples", "-n", type=int, default=10, help="random states (default: 10)")
         s.add_argument("--seed", type=_non_negative_int, default=0)
         s.add_argument("--rtol", type=float, default=VERIFY_TOL,
-                       help=f"relative comparison tolerance, floored per algorithm by its registry row and printed "
-                            f"per row (default: {VERIFY_TOL:g})")
+                       help=f"relative comparison tolerance, floored per algorithm by its registry row (the "
+                            f"derivative rows: by {CONDITION_SLACK:g} eps kappa, kappa the damped Delassus' condition "
+                            f"number, its own column) and printed per row (default: {VERIFY_TOL:g})")
         s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
         _common(s)
         s.set_defaults(func=cmd_verify if name == "verify" else cmd_demo)
