@@ -143,7 +143,7 @@ def _solver_option_args(s) -> None:
                         "the documented defaults)")
     s.add_argument("--route", choices=ROUTES, help="derivative algorithms: analytical algorithm or automatic "
                                                    "differentiation of the value algorithm (default: the one "
-                                                   "with fewer operations; the manifest records which)")
+                                                   "of lower estimated cost; the manifest records which)")
 
 
 def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:

@@ -40,35 +40,10 @@ from bisect import bisect_left
 import casadi as ca
 
 from .cwriter import Written, write_functions
-from .trace import Trace, same_nodes
+from .trace import Trace, deferred, same_nodes
 
-#: a product becomes loops when its output has at least this many rows, or at least
-#: :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds.  Measured on this machine
-#: kind (register-summed loops, talos and solo12 kernels with the products of
-#: constrained_derivatives as of 2026-11-26 (sixth session)): 18 rows: solo12
-#: aba_derivatives 2.70 us straight-line, 2.15 as loops
-LOOP_ROWS = 16
-#: ... shorter columns than one vector of 8 hold too few independent sums: panda
-#: aba_derivatives (7 rows) 0.89 us straight-line, 0.94 as loops; solo12
-#: constrained_derivatives on two feet, a 6-row 1188 multiply-add output: 3.55 / 3.69 us
-LOOP_MIN_ROWS = 8
-#: ... and enough multiply-adds (straight-line, each is ~10 bytes of machine code read
-#: from L2 on every call): 12-row outputs as loops, solo12 impulse_derivatives (1104 and
-#: 1728 multiply-adds) 4.72 -> 4.42 us, solo12 constrained_derivatives on four feet
-#: (2160-2808) 5.75 -> 5.42 us, talos constrained_derivatives (7200 and more) 28.4 -> 27.0 us
-LOOP_MADDS = 1000
 #: numbers per line of the C's index tables
 PER_LINE = 24
-
-
-def deferred(tr: Trace) -> list:
-    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows, or
-    :data:`LOOP_MIN_ROWS` rows and :data:`LOOP_MADDS` multiply-adds); the others stay in
-    the head's straight-line code."""
-    def loops(p) -> bool:
-        rows = p.base.shape[0]
-        return rows >= LOOP_ROWS or rows >= LOOP_MIN_ROWS and rows * sum(len(t[3]) for t in p.terms) >= LOOP_MADDS
-    return [p for p in getattr(tr, "products", []) if loops(p)]
 
 
 def head_function(name: str, tr: Trace) -> tuple[ca.Function, list[dict]]:

@@ -10,8 +10,10 @@ A derivative row (``Algorithm.ad``) has two routes to the same matrices, option
 ``route``: ``"analytical"`` traces the row's own algorithm, ``"ad"`` takes CasADi's
 symbolic Jacobian of the traced value algorithm (:func:`trace_ad`, the hook through
 which automatic differentiation enters; algorithms never import casadi).  Without the
-option both are traced and the one with fewer operations is kept; ``Trace.route``
-records the route used, why, and both operation counts (the manifest carries it).
+option both are traced and the one of lower estimated cost is kept (:func:`estimated_cost`:
+the operations of the emitted C, those the products' loops run at a tenth, as measured);
+``Trace.route`` records the route used, why, and both operation counts and costs (the
+manifest carries it).
 
 ``trace_driver(model, "prox_ltl", cset, tol=1e-10, max_iter=50)`` traces a proximal
 solver for the early-exit C driver (DESIGN §3.3) as three functions, see
@@ -42,9 +44,9 @@ class Trace:
     inputs: list[tuple[str, ca.SX]]
     outputs: list[tuple[str, ca.SX]]
     phases: list[tuple[str, list[ca.SX]]] = field(default_factory=list)
-    #: a derivative row's route: {"used": "analytical" | "ad", "chosen": "fewer operations"
-    #: | "requested", "ops": {"analytical": n, "ad": n}, "ad_of": value algorithm}; None
-    #: for the other rows
+    #: a derivative row's route: {"used": "analytical" | "ad", "chosen": "lower estimated
+    #: cost" | "requested", "ops": {"analytical": n, "ad": n}, "cost": {...}, "ad_of": value
+    #: algorithm}; None for the other rows
     route: dict | None = None
     #: the outputs formed by ``be.product`` (:class:`Product`), which the C writes as
     #: loops (:mod:`gen.products`); empty when there are none
@@ -79,6 +81,29 @@ def operations(tr: Trace) -> int:
     return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
 
 
+#: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least this many rows, or at least
+#: :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds.  Measured on this machine
+#: kind (register-summed loops, talos and solo12 kernels with the products of
+#: constrained_derivatives as of 2026-11-26 (sixth session)): 18 rows: solo12
+#: aba_derivatives 2.70 us straight-line, 2.15 as loops
+LOOP_ROWS = 16
+#: ... shorter columns than one vector of 8 hold too few independent sums: panda
+#: aba_derivatives (7 rows) 0.89 us straight-line, 0.94 as loops; solo12
+#: constrained_derivatives on two feet, a 6-row 1188 multiply-add output: 3.55 / 3.69 us
+LOOP_MIN_ROWS = 8
+#: ... and enough multiply-adds (straight-line, each is ~10 bytes of machine code read
+#: from L2 on every call): 12-row outputs as loops, solo12 impulse_derivatives (1104 and
+#: 1728 multiply-adds) 4.72 -> 4.42 us, solo12 constrained_derivatives on four feet
+#: (2160-2808) 5.75 -> 5.42 us, talos constrained_derivatives (7200 and more) 28.4 -> 27.0 us
+LOOP_MADDS = 1000
+#: the cost of an operation the products' loops run, relative to one of straight-line
+#: code, for the route choice (:func:`estimated_cost`; measured: talos aba_derivatives'
+#: loops run 228k operations in 4.0 us, 57 per ns, its head 43k in ~11.5 us, 3.7 per ns;
+#: talos impulse_derivatives on soles and hands, 551k operations mostly in loops, 36.8 us
+#: against the AD route's 514k straight-line ones, 117 us)
+LOOP_OP_COST = 0.1
+
+
 @dataclass
 class Product:
     """``base + sum(sign * A @ X)`` formed by ``be.product``: the trace's output
@@ -92,6 +117,29 @@ class Product:
     value: ca.SX
     base: ca.SX
     terms: list[tuple[float, ca.SX, ca.SX, list[int], list[int]]]
+
+
+def deferred(tr: Trace) -> list:
+    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows, or
+    :data:`LOOP_MIN_ROWS` rows and :data:`LOOP_MADDS` multiply-adds); the others stay in
+    the head's straight-line code."""
+    def loops(p) -> bool:
+        rows = p.base.shape[0]
+        return rows >= LOOP_ROWS or rows >= LOOP_MIN_ROWS and rows * sum(len(t[3]) for t in p.terms) >= LOOP_MADDS
+    return [p for p in getattr(tr, "products", []) if loops(p)]
+
+
+def loop_operations(tr: Trace) -> int:
+    """The operations of ``tr`` that the C runs in the products' loops: a multiply and an
+    add per nonzero of each term's ``X`` and row of its ``A`` (part of :func:`operations`)."""
+    return sum(2 * p.base.shape[0] * sum(len(t[3]) for t in p.terms) for p in deferred(tr))
+
+
+def estimated_cost(tr: Trace) -> float:
+    """The operations of the emitted C, those of the products' loops at
+    :data:`LOOP_OP_COST` each: the route choice's measure (:func:`trace`)."""
+    loops = loop_operations(tr)
+    return operations(tr) - loops + LOOP_OP_COST * loops
 
 
 def same_nodes(a: ca.SX, b: ca.SX) -> bool:
@@ -161,18 +209,19 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
 def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Trace:
     """Trace ``algorithm`` on SX symbols.  For a derivative row, ``route`` (option)
     picks the analytical algorithm or :func:`trace_ad`; both are traced to record their
-    operation counts, and without ``route`` the one with fewer operations is returned
-    (ties: analytical)."""
+    operation counts, and without ``route`` the one of lower :func:`estimated_cost` is
+    returned (ties: analytical)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     if algo.ad is None:
         return _trace_fn(model, algo, cset, options)
     requested = options.get("route")
     routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
     ops = {name: operations(tr) for name, tr in routes.items()}
-    used = requested or min(routes, key=lambda r: (ops[r], r != "analytical"))
+    cost = {name: round(estimated_cost(tr)) for name, tr in routes.items()}
+    used = requested or min(routes, key=lambda r: (cost[r], r != "analytical"))
     tr = routes[used]
-    tr.route = {"used": used, "chosen": "requested" if requested else "fewer operations", "ops": ops,
-                "ad_of": algo.ad.value}
+    tr.route = {"used": used, "chosen": "requested" if requested else "lower estimated cost", "ops": ops,
+                "cost": cost, "ad_of": algo.ad.value}
     return tr
 
 

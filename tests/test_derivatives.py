@@ -112,7 +112,7 @@ ROUTE_TOL = 1e-10       # analytical vs AD, compiled, relative to max(1, max|ref
 def test_ad_route_equals_analytical_and_pinocchio(name):
     """Issue 13 §2: route="ad" (CasADi jacobian of the traced rnea / aba graph, tangent
     map for q) compiles to the analytical kernel's matrices and Pinocchio's; the default
-    build takes the route with fewer operations and the manifest records both counts."""
+    build takes the route of lower estimated cost and the manifest records both counts."""
     from gen import pinref
     model = load_or_skip(name)
     rng = np.random.default_rng(31)
@@ -121,10 +121,12 @@ def test_ad_route_equals_analytical_and_pinocchio(name):
         kernels = {r: gen.build(model, algo, route=r) for r in ("analytical", "ad")}
         default = gen.build(model, algo)
         ops = {r: k.manifest["route"]["ops"][r] for r, k in kernels.items()}
-        assert default.manifest["route"]["used"] == min(ops, key=lambda r: (ops[r], r != "analytical"))
-        assert default.manifest["route"]["chosen"] == "fewer operations"
+        cost = {r: k.manifest["route"]["cost"][r] for r, k in kernels.items()}
+        assert default.manifest["route"]["used"] == min(cost, key=lambda r: (cost[r], r != "analytical"))
+        assert default.manifest["route"]["chosen"] == "lower estimated cost"
+        assert cost["ad"] == ops["ad"], "the AD route is straight-line code"
         for r, k in kernels.items():
-            assert k.manifest["route"] == {"used": r, "chosen": "requested", "ops": ops,
+            assert k.manifest["route"] == {"used": r, "chosen": "requested", "ops": ops, "cost": cost,
                                            "ad_of": algo.replace("_derivatives", "")}
             assert k.function["opcount"]["total"] == ops[r], f"{name} {algo} {r}: manifest counts disagree"
         for _ in range(3):

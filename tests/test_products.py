@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import gen
-from gen import cwriter, products
+from gen import cwriter
+from gen import trace as trace_module
 from gen.backend import NUMPY, SXBackend
 from gen.products import head_function
 from gen.robots import load_robot
@@ -120,7 +121,7 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
     if variant == "split":
         monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 1500)
     if variant == "every_product":                   # loops also for the short (m-row, ur5) products
-        monkeypatch.setattr(products, "LOOP_ROWS", 1)
+        monkeypatch.setattr(trace_module, "LOOP_ROWS", 1)
     model = load_robot(robot)
     kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k")
     names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]

@@ -85,17 +85,33 @@ def forward_ltdl(model: Model, q, v, tau, be):
     ``M^-1 = W diag(d) W^T``."""
     nv = model.nv
     w0 = world_pass(model, q, v, be.zeros(nv, 1), be)
+    pattern, dinv, L, W = _tree_ltdl(model, w0, be)
+    rhs = tau - bias_torques(model, w0, be)
+    ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
+    return ddq, W, dinv
+
+
+def minv_factor(model: Model, q, be):
+    """``(W, d)`` with ``M^-1 = W diag(d) W^T`` at q (:func:`forward_ltdl` without the
+    velocity, gravity and solve)."""
+    zero = be.zeros(model.nv, 1)
+    _, dinv, _, W = _tree_ltdl(model, world_pass(model, q, zero, zero, be, gravity=False, coriolis=False), be)
+    return W, dinv
+
+
+def _tree_ltdl(model: Model, w0, be):
+    """``(pattern, d, L, W)``: ``M = L^T D L`` on the tree pattern (``M`` the world-frame
+    CRBA of the pass ``w0``), ``d = 1/D`` and ``W = L^-1`` as an nv x nv matrix."""
+    nv = model.nv
     _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
     pattern = fill_pattern(tree_lower(model))
     dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
                          {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
-    rhs = tau - bias_torques(model, w0, be)
-    ddq = be.vcat(ldl_solve(pattern, dinv, L, [rhs[k, 0] for k in range(nv)]))
     W = be.zeros(nv, nv)
     for k, row in enumerate(unit_lower_inverse(pattern, L)):
         for j, wkj in row.items():
             W[k, j] = wkj
-    return ddq, W, dinv
+    return pattern, dinv, L, W
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):

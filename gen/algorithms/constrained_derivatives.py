@@ -75,6 +75,8 @@ Options: ``iterations`` (K, default 3), ``mu`` (default 1e-6).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..constraint_spec import as_constraint_set
@@ -141,12 +143,11 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         sub = Unmarked(be)
         (ddq_f,) = aba(model, q, v, tau, be=sub)
         (Minv,) = minv(model, q, be=sub)
-        JMinv, P_base, minv_terms = ev.J @ Minv, Minv, []
+        inverse = dense_inverse(ev.J, Minv)
     else:                               # M^-1 = W diag(d) W^T, never formed in the straight-line code
         ddq_f, W, d = forward_ltdl(model, q, v, tau, be)
-        WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(model.nv)])
-        JMinv = (ev.J @ WD) @ W.T
-        P_base, minv_terms = be.zeros(model.nv, model.nv), [(1.0, W, WD.T)]
+        inverse = factored_inverse(ev.J, W, d, be)
+    JMinv = inverse.JMinv
     Sn = -proximal_operator(sym_product(JMinv.T, ev.J.T, be), cset.damping(mu), int(iterations), be)
     lam = Sn @ (ev.J @ ddq_f - ev.a_star)                                   # eq. 18, K steps
     ddq = ddq_f + JMinv.T @ lam
@@ -160,9 +161,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     be.mark("partials", dtau_dq, dtau_dv, dac_dq, dac_dv)
 
     nv, m = model.nv, cset.m
-    Qn = be.product(be.zeros(m, nv), [(1.0, Sn, JMinv)])
-    QnT = be.product(be.zeros(nv, m), [(1.0, JMinv.T, Sn)])          # S_n symmetric; the A of products below
-    P = be.product(P_base, [*minv_terms, (1.0, QnT, JMinv)])
+    Qn, QnT, P = dual_products(inverse, Sn, be)
     base = not model.has_mimic and base_coordinates(model)
     boost = base and all(con.kind == "3D" and cset.gains(ci)[1] == 0.0 for ci, con in enumerate(cset.constraints))
     known = (6 if base else 0, 3 if boost else 0)
@@ -181,6 +180,38 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
     ddq_dq, dlam_dq, ddq_dv, dlam_dv = out
     be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
     return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
+
+
+class Inverse(NamedTuple):
+    """``M^-1`` as the dual products read it: ``J M^-1`` (straight-line) and ``M^-1`` as a
+    product ``base + terms`` (:func:`dual_products`)."""
+
+    JMinv: object
+    base: object
+    terms: list
+
+
+def dense_inverse(J, Minv) -> Inverse:
+    """From a dense ``M^-1`` (mimic joints: :func:`~gen.algorithms.minv.minv`)."""
+    return Inverse(J @ Minv, Minv, [])
+
+
+def factored_inverse(J, W, d, be) -> Inverse:
+    """From ``M^-1 = W diag(d) W^T`` (the tree's ``L^T D L``, ``W = L^-1``), never formed in
+    the straight-line code: ``J M^-1 = ((J W) D^-1) W^T`` follows the tree's sparsity and
+    ``M^-1`` is the product term ``W (W D^-1)^T``."""
+    WD = be.hcat([W[:, k:k + 1] * d[k] for k in range(W.shape[0])])
+    return Inverse((J @ WD) @ W.T, be.zeros(*W.shape), [(1.0, W, WD.T)])
+
+
+def dual_products(inverse: Inverse, Sn, be):
+    """``(Q_n, Q_n^T, P)`` as products (C loops, :mod:`gen.products`) with ``S_n = -S_K``:
+    ``Q_n = S_n (J M^-1)``, ``Q_n^T = (J M^-1)^T S_n`` (``S_n`` symmetric; no output, the
+    ``A`` of later products) and ``P = M^-1 + Q_n^T (J M^-1)``."""
+    m, nv = inverse.JMinv.shape
+    Qn = be.product(be.zeros(m, nv), [(1.0, Sn, inverse.JMinv)])
+    QnT = be.product(be.zeros(nv, m), [(1.0, inverse.JMinv.T, Sn)])
+    return Qn, QnT, be.product(inverse.base, [*inverse.terms, (1.0, QnT, inverse.JMinv)])
 
 
 def proximal_operator(D, rho, iterations: int, be):

@@ -25,9 +25,11 @@ convergence ``-(J M^-1 J^T)^+ R``); ``dv+/dq = M^-1 (J^T dP/dq - dtau/dq)``.  Th
 steps, linear in their right-hand side, are the one matrix ``-S_K`` of
 :func:`~gen.algorithms.constrained_derivatives.proximal_operator`, formed once and
 applied to ``(1 + e) J v-``, ``R_q`` and ``R_v``.  With ``Q = S_K J M^-1`` and
-``P = M^-1 - (J M^-1)^T Q`` (as in constrained_derivatives) the outputs are products of
-dense matrices with the sparse partials, formed by ``be.product`` (C loops,
-:mod:`gen.products`)::
+``P = M^-1 - (J M^-1)^T Q`` the outputs are products of dense matrices with the sparse
+partials, formed by ``be.product`` (C loops, :mod:`gen.products`); as in
+constrained_derivatives (:func:`~gen.algorithms.constrained_derivatives.dual_products`)
+``Q``, ``Q^T`` and ``P`` are products too, from ``M^-1 = W D^-1 W^T`` (the tree's
+``L^T D L`` at q), so the straight-line code forms none of them::
 
     dP/dq = Q dtau/dq - S_K dc/dq,      dv+/dq = -Q^T dc/dq - P dtau/dq,
     dP/dv- = -S_K (1 + e) J,             dv+/dv- = I - Q^T (1 + e) J.
@@ -44,7 +46,15 @@ from ..constraint_spec import as_constraint_set
 from ..errors import RbdgenError
 from ..kinematics import chain, extended_state
 from ..model import Model
-from .constrained_derivatives import check_set, constraint_partials, proximal_operator
+from .aba_derivatives import minv_factor
+from .constrained_derivatives import (
+    check_set,
+    constraint_partials,
+    dense_inverse,
+    dual_products,
+    factored_inverse,
+    proximal_operator,
+)
 from .dense import sym_product
 from .minv import minv
 from .pinocchio import EXACT_DERIVATIVE_MU, rigid_constraints
@@ -59,9 +69,13 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     cset = as_constraint_set(model, cset)
     check_set(cset, "impulse_derivatives")
     K, e = int(iterations), float(restitution)
-    (Minv,) = minv(model, q, be=Unmarked(be))
     J = cset.jacobian(model, q, be=be)
-    JMinv = J @ Minv
+    if model.has_mimic:
+        (Minv,) = minv(model, q, be=Unmarked(be))
+        inverse = dense_inverse(J, Minv)
+    else:                               # M^-1 = W diag(d) W^T, never formed in the straight-line code
+        inverse = factored_inverse(J, *minv_factor(model, q, be), be)
+    JMinv = inverse.JMinv
     Sn = -proximal_operator(sym_product(JMinv.T, J.T, be), cset.damping(mu), K, be)   # K steps: X_K = Sn R
     P = Sn @ ((1.0 + e) * (J @ v_minus))                                  # J dv = -(1 + e) J v-
     dv = JMinv.T @ P
@@ -77,12 +91,11 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     (dc_dq,) = chain(G, constraint_partials(ext, cset, wv, be, velocity=True)[0])
     be.mark("partials", dtau_dq, dc_dq)
 
-    Qn = Sn @ JMinv                                                      # -S_K J M^-1
-    P_ = Minv + sym_product(JMinv, Qn, be)                              # M^-1 - (J M^-1)^T S_K J M^-1
+    Qn, QnT, P_ = dual_products(inverse, Sn, be)       # -S_K J M^-1, its transpose, M^-1 - (J M^-1)^T S_K J M^-1
     EJ = (1.0 + e) * J
     m = cset.m
-    dvplus_dq = be.product(be.zeros(nv, nv), [(1.0, Qn.T, dc_dq), (-1.0, P_, dtau_dq)])
-    dvplus_dv = be.product(be.eye(nv), [(1.0, Qn.T, EJ)])
+    dvplus_dq = be.product(be.zeros(nv, nv), [(1.0, QnT, dc_dq), (-1.0, P_, dtau_dq)])
+    dvplus_dv = be.product(be.eye(nv), [(1.0, QnT, EJ)])
     dP_dq = be.product(be.zeros(m, nv), [(1.0, Sn, dc_dq), (-1.0, Qn, dtau_dq)])
     dP_dv = be.product(be.zeros(m, nv), [(1.0, Sn, EJ)])
     be.mark("kkt", dvplus_dq, dvplus_dv, dP_dq, dP_dv)

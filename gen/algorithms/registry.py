@@ -125,10 +125,10 @@ PROXIMAL = (ITERATIONS, MU, TOL, MAX_ITER, RUNTIME_PARAMS)          # the dual f
 PROXIMAL_ALM = (ITERATIONS, ALM_MU, TOL, MAX_ITER, RUNTIME_PARAMS)  # the augmented-Lagrangian ones
 #: the derivative rows' route (issue 13 §2): the analytical algorithm (the row's ``fn``)
 #: or automatic differentiation of its value algorithm (:class:`ADRoute`); absent, the
-#: trace takes the one with fewer operations (gen.trace.trace)
+#: trace takes the one of lower estimated cost (gen.trace.estimated_cost)
 ROUTES = ("analytical", "ad")
 ROUTE = Option("route", str, None, choices=ROUTES,
-               doc="analytical | ad (default: the one with fewer operations, decided when tracing)")
+               doc="analytical | ad (default: the one of lower estimated cost, decided when tracing)")
 #: options that select the traced graph and are not passed to the row's ``fn``
 TRACE_OPTIONS = frozenset({"route"})
 

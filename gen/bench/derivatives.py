@@ -6,7 +6,7 @@ against Pinocchio's analytical derivatives compiled header-only with the same fl
 ``constraintDynamics`` + ``computeConstraintDynamicsDerivatives`` (K = 3, mu = 1e-6,
 both calls timed).  Each entry is :func:`gen.bench.harness.benchmark`, the same as
 ``rbdgen bench ROBOT -a ALGORITHM [-c SPEC]``; the kernels take their default route
-(the one with fewer operations, recorded with both counts).
+(the one of lower estimated cost, recorded with both counts).
 
 ``python -m gen.bench.derivatives [--date YYYY-MM-DD]`` writes
 ``bench/reports/<date>-derivatives.{md,json}`` (run it from the repository root).
