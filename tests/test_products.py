@@ -79,6 +79,18 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     assert rel_err(Vh @ Vh.T, ref[2]) <= 1e-12
 
 
+def test_the_route_cost_counts_loop_operations_at_a_tenth():
+    """gen.trace.estimated_cost: the emitted C's operations, the products' loops' (a
+    multiply and an add per row and nonzero of X, the manifest's nonzeros) at LOOP_OP_COST."""
+    from gen.trace import LOOP_OP_COST, estimated_cost, loop_operations, operations
+    tr = trace(load_robot("solo12"), "aba_derivatives", route="analytical")
+    loops = sum(2 * 18 * len(t[3]) for p in tr.products for t in p.terms)     # all three 18-row products
+    assert loop_operations(tr) == loops > operations(tr) / 2
+    assert estimated_cost(tr) == pytest.approx(operations(tr) - (1 - LOOP_OP_COST) * loops)
+    ur5 = trace(load_robot("ur5"), "aba_derivatives", route="analytical")  # 6 rows: straight-line
+    assert loop_operations(ur5) == 0 and estimated_cost(ur5) == operations(ur5)
+
+
 def test_constrained_derivatives_reads_p_and_qn_t_from_their_products():
     """``Q_n^T`` (an intermediate: no output) and ``P`` (ddq_dtau) are products whose
     loops run first; the products of ``dddq/dx`` read them from there, the head never
