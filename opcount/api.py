@@ -26,7 +26,8 @@ def opcount(robot, algorithm: str, constraints=None, **options) -> dict:
     Returns ``{"robot", "algorithm", "constraints", "options", "nq", "nv", "total",
     "classes": {add, mul, div, sqrt, trig, neg, other}, "phases": [{"name", "total",
     add, ...}, ...]}`` (plus ``"m"``, the constraint dimension, for constrained
-    algorithms).  ``total`` is the number of floating-point operations of the emitted
+    algorithms; ``"route"``, for a derivative row, the route traced and both routes'
+    ``ops`` and ``cost``, :func:`gen.trace.estimated_cost`).  ``total`` is the number of floating-point operations of the emitted
     C after common-subexpression elimination; inputs, outputs and constants are free.
     The phases partition ``total`` (see :func:`opcount.counter.count_trace`).
     """
@@ -34,12 +35,15 @@ def opcount(robot, algorithm: str, constraints=None, **options) -> dict:
     model = _model(robot)
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
-    counts = count_trace(trace(model, algo, cset, **algo.check_options(options)))
+    tr = trace(model, algo, cset, **algo.check_options(options))
+    counts = count_trace(tr)
     out = {"robot": model.name, "algorithm": algo.name, "constraints": _spec(constraints),
            "options": {k: options[k] for k in sorted(options)}, "nq": model.nq, "nv": model.nv,
            "total": counts["total"]["total"],
            "classes": {c: counts["total"][c] for c in CLASSES},
            "phases": counts["phases"]}
+    if tr.route is not None:            # a derivative row: both routes' counts and estimated costs
+        out["route"] = {k: tr.route[k] for k in ("used", "ops", "cost")}
     m = getattr(cset, "m", None) if cset is not None else None
     if isinstance(m, int):
         out["m"] = m
