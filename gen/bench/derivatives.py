@@ -1,10 +1,13 @@
 """The derivative benchmark (issue 13 §5): the specialised C of ``rnea_derivatives`` and
 ``aba_derivatives`` on panda, solo12 and talos, and of ``constrained_derivatives``
-(whose kernel includes the forward solve) on talos's 6D soles and solo12's four 3D feet,
+(whose kernel includes the forward solve) and ``impulse_derivatives`` (one damped solve,
+``iterations=1``: the iterate Pinocchio's ``impulseDynamics`` computes, see
+:func:`gen.bench.harness.impulse_peer_settings`) on talos's 6D soles and solo12's four 3D feet,
 against Pinocchio's analytical derivatives compiled header-only with the same flags
 (:mod:`gen.bench.pinshim`): ``computeRNEADerivatives``, ``computeABADerivatives``,
 ``constraintDynamics`` + ``computeConstraintDynamicsDerivatives`` (K = 3, mu = 1e-6,
-both calls timed).  Each entry is :func:`gen.bench.harness.benchmark`, the same as
+both calls timed), ``impulseDynamics`` + ``computeImpulseDynamicsDerivatives`` (mu = 1e-6,
+both timed).  Each entry is :func:`gen.bench.harness.benchmark`, the same as
 ``rbdgen bench ROBOT -a ALGORITHM [-c SPEC]``; the kernels take their default route
 (the one of lower estimated cost, recorded with both counts).
 
@@ -26,8 +29,10 @@ from . import harness, report
 ROBOTS = ("panda", "solo12", "talos")
 UNCONSTRAINED = ("rnea_derivatives", "aba_derivatives")
 SETS = ("solo12_3d_4feet", "talos_6d_soles")
-#: issue 13 §5: specialised vs Pinocchio, Pinocchio's median over ours
+#: issue 13 §5: specialised vs Pinocchio, Pinocchio's median over ours (impulse_derivatives: none)
 TARGETS = {"rnea_derivatives": 3.0, "aba_derivatives": 3.0, "constrained_derivatives": 2.0}
+#: the options of each algorithm's kernel (impulse_derivatives: Pinocchio's single damped solve)
+OPTIONS = {"impulse_derivatives": {"iterations": 1}}
 ANCHORS = [
     "Carpentier & Mansard, RSS 2018 (Pinocchio's analytical derivatives): ABA derivatives in 3 us "
     "(7-DoF arm) to 17 us (36-DoF humanoid).",
@@ -40,12 +45,14 @@ def run(robots=ROBOTS, sets=SETS, *, date: str | None = None, progress=None, **b
     """Every entry; a failing one is recorded with its error (a mismatch reports no times)."""
     say = progress or (lambda s: None)
     jobs = [(r, a, None, None) for r in robots for a in UNCONSTRAINED]
-    jobs += [(CONSTRAINED_SETS[s][0], "constrained_derivatives", CONSTRAINED_SETS[s][1], s) for s in sets]
+    jobs += [(CONSTRAINED_SETS[s][0], a, CONSTRAINED_SETS[s][1], s)
+             for a in ("constrained_derivatives", "impulse_derivatives") for s in sets]
     results = []
     for robot, algo, spec, setname in jobs:
         say(f"derivatives: {robot}/{algo}" + (f" on {setname}" if setname else ""))
         try:
-            r = harness.benchmark(robot, algo, spec, against=("pinocchio",), progress=progress, **bench_kwargs)
+            r = harness.benchmark(robot, algo, spec, against=("pinocchio",), progress=progress,
+                                  **OPTIONS.get(algo, {}), **bench_kwargs)
         except RbdgenError as e:
             say(f"derivatives: {robot}/{algo} failed: {e}")
             r = {"robot": robot, "algorithm": algo, "constraints": spec, "error": " ".join(str(e).split())}
@@ -72,16 +79,19 @@ def markdown(doc: dict) -> str:
            f"{report.machine_sentence(m)}", "",
            "Pinocchio peers: `computeRNEADerivatives`, `computeABADerivatives`, `constraintDynamics` + "
            "`computeConstraintDynamicsDerivatives` (3 proximal iterations, mu = 1e-6, both timed: rbdgen's "
-           "kernel computes the forward solve and the derivatives).  Outputs checked against each other on every "
+           "kernel computes the forward solve and the derivatives), `impulseDynamics` + "
+           "`computeImpulseDynamicsDerivatives` (one damped solve at mu = 1e-6, both timed; rbdgen's kernel at "
+           "iterations = 1, the same iterate; no target).  Outputs checked against each other on every "
            "state before timing (relative 1e-8, constrained 1e-6) and against NumPy.", "",
            "| robot | algorithm | constraints | nv | m | route (ops: analytical / AD) | specialised [us] | "
            "Pinocchio [us] | Pinocchio / specialised | target | met |",
            "|---|---|---|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in doc["results"]:
-        target = TARGETS[r["algorithm"]]
+        target = TARGETS.get(r["algorithm"])
+        shown = "-" if target is None else f"{target:g}x"
         if "error" in r:
             out.append(f"| {r['robot']} | {r['algorithm']} | {r.get('set') or '-'} | | | | error: {r['error']} | "
-                       f"| | {target:g}x | no |")
+                       f"| | {shown} | {'-' if target is None else 'no'} |")
             continue
         im = r["implementations"]
         route = r.get("route") or {}
@@ -92,8 +102,8 @@ def markdown(doc: dict) -> str:
         out.append(f"| {r['robot']} | {r['algorithm']} | {r.get('set') or '-'} | {r['nv']} | {r['m']} | "
                    f"{route.get('used', '?')} ({ops.get('analytical', '?')} / {ops.get('ad', '?')}) | "
                    f"{_us(spec_ns)} | {_us(pin['median_ns'] if pin else None)} | "
-                   f"{'-' if ratio is None else f'{ratio:.2f}'} | {target:g}x | "
-                   f"{'-' if ratio is None else ('yes' if ratio >= target else 'no')} |")
+                   f"{'-' if ratio is None else f'{ratio:.2f}'} | {shown} | "
+                   f"{'-' if ratio is None or target is None else ('yes' if ratio >= target else 'no')} |")
     out += ["", "Published anchors (other machines, cited, not measured here):", ""]
     out += [f"- {a}" for a in ANCHORS]
     return "\n".join(out) + "\n"
