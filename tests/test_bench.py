@@ -397,6 +397,31 @@ def test_impulse_vs_pinocchio():
     assert r["verify"]["max_rel_diff"]["pinocchio"] <= IMPULSE_PIN_TOL
 
 
+@needs_pin
+@pytest.mark.skipif(not shim_part_ready("constrained_derivatives"),
+                    reason="the shim's constrained_derivatives part is not compiled yet (minutes of g++); "
+                           "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
+def test_impulse_derivatives_vs_pinocchio_on_every_state():
+    """impulseDynamics + computeImpulseDynamicsDerivatives in the shim, one damped solve
+    against the kernel's one iteration, agree on every state of the run (pin 4.1 leaves
+    data.dvc_dq stale between calls: the shim zeroes it, else dv+/dq is O(1) off from the
+    second state on) and equal pin's Python with a fresh initConstraintDynamics."""
+    from gen.pinref import pin_model, reference
+
+    model = gen.load_robot("solo12")
+    r = harness.benchmark(model, "impulse_derivatives", FEET, against=("pinocchio",), keep_outputs=True,
+                          iterations=1, **SMALL)
+    _check_result(r, ("specialized", "pinocchio"))
+    assert r["verify"]["max_rel_diff"]["pinocchio"] <= 1e-10
+    pm, nq = pin_model(model), model.nq
+    for s in range(1, SMALL["n_states"]):
+        x = r["states"][s]
+        ref = reference(model, "impulse_derivatives", x[:nq], x[nq:], pmodel=pm, cset=FEET, options={})
+        got = r["outputs"]["pinocchio"]["dvplus_dq"][s]
+        # the Python reference is the exact map (damping 1e-20); one damped solve at 1e-6 is 1e-4 from it
+        assert np.max(np.abs(got - ref[0])) <= 1e-3 * max(1.0, np.max(np.abs(ref[0]))), f"state {s}"
+
+
 def test_cli_bench_json(capsys):
     """``rbdgen bench chain:6 --algorithm aba --against generic --format json`` through
     the sub-command's own parser."""

@@ -6,8 +6,8 @@
 against Pinocchio's analytical derivatives compiled header-only with the same flags
 (:mod:`gen.bench.pinshim`): ``computeRNEADerivatives``, ``computeABADerivatives``,
 ``constraintDynamics`` + ``computeConstraintDynamicsDerivatives`` (K = 3, mu = 1e-6,
-both calls timed), ``impulseDynamics`` + ``computeImpulseDynamicsDerivatives`` (mu = 1e-6,
-both timed).  Each entry is :func:`gen.bench.harness.benchmark`, the same as
+both calls timed), ``impulseDynamics`` + ``computeImpulseDynamicsDerivatives`` (one damped
+solve at mu = 1e-6, both timed).  Each entry is :func:`gen.bench.harness.benchmark`, the same as
 ``rbdgen bench ROBOT -a ALGORITHM [-c SPEC]``; the kernels take their default route
 (the one of lower estimated cost, recorded with both counts).
 
@@ -80,8 +80,9 @@ def markdown(doc: dict) -> str:
            "Pinocchio peers: `computeRNEADerivatives`, `computeABADerivatives`, `constraintDynamics` + "
            "`computeConstraintDynamicsDerivatives` (3 proximal iterations, mu = 1e-6, both timed: rbdgen's "
            "kernel computes the forward solve and the derivatives), `impulseDynamics` + "
-           "`computeImpulseDynamicsDerivatives` (one damped solve at mu = 1e-6, both timed; rbdgen's kernel at "
-           "iterations = 1, the same iterate; no target).  Outputs checked against each other on every "
+           "`computeImpulseDynamicsDerivatives` (one damped solve at mu = 1e-6 and rbdgen's kernel at iterations = 1, "
+           "the same iterate; both timed; `data.dvc_dq` zeroed before each call, which pin 4.1 leaves stale; no "
+           "target).  Outputs checked against each other on every "
            "state before timing (relative 1e-8, constrained 1e-6) and against NumPy.", "",
            "| robot | algorithm | constraints | nv | m | route (ops: analytical / AD) | specialised [us] | "
            "Pinocchio [us] | Pinocchio / specialised | target | met |",

@@ -615,6 +615,11 @@ int pinshim_impulse_dynamics_derivatives(pinshim *s, const double *q, const doub
     pin::Data &d = *s->cdata_fam[FAM_IMPD];
     pin::impulseDynamics(s->model, d, CVec(q, nq), CVec(v_minus, nv), s->cmodels, s->cdatas[FAM_IMPD],
                          s->restitution, s->settings[FAM_IMPD]);
+    /* pin 4.1 writes data.dvc_dq only in the columns of each contact's supporting joints and
+       then subtracts J M^-1 dtau/dq from all of it: the other columns keep the previous
+       call's values (from the second call on, dv+/dq off by O(1) on solo12's feet; measured
+       against a fresh initConstraintDynamics, which zeroes it).  A user must zero it too. */
+    d.dvc_dq.setZero();
     pin::computeImpulseDynamicsDerivatives(s->model, d, s->cmodels, s->cdatas[FAM_IMPD], s->restitution,
                                            s->settings[FAM_IMPD]);
     double *out[4] = {dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv};
