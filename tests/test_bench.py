@@ -370,8 +370,9 @@ def test_impulse_vs_pinocchio():
     iteration (Pinocchio at the kernel's mu) the shim's (v_plus, impulse) equal pin's
     Python impulseDynamics with the same settings and restitution; with a tolerance the
     converged map agrees with Pinocchio's exact solve."""
+    from gen.algorithms.pinocchio import rigid_constraints
     from gen.constraint_spec import parse_constraints
-    from gen.pinref import pin_model, rigid_constraints
+    from gen.pinref import pin_model
 
     model = gen.load_robot("solo12")
     cset = parse_constraints(model, FEET)
