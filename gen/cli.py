@@ -228,10 +228,11 @@ def _default(algo, option: str):
 
 
 def damped_condition(model, cset, q, mu: float) -> float:
-    """Condition number ``(lambda_max + mu) / (lambda_min + mu)`` of the damped Delassus
-    matrix ``J M^-1 J^T + mu I`` at ``q`` (``lambda_min`` 0 on a redundant set)."""
-    lam = np.linalg.eigvalsh(run(model, "delassus", q, constraints=cset))
-    return float((lam[-1] + mu) / (max(lam[0], 0.0) + mu))
+    """Condition number of the damped Delassus matrix ``J M^-1 J^T + Rho`` at ``q``
+    (``Rho = diag(mu / w)``, :meth:`~gen.constraints.ConstraintSet.damping`; ~lambda_max / mu
+    on a redundant set)."""
+    lam = np.linalg.eigvalsh(run(model, "delassus", q, constraints=cset) + np.diag(cset.damping(mu)))
+    return float(lam[-1] / lam[0])
 
 
 def runtime_defaults(manifest: dict) -> list[np.ndarray]:

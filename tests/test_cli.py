@@ -224,6 +224,8 @@ def test_the_condition_number_is_the_damped_delassus_one():
     q = model.random_q(np.random.default_rng(3))
     lam = np.linalg.eigvalsh(gen.run(model, "delassus", q, constraints=cset))
     assert damped_condition(model, cset, q, 1e-6) == pytest.approx((lam[-1] + 1e-6) / (lam[0] + 1e-6))
+    weighted = parse_constraints(model, "6D:left_foot", weights=[2.0])     # Rho = mu / w
+    assert damped_condition(model, weighted, q, 1e-6) == pytest.approx((lam[-1] + 5e-7) / (lam[0] + 5e-7))
     twice = parse_constraints(model, "6D:left_foot,6D:left_foot")
     assert damped_condition(model, twice, q, 1e-6) > 1e5 * damped_condition(model, cset, q, 1e-6)
 
