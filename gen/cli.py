@@ -386,11 +386,11 @@ def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list
         build_s = time.perf_counter() - t0
         with timed(progress, f"verify {model.name}/{name} on {args.samples} random states"):
             w = verify_kernel(k, args.samples, args.seed)
+        tols = tolerances(name, args.rtol, w["kappa"])
         rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
                      "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
                      "err_numpy_pinocchio": w["numpy_pinocchio"],
-                     "kappa": w["kappa"], "rtol": tolerances(name, args.rtol, w["kappa"])["c_numpy"],
-                     "rtol_pinocchio": tolerances(name, args.rtol, w["kappa"])["c_pinocchio"],
+                     "kappa": w["kappa"], "rtol": tols["c_numpy"], "rtol_pinocchio": tols["c_pinocchio"],
                      "status": "ok" if _ok(name, w, args.rtol) else "FAIL",
                      "build_s": round(build_s, 2), "folder": str(k.path)})
     return rows

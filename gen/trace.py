@@ -81,8 +81,8 @@ def operations(tr: Trace) -> int:
     return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
 
 
-#: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least this many rows, or at least
-#: :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds.  Measured on this machine
+#: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least
+#: this many rows, or at least :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds.  Measured on this machine
 #: kind (register-summed loops, talos and solo12 kernels with the products of
 #: constrained_derivatives as of 2026-11-26 (sixth session)): 18 rows: solo12
 #: aba_derivatives 2.70 us straight-line, 2.15 as loops
@@ -118,6 +118,11 @@ class Product:
     base: ca.SX
     terms: list[tuple[float, ca.SX, ca.SX, list[int], list[int]]]
 
+    @property
+    def madds(self) -> int:
+        """Its multiply-adds: one per nonzero of each term's ``X`` and row of its ``A``."""
+        return self.base.shape[0] * sum(len(k) for _, _, _, k, _ in self.terms)
+
 
 def deferred(tr: Trace) -> list:
     """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows, or
@@ -125,14 +130,14 @@ def deferred(tr: Trace) -> list:
     the head's straight-line code."""
     def loops(p) -> bool:
         rows = p.base.shape[0]
-        return rows >= LOOP_ROWS or rows >= LOOP_MIN_ROWS and rows * sum(len(t[3]) for t in p.terms) >= LOOP_MADDS
+        return rows >= LOOP_ROWS or rows >= LOOP_MIN_ROWS and p.madds >= LOOP_MADDS
     return [p for p in getattr(tr, "products", []) if loops(p)]
 
 
 def loop_operations(tr: Trace) -> int:
     """The operations of ``tr`` that the C runs in the products' loops: a multiply and an
-    add per nonzero of each term's ``X`` and row of its ``A`` (part of :func:`operations`)."""
-    return sum(2 * p.base.shape[0] * sum(len(t[3]) for t in p.terms) for p in deferred(tr))
+    add per multiply-add (:attr:`Product.madds`; part of :func:`operations`)."""
+    return sum(2 * p.madds for p in deferred(tr))
 
 
 def estimated_cost(tr: Trace) -> float:

@@ -196,7 +196,7 @@ class GenericC:
 class Floor:
     """Verification tolerance floors (relative) and why: ``c_numpy`` for compiled C vs
     NumPy, ``pinocchio`` against Pinocchio; the tolerance applied is ``max(rtol, floor)``.
-    ``conditioned``: the result solves with the damped Delassus matrix ``J M^-1 J^T + mu``,
+    ``conditioned``: the result solves with the damped Delassus matrix ``J M^-1 J^T + diag(mu / w)``,
     so rounding grows with its condition number kappa (~1e8 on a redundant set at
     mu = 1e-6); every tolerance is then at least :data:`CONDITION_SLACK` ``eps kappa``,
     kappa the worst over the states compared."""
