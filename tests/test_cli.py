@@ -214,6 +214,37 @@ def test_verify_redundant_sets_scale_the_tolerance_with_the_condition_number(cap
     assert rows["impulse_derivatives"]["err_numpy_pinocchio"] is None
 
 
+def test_the_ad_route_is_held_to_its_value_algorithms_floor():
+    """A kernel on the AD route is the Jacobian of its value algorithm's graph and rounds
+    as that algorithm does: constrained_derivatives' is constrained_aba's (an augmented
+    Lagrangian, ALM_FLOOR); NumPy, the analytical row, keeps the row's own floor."""
+    from gen.algorithms.registry import ALM_FLOOR
+    from gen.cli import tolerances
+
+    analytical = tolerances("constrained_derivatives", 1e-9)
+    ad = tolerances("constrained_derivatives", 1e-9, route="ad")
+    assert analytical == {"c_numpy": 1e-9, "c_pinocchio": 1e-9, "numpy_pinocchio": 1e-9}
+    assert ad == {"c_numpy": ALM_FLOOR.c_numpy, "c_pinocchio": ALM_FLOOR.pinocchio, "numpy_pinocchio": 1e-9}
+    assert tolerances("rnea_derivatives", 1e-9, route="ad") == tolerances("rnea_derivatives", 1e-9)
+
+
+@needs_pin
+def test_verify_the_ad_route_of_the_constrained_derivatives(capsys):
+    """solo12 four feet: the AD route (the Jacobian of constrained_aba) is 1.3e-8 from the
+    analytical kernel and Pinocchio, the same at K = 3 and 5 (constrained_aba's rounding, not
+    convergence): ok at constrained_aba's floor.  ur5 6D:tool0 near singular poses (kappa 1e6):
+    the K = 3 iterate it differentiates is not converged (4e-5 off; 6e-10 at K = 30): FAIL,
+    with the hint to raise --iterations."""
+    needs_robot("solo12")
+    needs_robot("ur5")
+    r = verify_rows(capsys, "solo12", "-a", "constrained_derivatives", "-c", FEET, "--route", "ad")
+    r = r["constrained_derivatives"]
+    assert 1e-9 < r["err_c_numpy"] <= r["rtol"] and r["err_numpy_pinocchio"] < 1e-12 and r["status"] == "ok"
+    rc, _, err = run(capsys, "verify", "ur5", "-a", "constrained_derivatives", "-c", "6D:tool0", "--route", "ad",
+                     "--quiet")
+    assert rc == 1 and "the AD route differentiates the K-th proximal iterate" in err and "--iterations" in err
+
+
 def test_the_condition_number_is_the_damped_delassus_one():
     from gen.cli import damped_condition
     from gen.constraint_spec import parse_constraints
