@@ -14,14 +14,13 @@ A[:, k] X[k, c]`` over contiguous columns of ``A`` and ``Y``, they are vector FM
 (AVX2 / AVX-512) from a few hundred bytes of code.
 
 An algorithm forms such an output with ``be.product(base, terms)``
-(:mod:`gen.backend`); the trace records it (:class:`gen.trace.Product`) and the op count
-is the trace's, one multiply and one add per nonzero of ``X`` and row of ``A``, which is
-what the loops execute.  The scalar kernel is then two steps in one C function:
+(:mod:`gen.backend`); the trace records it (:class:`gen.trace.Product`).  The scalar
+kernel is then two steps in one C function:
 
-* the *head*, the trace's SX function with each product output replaced by its
-  ``base`` (written into the output) and, as extra outputs, each term's ``A`` (unless it
-  is another output, e.g. ``M^-1``, which is then read there, also when an earlier
-  product formed it) and the nonzeros of its
+* the *head* (:func:`gen.trace.head`), the trace's SX function with each product output
+  replaced by its ``base`` (written into the output) and, as extra outputs, each term's
+  ``A`` (unless it is another output, e.g. ``M^-1``, which is then read there, also when
+  an earlier product formed it) and the nonzeros of its
   ``X``, into scratch arrays on the stack (in ``work`` with ``avoid_stack``);
 * the loops, column by column of each ``X`` (:func:`column_loop`, one per column
   length): the column's sums are held in up to :data:`ACCUMULATORS` vector registers
@@ -31,7 +30,12 @@ what the loops execute.  The scalar kernel is then two steps in one C function:
 
 The values equal the straight-line trace's up to rounding: the trace forms each sum in
 the loops' order (k ascending, then added to ``Y``), the compiler contracts the
-multiply-adds.  Batched kernels and the generic C keep straight-line code.
+multiply-adds.  The op count is what this C executes (:func:`gen.trace.operations`,
+:func:`opcount.count_trace`): the head's instructions plus a multiply and an add per
+nonzero of ``X`` and row of ``A``, zeros of ``A`` included, which the SX sums skip
+(``V = W sqrt(d)`` is zero off each column's subtree; talos aba_derivatives executes
+295.8k operations, its outputs' SX graph alone has 271.5k).  Batched kernels and the
+generic C keep straight-line code.
 """
 from __future__ import annotations
 
@@ -40,44 +44,17 @@ from bisect import bisect_left
 import casadi as ca
 
 from .cwriter import Written, write_functions
-from .trace import Trace, deferred, same_nodes
+from .trace import Trace, deferred, head
 
 #: numbers per line of the C's index tables
 PER_LINE = 24
 
 
 def head_function(name: str, tr: Trace) -> tuple[ca.Function, list[dict]]:
-    """The head of ``tr`` (module docstring) and, per deferred product in the order its
-    loops run: where its result ``Y`` goes (``("output", j)``, or for an intermediate
-    ``("scratch", i)``, whose initial value, the base, the head writes there) and per
-    term where its ``A`` is (an output the head writes, an earlier product's output or
-    intermediate, whose loops have run, or ``("scratch", i)``) and the scratch index of
-    its nonzeros."""
-    outs = [ca.densify(ca.SX(e)) for _, e in tr.outputs]
-    loops = deferred(tr)
-    product_of = {p.output: p for p in loops if p.output is not None}
-    heads = [ca.densify(product_of[o].base) if o in product_of else e for o, e in enumerate(outs)]
-    scratch: list[ca.SX] = []
-    plan = []
-    ready = [(("output", o), e) for o, e in enumerate(outs) if o not in product_of]   # (where, value)
-    for p in loops:
-        if p.output is None:
-            scratch.append(ca.densify(p.base))
-            dest = ("scratch", len(scratch) - 1)
-        else:
-            dest = ("output", p.output)
-        terms = []
-        for sign, A, x, k, c in p.terms:
-            A = ca.densify(A)
-            where = next((w for w, value in ready if same_nodes(value, A)), None)
-            if where is None:
-                scratch.append(A)
-                where = ("scratch", len(scratch) - 1)
-            scratch.append(x)
-            terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
-                          "rows": int(A.shape[0]), "cols": int(p.base.shape[1])})
-        plan.append({"Y": dest, "terms": terms})
-        ready.append((dest, ca.densify(p.value)))
+    """The head of ``tr`` (:func:`gen.trace.head`) as a ``casadi.Function`` whose outputs
+    are the trace's (the products' bases in place of their results) then the scratch
+    arrays, and the plan of the loops."""
+    heads, scratch, plan = head(tr)
     names_in = [n for n, _ in tr.inputs]
     names_out = [n for n, _ in tr.outputs] + [f"scratch{i}" for i in range(len(scratch))]
     f = ca.Function(name, [s for _, s in tr.inputs], heads + scratch, names_in, names_out)

@@ -52,6 +52,21 @@ class Trace:
     #: loops (:mod:`gen.products`); empty when there are none
     products: list = field(default_factory=list)
 
+    def straight_line(self) -> tuple[list[ca.SX], list[tuple[str | None, int]], list[tuple[str, list]]]:
+        """``(expressions, loops, marks)``: what the emitted C computes in straight-line
+        code (the outputs, or with products written as loops the head's outputs and
+        scratch, :func:`head`), per product written as loops its phase
+        (:func:`loop_phase`) and multiply-adds, and the arrays the head writes for each
+        product's loops as ``(phase, [arrays])``: what the op counter counts
+        (:func:`opcount.count_trace`)."""
+        loops = deferred(self)
+        if not loops:
+            return [e for _, e in self.outputs], [], []
+        heads, scratch, plan = head(self)
+        phases = [loop_phase(self, loops, i) for i in range(len(loops))]
+        marks = [(name, _loop_arrays(step, heads, scratch)) for name, step in zip(phases, plan) if name]
+        return heads + scratch, [(name, p.madds) for name, p in zip(phases, loops)], marks
+
     def function(self, name: str | None = None) -> ca.Function:
         """The whole algorithm as one ``casadi.Function`` (inputs -> outputs)."""
         return ca.Function(name or self.algorithm.name,
@@ -75,10 +90,15 @@ FREE_OPS = frozenset({ca.OP_INPUT, ca.OP_OUTPUT, ca.OP_CONST, ca.OP_PARAMETER})
 
 def operations(tr: Trace) -> int:
     """The operations of the C emitted for ``tr``: the instructions of the tape of
-    ``inputs -> outputs`` (after the trace's CSE) but inputs, outputs and constants
-    (the op counter's total, :func:`opcount.count_trace`)."""
-    f = ca.Function("ops", [s for _, s in tr.inputs], [ca.densify(ca.SX(e)) for _, e in tr.outputs])
-    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
+    ``inputs -> outputs`` (after the trace's CSE) but inputs, outputs and constants; with
+    products written as loops, those of the head (:func:`head`) plus the loops' (a
+    multiply and an add per multiply-add, :func:`loop_operations`), which run over every
+    row of ``A``, its zeros included, where the SX sums skip them (the op counter's total,
+    :func:`opcount.count_trace`)."""
+    exprs, loops, _ = tr.straight_line()
+    f = ca.Function("ops", [s for _, s in tr.inputs], [ca.densify(ca.SX(e)) for e in exprs])
+    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS) \
+        + sum(2 * madds for _, madds in loops)
 
 
 #: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least
@@ -98,8 +118,8 @@ LOOP_MIN_ROWS = 8
 LOOP_MADDS = 1000
 #: the cost of an operation the products' loops run, relative to one of straight-line
 #: code, for the route choice (:func:`estimated_cost`; measured: talos aba_derivatives'
-#: loops run 228k operations in 4.0 us, 57 per ns, its head 43k in ~11.5 us, 3.7 per ns;
-#: talos impulse_derivatives on soles and hands, 551k operations mostly in loops, 36.8 us
+#: loops run 228k operations in 4.0 us, 57 per ns, its head 67k in ~11.1 us, 6 per ns;
+#: talos impulse_derivatives on soles and hands, 583k operations mostly in loops, 36.8 us
 #: against the AD route's 514k straight-line ones, 117 us)
 LOOP_OP_COST = 0.1
 
@@ -145,6 +165,66 @@ def estimated_cost(tr: Trace) -> float:
     :data:`LOOP_OP_COST` each: the route choice's measure (:func:`trace`)."""
     loops = loop_operations(tr)
     return operations(tr) - loops + LOOP_OP_COST * loops
+
+
+def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
+    """The straight-line part of a trace with products written as loops
+    (:mod:`gen.products`): ``(heads, scratch, plan)``.  ``heads`` are the trace's outputs
+    with each deferred product's result replaced by its ``base``; ``scratch`` the arrays
+    the loops read that no output holds: each intermediate's base, each term's ``A``
+    (unless it is an output the head writes or an earlier product's result, whose loops
+    have run) and the nonzeros of its ``X``; per deferred product in the order its loops
+    run, the plan says where its result ``Y`` goes (``("output", j)``, or
+    ``("scratch", i)`` for an intermediate) and per term where its ``A`` is (an output,
+    an earlier product's destination or ``("scratch", i)``) and the scratch index of its
+    nonzeros."""
+    outs = [ca.densify(ca.SX(e)) for _, e in tr.outputs]
+    loops = deferred(tr)
+    product_of = {p.output: p for p in loops if p.output is not None}
+    heads = [ca.densify(product_of[o].base) if o in product_of else e for o, e in enumerate(outs)]
+    scratch: list[ca.SX] = []
+    plan = []
+    ready = [(("output", o), e) for o, e in enumerate(outs) if o not in product_of]   # (where, value)
+    for p in loops:
+        if p.output is None:
+            scratch.append(ca.densify(p.base))
+            dest = ("scratch", len(scratch) - 1)
+        else:
+            dest = ("output", p.output)
+        terms = []
+        for sign, A, x, k, c in p.terms:
+            A = ca.densify(A)
+            where = next((w for w, value in ready if same_nodes(value, A)), None)
+            if where is None:
+                scratch.append(A)
+                where = ("scratch", len(scratch) - 1)
+            scratch.append(x)
+            terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
+                          "rows": int(A.shape[0]), "cols": int(p.base.shape[1])})
+        plan.append({"Y": dest, "terms": terms})
+        ready.append((dest, ca.densify(p.value)))
+    return heads, scratch, plan
+
+
+def _loop_arrays(step: dict, heads: list, scratch: list) -> list[ca.SX]:
+    """The arrays the head writes for one product's loops (a step of :func:`head`'s plan):
+    the base of its result, the ``A`` of its terms held in scratch and their nonzeros."""
+    where = {"output": heads, "scratch": scratch}
+    return [where[step["Y"][0]][step["Y"][1]]] + \
+        [e for t in step["terms"] for e in ([scratch[t["A"][1]]] if t["A"][0] == "scratch" else []) + [scratch[t["x"]]]]
+
+
+def loop_phase(tr: Trace, loops: list, i: int) -> str | None:
+    """The phase of the loops of product ``loops[i]``: the first mark holding its result;
+    for an intermediate no mark holds, that of the first later product reading it as
+    ``A``; None (the op counter's ``output`` phase) otherwise."""
+    value = loops[i].value
+    for name, vals in tr.phases:
+        if any(ca.SX(v).shape == value.shape and same_nodes(v, value) for v in vals):
+            return name
+    user = next((j for j in range(i + 1, len(loops))
+                 if any(A.shape == value.shape and same_nodes(A, value) for _, A, _, _, _ in loops[j].terms)), None)
+    return None if user is None else loop_phase(tr, loops, user)
 
 
 def same_nodes(a: ca.SX, b: ca.SX) -> bool:

@@ -150,8 +150,14 @@ def count_trace(tr) -> dict:
     :func:`count_function` of ``inputs -> cse(outputs)`` (tested).
     """
     inputs = [s for _, s in tr.inputs]
-    outs = [ca.vec(_as_sx(e)) for _, e in tr.outputs]
-    marks = [(name, [ca.vec(_as_sx(v)) for v in vals]) for name, vals in tr.phases]
+    # with products written as loops (gen.products): the head's straight-line code, then the loops
+    exprs, loops, loop_marks = tr.straight_line() if hasattr(tr, "straight_line") \
+        else ([e for _, e in tr.outputs], [], [])
+    outs = [ca.vec(_as_sx(e)) for e in exprs]
+    # the arrays the loops read are marked last with their loops' phases: they claim only
+    # what no mark of the algorithm does (e.g. V = W sqrt(d), whose sqrt the SX of
+    # M^-1 = V V^T simplifies away on a leaf's column, sqrt(d)^2 = d, but the C computes)
+    marks = [(name, [ca.vec(_as_sx(v)) for v in vals]) for name, vals in [*tr.phases, *loop_marks]]
     mark_sx = [ca.vertcat(*vals) if vals else ca.SX(0, 1) for _, vals in marks]
     n_marks = len(marks)
     f = function_of(inputs, [ca.vertcat(*outs)] + mark_sx, "count_trace")
@@ -175,6 +181,10 @@ def count_trace(tr) -> dict:
             continue
         total[cls] += 1
         per[slot[first[k]]][cls] += 1
+    for name, madds in loops:                      # a multiply and an add per multiply-add
+        for counts in (total, per[names.index(name or OUTPUT_PHASE)]):
+            counts["mul"] += madds
+            counts["add"] += madds
     phases = [{"name": n} | _finish(c) for n, c in zip(names, per)]
     if phases[-1]["name"] == OUTPUT_PHASE and phases[-1]["total"] == 0 and len(phases) > 1:
         phases.pop()                               # the algorithm marked its last stage itself

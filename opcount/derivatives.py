@@ -60,7 +60,9 @@ def markdown(rows: list[dict]) -> str:
            "Analytical: the registered rows (Carpentier & Mansard RSS 2018 world-frame recursion; implicit "
            "differentiation of the KKT conditions, K = 3, mu = 1e-6).  AD: CasADi `jacobian` of the traced "
            "value algorithm (rnea, aba, constrained_aba, impulse at K = 3, mu = 1e-6) composed with the "
-           "tangent map of q (`gen/configuration.py`).  Totals after CSE, as emitted in C.  Default: the route of "
+           "tangent map of q (`gen/configuration.py`).  Totals after CSE, as emitted in C (products written as "
+           "loops: the straight-line head plus a multiply and an add per row of A and nonzero of X, zeros of A "
+           "included).  Default: the route of "
            "lower estimated cost (`gen.trace.estimated_cost`: operations that the C runs in vectorised product "
            "loops count a tenth, as measured), whose cost is given for the analytical route (the AD route is "
            "straight-line code: its cost is its count).", "",

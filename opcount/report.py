@@ -108,7 +108,10 @@ def to_md(data: dict, stamp: bool = False) -> str:
              "elimination (what the emitted C computes); inputs, outputs and constants are free. "
              "`add` includes subtractions, `mul` includes squares, `other` is everything else "
              "(fmax, comparisons, `twice`, ...). Phases partition the total: ops are attributed "
-             "to the first `be.mark` phase whose values need them, `output` is whatever follows the last mark (absent when the algorithm marks its last stage).", ""]
+             "to the first `be.mark` phase whose values need them, `output` is whatever follows the last mark (absent when the algorithm marks its last stage). "
+             "Outputs the C forms as dense x sparse product loops (the derivative rows, `gen/products.py`) count what "
+             "the loops execute, a multiply and an add per row of A and nonzero of X (zeros of A included), in the "
+             "phase that marks the product.", ""]
     rows = []
     for name, row in data["algorithms"].items():
         phases = " · ".join(f"{p['name']} {p['total']}" for p in row["phases"])

@@ -91,6 +91,31 @@ def test_the_route_cost_counts_loop_operations_at_a_tenth():
     assert loop_operations(ur5) == 0 and estimated_cost(ur5) == operations(ur5)
 
 
+@pytest.mark.parametrize("algorithm,spec", [("aba_derivatives", None),
+                                            ("constrained_derivatives", "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT")])
+def test_the_op_count_is_what_the_c_executes_head_and_loops(algorithm, spec):
+    """With products as loops the C runs the head's straight-line code (one statement per
+    SX instruction) and, per product, a multiply and an add per row of A and nonzero of X,
+    zeros of A included: V = W sqrt(d) is zero above W's ancestors, which the SX of
+    M^-1 = V V^T skips (and sqrt(d)^2 = d on a leaf's column), so the SX graph of the
+    outputs alone undercounts the C (solo12 aba_derivatives: 23394 against 24931).  The
+    phases still partition the total, the loops in the phase that marks their result."""
+    from gen.trace import loop_operations, operations
+    from opcount import count_trace
+    tr = trace(load_robot("solo12"), algorithm, spec, route="analytical")
+    f, _ = head_function("head", tr)
+    head = sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in trace_module.FREE_OPS)
+    counts = count_trace(tr)
+    assert counts["total"]["total"] == operations(tr) == head + loop_operations(tr)
+    outputs_only = ca.Function("o", [s for _, s in tr.inputs], [ca.densify(e) for _, e in tr.outputs])
+    sx = sum(1 for k in range(outputs_only.n_instructions())
+             if outputs_only.instruction_id(k) not in trace_module.FREE_OPS)
+    assert operations(tr) > sx
+    for cls in ("total", "add", "mul", "neg", "sqrt"):
+        assert sum(ph[cls] for ph in counts["phases"]) == counts["total"][cls], cls
+    assert "output" not in [ph["name"] for ph in counts["phases"]]
+
+
 def test_constrained_derivatives_reads_p_and_qn_t_from_their_products():
     """``Q_n^T`` (an intermediate: no output) and ``P`` (ddq_dtau) are products whose
     loops run first; the products of ``dddq/dx`` read them from there, the head never
