@@ -95,10 +95,9 @@ def operations(tr: Trace) -> int:
     multiply and an add per multiply-add, :func:`loop_operations`), which run over every
     row of ``A``, its zeros included, where the SX sums skip them (the op counter's total,
     :func:`opcount.count_trace`)."""
-    exprs, loops, _ = tr.straight_line()
+    exprs, _, _ = tr.straight_line()
     f = ca.Function("ops", [s for _, s in tr.inputs], [ca.densify(ca.SX(e)) for e in exprs])
-    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS) \
-        + sum(2 * madds for _, madds in loops)
+    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS) + loop_operations(tr)
 
 
 #: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least
