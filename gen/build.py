@@ -253,7 +253,7 @@ class Kernel:
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
           avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
-          scalar_trig: str = "libm", **options) -> Kernel:
+          scalar_trig: str = "libm", lanes: bool = True, **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``; returns a :class:`Kernel`.
 
     ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>-<digest>``);
@@ -264,6 +264,8 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`), ``scalar_trig`` the scalar kernel's
     ("libm", default, or "vector": the batched kernels' routine, so that with
     ``-ffp-contract=off`` the lanes of a batched kernel are bit for bit the scalar one's);
+    ``lanes``: write the robot's isomorphic limbs as vector lanes where that pays
+    (:mod:`gen.lanes`; False: every statement on doubles);
     other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
     build the early-exit driver).  ``algorithm`` ``auto`` (constrained forward dynamics)
@@ -280,7 +282,7 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,
                         under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig,
-                        scalar_trig=scalar_trig,
+                        scalar_trig=scalar_trig, lanes=lanes,
                         choice=None if choice is None else choice.record())
     module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset, tr.options)

@@ -60,7 +60,7 @@ import heapq
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import casadi as ca
 
@@ -176,6 +176,124 @@ def _steps(f: ca.Function, calls: dict | None = None) -> list[_Step]:
             raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
         const.pop(r, None)
     return steps
+
+
+def lane_type(width: int) -> str:
+    """The C type of a work slot holding ``width`` lanes (:mod:`gen.lanes`)."""
+    return f"rbdgen_lanes{width}"
+
+
+def lane_preamble(widths) -> str:
+    """The vector types (GCC / Clang vector extensions) and their unaligned loads and
+    stores for the lane widths used."""
+    lines = ["#if !defined(__GNUC__)", "#error \"rbdgen: this kernel writes isomorphic limbs as vector lanes: "
+             "it needs GCC or Clang (vector_size)\"", "#endif"]
+    for w in sorted(set(widths)):
+        t = lane_type(w)
+        lines += [f"typedef double {t} __attribute__((vector_size({8 * w})));",
+                  f"static inline {t} {t}_load(const double *p) {{ {t} v; __builtin_memcpy(&v, p, sizeof v); "
+                  f"return v; }}",
+                  f"static inline void {t}_store(double *p, {t} v) {{ __builtin_memcpy(p, &v, sizeof v); }}"]
+    return "\n".join(lines)
+
+
+def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_Step], dict[int, int]]:
+    """The statements of a lane plan (:func:`gen.lanes.plan`), one work slot per statement
+    (slot k: ``plan.order[k]``), and the widths of the vector slots.  A group's operand is
+    its operands' group when they are that group's lanes in order, else a vector of the
+    lanes' operands (constants, scalar slots, lanes ``{s.l}`` of vector slots)."""
+    ops = {**SCALAR_OPS, **(calls or {})}
+    tape, groups = plan.tape, plan.groups
+    slot = {u: k for k, u in enumerate(plan.order)}
+    where: dict[int, tuple[int, int | None]] = {}          # node -> (slot, lane or None)
+    for u, k in slot.items():
+        if u[0] == "s":
+            where[u[1]] = (k, None)
+        else:
+            for lane, m in enumerate(groups[u[1]]):
+                where[m] = (k, lane)
+    widths = {slot[("g", g)]: len(ms) for g, ms in groups.items()}
+
+    def scalar(a):                                          # (C text, slots read)
+        if a in tape.const:
+            return c_double(tape.const[a]), ()
+        k, lane = where[a]
+        return (f"{{{k}}}" if lane is None else f"{{{k}.{lane}}}"), (k,)
+
+    steps = []
+    for u in plan.order:
+        if u[0] == "s":
+            i = u[1]
+            if i in tape.inputs:
+                steps.append(_Step(f"arg[{tape.inputs[i][0]}][{tape.inputs[i][1]}]", (), slot[u]))
+                continue
+            if tape.op[i] not in ops:
+                raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(tape.op[i])}")
+            texts = [scalar(a) for a in tape.args[i]]
+            steps.append(_Step(ops[tape.op[i]].format(*(t for t, _ in texts)),
+                               tuple(dict.fromkeys(r for _, rs in texts for r in rs)), slot[u]))
+            continue
+        members = groups[u[1]]
+        op = tape.op[members[0]]
+        if op not in VECTOR_OPS:                            # a libm call per lane, gathered
+            if op not in ops:
+                raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
+            per_lane = [[scalar(a) for a in tape.args[m]] for m in members]
+            text = ", ".join(ops[op].format(*(t for t, _ in lane)) for lane in per_lane)
+            reads = [r for lane in per_lane for _, rs in lane for r in rs]
+            steps.append(_Step(f"(({lane_type(len(members))}){{{text}}})", tuple(dict.fromkeys(reads)), slot[u]))
+            continue
+        texts, reads = [], []
+        for p in range(len(tape.args[members[0]])):
+            operands = [tape.args[m][p] for m in members]
+            at = [where.get(o) for o in operands]
+            if at[0] is not None and all(x == (at[0][0], lane) for lane, x in enumerate(at)):
+                texts.append(f"{{{at[0][0]}}}")
+                reads.append(at[0][0])
+                continue
+            parts = [scalar(o) for o in operands]
+            texts.append(f"(({lane_type(len(members))}){{{', '.join(t for t, _ in parts)}}})")
+            reads += [r for _, rs in parts for r in rs]
+        steps.append(_Step(VECTOR_OPS[tape.op[members[0]]].format(*texts), tuple(dict.fromkeys(reads)), slot[u]))
+    for node, o, j in tape.outputs:
+        text, reads = scalar(node)
+        steps.append(_Step(text, reads, None, f"res[{o}][{j}]"))
+    return _reuse(steps, widths)
+
+
+def _reuse(steps: list[_Step], widths: dict[int, int]) -> tuple[list[_Step], dict[int, int]]:
+    """The steps on work slots reused after their value's last read (a linear scan per
+    width, the lowest free slot first), and the new slots' widths."""
+    last = {}
+    for k, st in enumerate(steps):
+        for r in st.reads:
+            last[r] = k
+    free: dict[int, list[int]] = {}
+    new_of: dict[int, int] = {}
+    new_widths: dict[int, int] = {}
+    top = 0
+    out = []
+    for k, st in enumerate(steps):
+        reads = tuple(new_of[r] for r in st.reads)
+        expr = re.sub(r"\{(\d+)((?:\.\d+)?)\}", lambda m: f"{{{new_of[int(m.group(1))]}{m.group(2)}}}", st.expr)
+        for r in st.reads:
+            if last[r] == k:
+                heapq.heappush(free.setdefault(widths.get(r, 1), []), new_of[r])
+        writes = None
+        if st.writes is not None:
+            width = widths.get(st.writes, 1)
+            pool = free.get(width)
+            if pool:
+                writes = heapq.heappop(pool)
+            else:
+                writes, top = top, top + 1
+                if width > 1:
+                    new_widths[writes] = width
+            new_of[st.writes] = writes
+            if st.writes not in last:                 # never read
+                heapq.heappush(free.setdefault(width, []), writes)
+        out.append(_Step(expr, reads, writes, st.dest))
+    return out, new_widths
 
 
 def zero_fills(steps: list[_Step], f: ca.Function) -> tuple[list[_Step], list[str]]:
@@ -306,18 +424,28 @@ def _slots(step: _Step) -> tuple[int, ...]:
 
 
 def _render(step: _Step, read, write) -> str:
-    """The C statement of ``step``, slot k read as ``read(k)`` and written as
-    ``write(k)``."""
-    expr = step.expr
-    for s in step.reads:
-        expr = expr.replace(f"{{{s}}}", read(s))
+    """The C statement of ``step``, slot k read as ``read(k)`` (lane l of a vector slot,
+    ``{k.l}``, as ``read(k, l)``) and written as ``write(k)``."""
+    expr = re.sub(r"\{(\d+)(?:\.(\d+))?\}",
+                  lambda m: read(int(m.group(1))) if m.group(2) is None else read(int(m.group(1)), int(m.group(2))),
+                  step.expr)
     return f"{step.dest if step.writes is None else write(step.writes)} = {expr};"
 
 
-def _declare(slots, indent: str = "    ") -> list[str]:
-    """``double w3, w7, ...;`` over several lines."""
-    names = [f"w{s}" for s in sorted(slots)]
-    return [f"{indent}double {', '.join(names[i:i + DECL_PER_LINE])};" for i in range(0, len(names), DECL_PER_LINE)]
+def _declare(slots, widths: dict | None = None, indent: str = "    ") -> list[str]:
+    """``double w3, w7, ...;`` over several lines (vector slots, ``widths``, as their
+    lane type)."""
+    widths = widths or {}
+    lines = []
+    for width in sorted({widths.get(s, 1) for s in slots}):
+        names = [f"w{s}" for s in sorted(slots) if widths.get(s, 1) == width]
+        kind = "double" if width == 1 else lane_type(width)
+        lines += [f"{indent}{kind} {', '.join(names[i:i + DECL_PER_LINE])};" for i in range(0, len(names), DECL_PER_LINE)]
+    return lines
+
+
+def _local(s: int, lane: int | None = None) -> str:
+    return f"w{s}" if lane is None else f"w{s}[{lane}]"
 
 
 @dataclass
@@ -331,20 +459,33 @@ class Written:
     stack_doubles: int
     slots: int = 0
     scheduled: bool = False
+    #: the lane widths of its vector work slots (:mod:`gen.lanes`); empty: all doubles
+    widths: dict = field(default_factory=dict)
 
 
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
-                   part_size: int | None = None, order: str = "auto", calls: dict | None = None) -> Written:
+                   part_size: int | None = None, order: str = "auto", calls: dict | None = None,
+                   lanes=None) -> Written:
     """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
     to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
     ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers the live
     values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots); ``calls``: see
-    :func:`_steps`."""
+    :func:`_steps`; ``lanes``: a lane plan of ``f`` (:func:`gen.lanes.plan`; not with
+    ``avoid_stack``), written in its own order instead."""
     split_above = SPLIT_ABOVE if split_above is None else split_above
     part_size = min(PART_SIZE if part_size is None else part_size, split_above)
-    steps, fills = zero_fills(_steps(f, calls), f)
+    widths: dict[int, int] = {}
+    if lanes is not None:
+        if avoid_stack:
+            raise RbdgenError("lanes keep vectors in locals: avoid_stack does not apply")
+        steps, widths = _lane_steps(f, lanes, calls)
+        steps, fills = zero_fills(steps, f)
+    else:
+        steps, fills = zero_fills(_steps(f, calls), f)
     slots, scheduled = int(f.sz_w()), False
-    if order != "tape" and (order == "schedule" or tape_live(steps) >= SCHEDULE_ABOVE):
+    if lanes is not None:
+        slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+    elif order != "tape" and (order == "schedule" or tape_live(steps) >= SCHEDULE_ABOVE):
         new, before, after = schedule(steps)      # scheduling only the kernels it may serve
         if order == "schedule" or after < SCHEDULE_BELOW * before:
             steps, scheduled = new, True
@@ -354,19 +495,20 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     head = (f"/* {name}: ({', '.join(f'{f.name_in(i)}[{f.nnz_in(i)}]' for i in range(f.n_in()))}) -> "
             f"({', '.join(f'{f.name_out(i)}[{f.nnz_out(i)}]' for i in range(f.n_out()))}), "
             f"{f.n_instructions()} instructions */")
-    slot = (lambda s: f"w[{s}]") if avoid_stack else (lambda s: f"w{s}")
+    slot = (lambda s: f"w[{s}]") if avoid_stack else _local
+    doubles = sum(widths.get(k, 1) for k in range(slots))
     if len(steps) <= split_above:
         used = {s for st in steps for s in _slots(st)}
         body = [f"    {_render(st, slot, slot)}" for st in steps]
         unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in fills + body)]
-        lines = [head, f"void {name}({params})", "{", *([] if avoid_stack else _declare(used)), *unused,
+        lines = [head, f"void {name}({params})", "{", *([] if avoid_stack else _declare(used, widths)), *unused,
                  *fills, *body, "}"]
-        return Written("\n".join(lines), 1, 0 if avoid_stack else slots, slots, scheduled)
-    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills)
-    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled)
+        return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths)
+    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths)
+    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths)
 
 
-def _split(steps, name, params, head, slot, avoid_stack, part_size, fills) -> Written:
+def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths=None) -> Written:
     """``name`` as parts of ``part_size`` steps and the entry point calling them (the
     module docstring, "Splitting"), which first runs ``fills``."""
     chunks = [steps[i:i + part_size] for i in range(0, len(steps), part_size)]
@@ -383,47 +525,62 @@ def _split(steps, name, params, head, slot, avoid_stack, part_size, fills) -> Wr
     live_after = [set() for _ in chunks]
     for i in range(len(chunks) - 2, -1, -1):
         live_after[i] = live_in[i + 1] | (live_after[i + 1] - defs[i + 1])
+    widths = widths or {}
     crossing = sorted(set().union(*live_in)) if not avoid_stack else []
-    index = {s: i for i, s in enumerate(crossing)}
+    index, size = {}, 0                  # slot -> its first double in x (a vector slot takes its lanes)
+    for s in crossing:
+        index[s], size = size, size + widths.get(s, 1)
     parts, calls, frame = [], [], 0
     for i, chunk in enumerate(chunks):
         pname = f"{name}_p{i}"
         if avoid_stack:
             body, local = [f"    {_render(st, slot, slot)}" for st in chunk], set()
         else:
-            body, local = _part_body(chunk, live_after[i], index)
-        frame = max(frame, len(local))
+            body, local = _part_body(chunk, live_after[i], index, widths)
+        frame = max(frame, sum(widths.get(s, 1) for s in local))
         text = "\n".join(body)
         used = [p for p in ("arg", "res", "w", "x") if f"{p}[" in text]
         decl = {"arg": "const double **arg", "res": "double **res", "w": "double *w",
                 "x": "double *restrict x"}
         sig = ", ".join(decl[p] for p in used) or "void"
-        parts += [f"static RBDGEN_PART void {pname}({sig})", "{", *_declare(local), *body, "}", ""]
+        parts += [f"static RBDGEN_PART void {pname}({sig})", "{", *_declare(local, widths), *body, "}", ""]
         calls.append(f"    {pname}({', '.join(used)});")
     top = [head, f"void {name}({params})", "{"]
     if crossing:
-        top.append(f"    double x[{len(crossing)}];   /* values crossing a part boundary */")
+        top.append(f"    double x[{size}];   /* values crossing a part boundary */")
     lines = [f"/* {name} in {len(chunks)} parts of at most {part_size} instructions */", *parts,
              *top, *fills, *calls, "}"]
-    return Written("\n".join(lines), len(chunks), len(crossing) + frame)
+    return Written("\n".join(lines), len(chunks), size + frame)
 
 
-def _part_body(chunk, live_out: set[int], index: dict[int, int]) -> tuple[list[str], set[int]]:
+def _part_body(chunk, live_out: set[int], index: dict[int, int], widths: dict | None = None) \
+        -> tuple[list[str], set[int]]:
     """The statements of one part with locals, and the slots it declares.  A slot read
     before the part defines it is read from ``x`` where it is used, and a slot live after
     the part is stored to ``x`` right after its last definition: loading every incoming
     value on entry and storing every outgoing one on exit would keep them all live
     through the part, and gcc then spills them (talos rnea_derivatives, parts of 4000:
     1.5x the unsplit run time)."""
+    widths = widths or {}
     last = {st.writes: k for k, st in enumerate(chunk) if st.writes is not None}
     defined: set[int] = set()
     body = []
+
+    def read(s, lane=None):                  # a vector slot from x: its lanes, or one lane
+        if s in defined:
+            return _local(s, lane)
+        if lane is not None:
+            return f"x[{index[s] + lane}]"
+        return f"x[{index[s]}]" if widths.get(s, 1) == 1 else f"{lane_type(widths[s])}_load(x + {index[s]})"
+
     for k, st in enumerate(chunk):
-        body.append("    " + _render(st, lambda s: f"w{s}" if s in defined else f"x[{index[s]}]", lambda s: f"w{s}"))
+        body.append("    " + _render(st, read, _local))
         if st.writes is not None:
             defined.add(st.writes)
             if last[st.writes] == k and st.writes in live_out:
-                body.append(f"    x[{index[st.writes]}] = w{st.writes};")
+                w = widths.get(st.writes, 1)
+                body.append(f"    x[{index[st.writes]}] = w{st.writes};" if w == 1 else
+                            f"    {lane_type(w)}_store(x + {index[st.writes]}, w{st.writes});")
     return body, defined
 
 
@@ -437,12 +594,16 @@ PART_MACROS = """#if defined(__GNUC__)
 
 def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
                     part_size: int | None = None, order: str = "auto", calls: dict | None = None,
-                    preamble: str = "") -> tuple[str, list[Written]]:
+                    preamble: str = "", lanes: list | None = None) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
-    (the routines ``calls`` names) and, when any is split, :data:`PART_MACROS`), and each
-    one's :class:`Written`."""
+    (the routines ``calls`` names), the lane types (:func:`lane_preamble`) when any
+    function has lanes and, when any is split, :data:`PART_MACROS`), and each one's
+    :class:`Written`; ``lanes``: per function a lane plan or None."""
+    lanes = lanes or [None] * len(funcs)
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
-                              order=order, calls=calls) for f in funcs]
+                              order=order, calls=calls, lanes=plan) for f, plan in zip(funcs, lanes)]
+    widths = [w for one in written for w in one.widths.values()]
     head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble else []) + \
+        ([lane_preamble(widths), ""] if widths else []) + \
         ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
     return "\n".join(head + ["\n\n".join(w.code for w in written)]), written

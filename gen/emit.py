@@ -164,6 +164,7 @@ from .choose import resolve
 from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
 from .errors import RbdgenError
 from .model import Model
+from .lanes import manifest as lanes_manifest, plan as lane_plan
 from .products import deferred, manifest as products_manifest, write_kernel as write_products
 from .robots import load_robot
 from .trace import DriverTrace, Trace, trace, trace_driver
@@ -373,7 +374,8 @@ _UNSET = object()
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
             batch: int | None = None, batch_trig: str = "vector", scalar_trig: str = "libm",
-            choice: dict | None = None, split_above: int | None = None, order: str = "auto") -> dict:
+            choice: dict | None = None, split_above: int | None = None, order: str = "auto",
+            lanes: bool = True) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
@@ -386,7 +388,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
     :mod:`gen.bench.compile_time` compares); ``order``: the scalar kernel's instruction
     order (:func:`gen.cwriter.write_function`: ``auto``, ``schedule`` or ``tape``, as
-    :mod:`gen.bench.emission_order` compares)."""
+    :mod:`gen.bench.emission_order` compares); ``lanes``: with ``order="auto"`` and not
+    ``avoid_stack``, write the robot's isomorphic limbs as vector lanes where that removes
+    at least :data:`gen.lanes.MIN_GAIN` of a function's statements (:mod:`gen.lanes`;
+    the manifest's ``codegen.lanes``)."""
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
@@ -420,17 +425,20 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         funcs, driver = [_kernel_function(f"{prefix}_kernel", tr)], None
         loop = {"iterations": _traced_iterations(tr), "tolerance": None}
     oc = _opcount(tr) if opcount is _UNSET else opcount
+    with_lanes = lanes and order == "auto" and not avoid_stack and not batch
+    plans = []
     if batch:
         kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
     else:
         trig = _one_lane_trig(f"{prefix}_cg") if scalar_trig == "vector" else {}
         if deferred(tr):
-            kernel_code, one = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack, split_above=split_above,
-                                              order=order, **trig)
+            kernel_code, one, plans = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack,
+                                                     split_above=split_above, order=order, lanes=with_lanes, **trig)
             written = [one]
         else:
+            plans = [lane_plan(f, model) if with_lanes else None for f in funcs]
             kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
-                                                   order=order, **trig)
+                                                   order=order, lanes=plans, **trig)
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
@@ -462,6 +470,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
             "batch_trig": batch_trig} if batch else {}),
         **({"scalar_trig": scalar_trig} if scalar_trig != "libm" else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
+                    **({"lanes": lanes_manifest(model, plans)} if any(plans) else {}),
                     **({"products": products_manifest(tr)} if deferred(tr) and not batch else {})},
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
@@ -827,19 +836,19 @@ def write(files: dict[str, str], out_dir) -> Path:
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
                batch_trig: str = "vector", scalar_trig: str = "libm", choice: dict | None = None,
-               split_above: int | None = None, order: str = "auto") -> BuildFolder:
+               split_above: int | None = None, order: str = "auto", lanes: bool = True) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
     ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
     below), ``scalar_trig`` the scalar kernel's (:func:`context`); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
-    ``split_above``, ``order``: see :func:`context`."""
+    ``split_above``, ``order``, ``lanes``: see :func:`context`."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
         ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
-                      scalar_trig=scalar_trig, choice=choice, split_above=split_above, order=order)
+                      scalar_trig=scalar_trig, choice=choice, split_above=split_above, order=order, lanes=lanes)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())

@@ -44,6 +44,7 @@ from bisect import bisect_left
 import casadi as ca
 
 from .cwriter import Written, write_functions
+from .lanes import plan as lane_plan
 from .trace import Trace, deferred, head
 
 #: numbers per line of the C's index tables
@@ -129,14 +130,17 @@ def column_loop(rows: int) -> str:
 
 
 def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
-                 order: str = "auto", calls: dict | None = None, preamble: str = "") -> tuple[str, Written]:
+                 order: str = "auto", calls: dict | None = None, preamble: str = "",
+                 lanes: bool = False) -> tuple[str, Written, list]:
     """C of the scalar kernel ``name(arg, res[, w])`` of a trace with products: the head
-    (``name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``) and
+    (``name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``, its
+    isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`) and
     the loops; its :class:`Written` counts the scratch in the stack (or, with
-    ``avoid_stack``, in the work slots)."""
+    ``avoid_stack``, in the work slots); and the head's lane plan (or None) in a list."""
     f, plan = head_function(f"{name}_head", tr)
+    plans = [lane_plan(f, tr.model) if lanes else None]
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
-                                    calls=calls, preamble=preamble)
+                                    calls=calls, preamble=preamble, lanes=plans)
     sizes = [int(f.nnz_out(i)) for i in range(len(tr.outputs), f.n_out())]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)
@@ -167,7 +171,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     text = code + "\n" + "\n".join(lines)
     stack = 0 if avoid_stack else head.stack_doubles + total
     slots = head.slots + total if avoid_stack else head.slots
-    return text, Written(text, head.parts, stack, slots, head.scheduled)
+    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths), plans
 
 
 def manifest(tr: Trace) -> list[dict]:

@@ -1,0 +1,124 @@
+"""Isomorphic limbs as vector lanes (gen/lanes.py, gen/cwriter.py): the families a model
+has, the pairing of a tape, and compiled kernels with lanes against NumPy and against the
+same kernel on doubles (unsplit, split with vectors crossing part boundaries, libm calls
+per lane, products' heads)."""
+import casadi as ca
+import numpy as np
+import pytest
+
+import gen
+from gen import cwriter, lanes
+from gen.errors import RbdgenError
+from gen.robots import load_robot
+from gen.robots.synthetic import bintree
+from gen.trace import trace
+from conftest import rel_err
+
+#: lanes compute each lane's own instruction; only where gcc contracts a*b+c into an FMA
+#: differently from the scalar code can the last bits move
+LANE_TOL = 1e-12
+
+
+def test_families_are_sibling_subtrees_of_equal_shape():
+    solo = load_robot("solo12")
+    (legs,) = lanes.families(solo)
+    assert [solo.bodies[lane[0]].name for lane in legs] == ["FL_HAA", "FR_HAA", "HL_HAA", "HR_HAA"]
+    assert all(len(lane) == 3 for lane in legs)
+    talos = load_robot("talos")
+    roots = [[talos.bodies[lane[0]].name for lane in fam] for fam in lanes.families(talos)]
+    assert roots == [["leg_left_1_joint", "leg_right_1_joint"], ["arm_left_1_joint", "arm_right_1_joint"]]
+    assert lanes.families(load_robot("panda")) == []
+    fams = lanes.families(bintree(21))  # branches of 3: the root's two subtrees of 9, each with two of 3
+    assert [[len(lane) for lane in fam] for fam in fams] == [[9, 9]]        # the outermost family only
+
+
+def test_seeds_map_each_lanes_coordinates_to_lane_zeros():
+    solo = load_robot("solo12")
+    seed = lanes.seeds(solo, [solo.nq, solo.nv, 5])
+    assert not any(i == 2 for i, _ in seed)               # an input of another size is shared
+    fl, fr = (solo.bodies[lane[0]] for lane in lanes.families(solo)[0][:2])
+    assert seed[(0, fl.idx_q)][:2] == (0, 0) and seed[(0, fr.idx_q)][:2] == (0, 1)
+    assert seed[(0, fl.idx_q)][2] == seed[(0, fr.idx_q)][2]
+    assert seed[(1, fr.idx_v + 0)][2] == seed[(1, fl.idx_v)][2] != seed[(0, fl.idx_q)][2]
+    assert (0, 0) not in seed and (1, 0) not in seed      # the free-flyer is no lane
+
+
+def test_units_on_a_cycle_are_found():
+    edges = {("g", 1), ("s", 2)}, {("s", 2), ("g", 3)}
+    cyc = {(("g", 1), ("s", 2)), (("s", 2), ("g", 3)), (("g", 3), ("g", 1)), (("g", 3), ("s", 4)),
+           (("s", 4), ("s", 5))}
+    assert lanes._on_cycles(cyc) == {("g", 1), ("s", 2), ("g", 3)}
+    assert lanes._on_cycles({tuple(e) for e in edges}) == set()
+
+
+def test_a_plan_groups_the_legs_and_its_order_is_topological():
+    solo = load_robot("solo12")
+    tr = trace(solo, "rnea_derivatives")
+    f = tr.function()
+    plan = lanes.plan(f, solo)
+    assert plan is not None and plan.statements <= 0.5 * plan.scalar       # four legs in one
+    assert all(len(m) == 4 for m in plan.groups.values())
+    tape = plan.tape
+    unit = {m: ("g", g) for g, ms in plan.groups.items() for m in ms}
+    at = {u: k for k, u in enumerate(plan.order)}
+    for i in range(len(tape.op)):
+        for a in tape.args[i]:
+            if a not in tape.const:
+                assert at[unit.get(a, ("s", a))] <= at[unit.get(i, ("s", i))]
+    for ms in plan.groups.values():                        # a group: one operation, one lane each
+        assert len({tape.op[m] for m in ms}) == 1
+    assert lanes.plan(trace(load_robot("panda"), "rnea_derivatives").function(), load_robot("panda")) is None
+
+
+def _states(model, n, seed=4):
+    rng = np.random.default_rng(seed)
+    return [(model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("robot, algorithm, split", [
+    ("solo12", "rnea_derivatives", False),
+    ("solo12", "rnea_derivatives", True),                 # vectors cross part boundaries through x
+    ("solo12", "aba_derivatives", False),                 # the products' head
+    ("solo12", "aba", False),                             # sin and cos: libm calls per lane, gathered
+])
+def test_compiled_lanes_equal_numpy_and_the_scalar_kernel(monkeypatch, tmp_path, robot, algorithm, split):
+    if split:
+        monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 600)
+    model = load_robot(robot)
+    with_lanes = gen.build(model, algorithm, out_dir=tmp_path / "lanes")
+    scalar = gen.build(model, algorithm, out_dir=tmp_path / "scalar", lanes=False)
+    info = with_lanes.manifest["codegen"]["lanes"]
+    assert info["families"] == [["FL_HAA", "FR_HAA", "HL_HAA", "HR_HAA"]]
+    (stats,) = info["statements"]
+    assert stats["lanes"] < stats["scalar"] and stats["grouped"] > 0
+    assert "lanes" not in scalar.manifest["codegen"]
+    assert (with_lanes.manifest["codegen"]["parts"][0] > 1) == split
+    kernel_c = (with_lanes.folder.path / f"{with_lanes.folder.prefix}_kernel.c").read_text()
+    assert "rbdgen_lanes4" in kernel_c
+    if split:
+        assert "rbdgen_lanes4_store(x + " in kernel_c and "rbdgen_lanes4_load(x + " in kernel_c
+    for q, v, x in _states(model, 3):
+        ref = gen.run(model, algorithm, q, v, x)
+        got, base = with_lanes(q, v, x), scalar(q, v, x)
+        for g, b, r in zip(got if isinstance(got, tuple) else (got,), base if isinstance(base, tuple) else (base,),
+                           ref if isinstance(ref, tuple) else (ref,)):
+            assert rel_err(g, r) <= LANE_TOL
+            assert rel_err(g, b) <= LANE_TOL
+
+
+def test_talos_lanes_pair_the_arms_despite_the_turned_gripper():
+    """talos' right gripper is turned by pi (its expressions differ from the left's): the
+    arms' sums still pair (the compiled kernel, split, is checked against Pinocchio by
+    tests/test_derivatives.py)."""
+    model = load_robot("talos")
+    f = trace(model, "rnea_derivatives").function()
+    plan = lanes.plan(f, model)
+    assert plan.statements <= 0.7 * plan.scalar
+    assert ca.OP_SIN in {plan.tape.op[g] for g in plan.groups}
+
+
+def test_lanes_refuse_avoid_stack():
+    solo = load_robot("solo12")
+    f = trace(solo, "rnea").function()
+    with pytest.raises(RbdgenError, match="avoid_stack"):
+        cwriter.write_function(f, avoid_stack=True, lanes=lanes.plan(f, solo))
