@@ -35,7 +35,7 @@ STAGES = [
     ("gen.trace",),
     ("opcount",),
     ("gen.choose",),
-    ("gen.cwriter", "gen.products", "gen.emit"),
+    ("gen.lanes", "gen.cwriter", "gen.products", "gen.emit"),
     ("gen.build",),
     ("gen.generic", "gen.pinref", "gen.casadi_api"),
     ("gen.bench",),
