@@ -369,7 +369,7 @@ def cmd_build(args) -> int:
     opts = _given_options(args) if auto else _algorithm_options(args.algorithm, args)
     t0 = time.perf_counter()
     k = build(model, args.algorithm, cset, out_dir=args.out, flags=args.flags, prefix=args.prefix,
-              progress=progress, avoid_stack=args.avoid_stack, batch=args.batch, **opts)
+              progress=progress, avoid_stack=args.avoid_stack, batch=args.batch, lanes=not args.no_lanes, **opts)
     f = k.function
     row = {**({"algorithm": k.algorithm.name} if auto else {}), "symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"), "batch": k.batch or 1,
            "work_size": f["work_size"], "folder": str(k.path), "header": k.header_path.name,
@@ -540,6 +540,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
     s.add_argument("--avoid-stack", action="store_true",
                    help="keep intermediates in the caller's work buffer instead of locals")
+    s.add_argument("--no-lanes", action="store_true",
+                   help="write every statement on doubles (default: a robot's isomorphic limbs, e.g. solo12's "
+                        "four legs, share vector instructions, one limb per lane; needs GCC or Clang)")
     s.add_argument("--batch", type=int, metavar="N",
                    help="batched kernel: N states per call (2, 4, 8, 16), lanes innermost "
                         "(element i of state l at [i*N + l]); symbol ..._b<N>")

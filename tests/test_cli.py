@@ -88,6 +88,17 @@ def test_build(capsys, tmp_path):
     assert rc == 0 and err == ""
 
 
+def test_build_lanes_and_no_lanes(capsys, tmp_path):
+    load_or_skip("solo12")
+    for flag, lanes in (([], True), (["--no-lanes"], False)):
+        out_dir = tmp_path / ("lanes" if lanes else "doubles")
+        rc, _, err = run(capsys, "build", "solo12", "-a", "rnea", "-o", str(out_dir), "--quiet", *flag)
+        assert rc == 0, err
+        manifest = json.loads((out_dir / "manifest.json").read_text())
+        assert ("lanes" in manifest["codegen"]) == lanes
+        assert ("rbdgen_lanes4" in (out_dir / "rbd_solo12_rnea_kernel.c").read_text()) == lanes
+
+
 def test_build_early_exit_driver(capsys, tmp_path):
     load_or_skip("solo12")
     spec = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"

@@ -85,7 +85,7 @@ extern "C" {
 #define RBD_SOLO12_ABA_TAU_SIZE 18
 #define RBD_SOLO12_ABA_DDQ_SIZE 18
 #define RBD_SOLO12_ABA_WORK_SIZE 0
-#define RBD_SOLO12_ABA_STACK_DOUBLES 372
+#define RBD_SOLO12_ABA_STACK_DOUBLES 449
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -84,7 +84,7 @@ extern "C" {
 #define RBD_SOLO12_CRBA_M_ROWS 18
 #define RBD_SOLO12_CRBA_M_COLS 18
 #define RBD_SOLO12_CRBA_WORK_SIZE 0
-#define RBD_SOLO12_CRBA_STACK_DOUBLES 178
+#define RBD_SOLO12_CRBA_STACK_DOUBLES 186
 
 /* ---- functions ----------------------------------------------------------- */
 

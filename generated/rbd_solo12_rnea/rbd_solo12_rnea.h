@@ -84,7 +84,7 @@ extern "C" {
 #define RBD_SOLO12_RNEA_A_SIZE 18
 #define RBD_SOLO12_RNEA_TAU_SIZE 18
 #define RBD_SOLO12_RNEA_WORK_SIZE 0
-#define RBD_SOLO12_RNEA_STACK_DOUBLES 290
+#define RBD_SOLO12_RNEA_STACK_DOUBLES 250
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -84,7 +84,7 @@ extern "C" {
 #define RBD_TALOS_CRBA_M_ROWS 50
 #define RBD_TALOS_CRBA_M_COLS 50
 #define RBD_TALOS_CRBA_WORK_SIZE 0
-#define RBD_TALOS_CRBA_STACK_DOUBLES 381
+#define RBD_TALOS_CRBA_STACK_DOUBLES 536
 
 /* ---- functions ----------------------------------------------------------- */
 
