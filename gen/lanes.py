@@ -29,9 +29,10 @@ parallelism, Larsen & Amarasinghe, PLDI 2000, seeded by the model):
 Every lane computes exactly its own instruction on its own operands (a constant operand
 is a vector of the lanes' constants, an operand shared by the lanes is broadcast, a
 mixed one gathered), so the result is the scalar tape's up to the compiler's FMA
-contraction.  Measured (gcc -O3 -march=native, own loop, tape order, one function):
-talos rnea_derivatives 49.7k -> 31.3k statements, 8.9-9.3 -> 7.35 us; solo12
-rnea_derivatives 8.4k -> 2.4k statements, 1.42 -> 0.61 us.
+contraction.  Measured (gcc -O3 -march=native, the public function in a loop over 64
+states, doubles -> lanes): talos rnea_derivatives 49.9k -> 32.4k statements, 10.2 ->
+7.4 us; solo12 rnea_derivatives 8.5k -> 2.5k statements, 1.55 -> 0.62 us (more in
+docs/ARCHITECTURE.md, "Isomorphic limbs as vector lanes").
 """
 from __future__ import annotations
 
@@ -45,8 +46,11 @@ from .model import Model
 
 #: lanes of one family at most (a vector of 8 doubles: one AVX-512 register, two AVX2)
 MAX_LANES = 8
-#: lanes are used when they remove at least this fraction of a function's statements
-MIN_GAIN = 0.1
+#: lanes are used when they remove at least this fraction of a function's statements:
+#: below it the gathers and lane reads cost what the shared instructions save (own loop:
+#: talos impulse_derivatives -14 % statements, 1.07x the time on doubles; solo12 -13 %,
+#: 0.94x; talos constrained_derivatives -23 %, 0.87x; aba_derivatives -28 %, 0.89x)
+MIN_GAIN = 0.2
 _UNARY = {ca.OP_ASSIGN, ca.OP_NEG, ca.OP_TWICE, ca.OP_SQ, ca.OP_INV}
 
 

@@ -117,6 +117,17 @@ def test_talos_lanes_pair_the_arms_despite_the_turned_gripper():
     assert ca.OP_SIN in {plan.tape.op[g] for g in plan.groups}
 
 
+def test_a_function_gets_lanes_only_when_they_remove_min_gain_of_its_statements(monkeypatch):
+    solo = load_robot("solo12")
+    f = trace(solo, "rnea").function()
+    plan = lanes.plan(f, solo)
+    gain = 1 - plan.statements / plan.scalar
+    monkeypatch.setattr(lanes, "MIN_GAIN", gain + 1e-3)
+    assert lanes.plan(f, solo) is None
+    monkeypatch.setattr(lanes, "MIN_GAIN", gain - 1e-3)
+    assert lanes.plan(f, solo) is not None
+
+
 def test_lanes_refuse_avoid_stack():
     solo = load_robot("solo12")
     f = trace(solo, "rnea").function()
