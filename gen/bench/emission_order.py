@@ -1,8 +1,9 @@
 """Instruction order of the scalar kernels: CasADi's tape vs rbdgen's schedule (issue 15 §2).
 
 For each case: trace, write the kernel twice -- in CasADi's tape order on its work slots
-(``order="tape"``) and as the build writes it (``order="auto"``: the greedy list schedule
-of :func:`gen.cwriter.schedule` where it lowers the values live at once) -- compile each
+(``order="tape"``) and as the build writes it on doubles (``order="auto"``, no lanes: the
+greedy list schedule of :func:`gen.cwriter.schedule` where it lowers the values live at
+once; the lanes of :mod:`gen.lanes` are measured in docs/ARCHITECTURE.md) -- compile each
 alone with the build's flags, and report per variant the mean number of live values,
 the straight-line machine code (``objdump -d``: instructions, and those with a
 stack-memory operand, i.e. spills and reloads of intermediates), the run time (both
@@ -103,7 +104,8 @@ def measure(robot: str, algorithm: str, *, flags, work: Path, say) -> dict:
     folders, objects = {}, {}
     for v in VARIANTS:
         with timed(say, f"{robot}/{algorithm}: emit and compile {v}"):
-            bf = emit_trace(tr, work / v, prefix=f"rbd_eo_{v}", order=v, progress=lambda s: None)
+            bf = emit_trace(tr, work / v, prefix=f"rbd_eo_{v}", order=v, lanes=False,   # the order on doubles
+                            progress=lambda s: None)
             obj = work / f"{v}.o"
             subprocess.run([os.environ.get("CC", "gcc"), *flags, "-g0", "-fPIC", "-c",
                             str(bf.path / f"{bf.prefix}_kernel.c"), "-o", str(obj)], check=True)
