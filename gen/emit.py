@@ -492,6 +492,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "codegen": {"prefix": f"{prefix}_cg", "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
+        "vector_uses": (["batched states"] if batch else []) + (["product loops"] if deferred(tr) and not batch else [])
+        + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plans) else []),
         "kernel_code": kernel_code,
     }
 

@@ -51,7 +51,6 @@ MAX_LANES = 8
 #: talos impulse_derivatives -14 % statements, 1.07x the time on doubles; solo12 -13 %,
 #: 0.94x; talos constrained_derivatives -23 %, 0.87x; aba_derivatives -28 %, 0.89x)
 MIN_GAIN = 0.2
-_UNARY = {ca.OP_ASSIGN, ca.OP_NEG, ca.OP_TWICE, ca.OP_SQ, ca.OP_INV}
 
 
 def families(model: Model) -> list[list[list[int]]]:
@@ -117,6 +116,7 @@ class Tape:
 
 
 def read_tape(f: ca.Function) -> Tape:
+    """The instruction tape of ``f`` (the one CasADi's code generator walks) as nodes."""
     t = Tape()
     holds: dict[int, int] = {}               # work slot -> node
     for k in range(f.n_instructions()):
@@ -131,7 +131,7 @@ def read_tape(f: ca.Function) -> Tape:
         elif op == ca.OP_INPUT:
             t.inputs[node] = (ins[0], ins[1])
         else:
-            args = tuple(holds[a] for a in ins[:1 if op in _UNARY else len(ins)])
+            args = tuple(holds[a] for a in ins)     # one operand for a unary operation, two for a binary
         t.op.append(op)
         t.args.append(args)
         holds[out[0]] = node

@@ -30,7 +30,8 @@
  *     residual above tol; the outputs hold the last iterate, its iteration count and
  *     its true residual.
  *
- * Build: plain C99 plus libm, with the folder's Makefile or CMakeLists.txt.
+ * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off)
+ *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_solo12_crba.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_solo12_crba.pc
  *   CMake                       target rbdgen::rbd_solo12_crba; flags of the build type:
