@@ -170,31 +170,39 @@ def _steps(f: ca.Function, calls: dict | None = None) -> list[_Step]:
         r = out[0]
         if op == ca.OP_INPUT:
             steps.append(_Step(f"arg[{ins[0]}][{ins[1]}]", (), r))
-        elif op in ops:
-            steps.append(_Step(ops[op].format(*(operand(a) for a in ins)), reads, r))
         else:
-            raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
+            steps.append(_Step(_format(f, ops, op).format(*(operand(a) for a in ins)), reads, r))
         const.pop(r, None)
     return steps
 
 
 def lane_type(width: int) -> str:
-    """The C type of a work slot holding ``width`` lanes (:mod:`gen.lanes`)."""
-    return f"rbdgen_lanes{width}"
+    """The C type of ``width`` doubles as one GCC / Clang vector (a work slot holding
+    ``width`` lanes, :mod:`gen.lanes`; a piece of a product loop's column,
+    :mod:`gen.products`), loaded and stored with ``rbdgen_load<width>`` /
+    ``rbdgen_store<width>`` (:func:`vector_types`)."""
+    return f"rbdgen_v{width}"
 
 
-def lane_preamble(widths) -> str:
-    """The vector types (GCC / Clang vector extensions) and their unaligned loads and
-    stores for the lane widths used."""
-    lines = ["#if !defined(__GNUC__)", "#error \"rbdgen: this kernel writes isomorphic limbs as vector lanes: "
-             "it needs GCC or Clang (vector_size)\"", "#endif"]
+def vector_types(widths) -> str:
+    """The vector types of ``widths`` (:func:`lane_type`) and their unaligned loads and
+    stores, behind a one-line error for compilers without GCC's vector extensions."""
+    lines = ["#if !defined(__GNUC__)", "#error \"rbdgen: this kernel uses GCC vector extensions (vector_size): "
+             "build it with GCC or Clang\"", "#endif"]
     for w in sorted(set(widths)):
         t = lane_type(w)
         lines += [f"typedef double {t} __attribute__((vector_size({8 * w})));",
-                  f"static inline {t} {t}_load(const double *p) {{ {t} v; __builtin_memcpy(&v, p, sizeof v); "
+                  f"static inline {t} rbdgen_load{w}(const double *p) {{ {t} v; __builtin_memcpy(&v, p, sizeof v); "
                   f"return v; }}",
-                  f"static inline void {t}_store(double *p, {t} v) {{ __builtin_memcpy(p, &v, sizeof v); }}"]
+                  f"static inline void rbdgen_store{w}(double *p, {t} v) {{ __builtin_memcpy(p, &v, sizeof v); }}"]
     return "\n".join(lines)
+
+
+def _format(f: ca.Function, ops: dict, op: int) -> str:
+    """The C format of ``op`` (``ops``: :data:`SCALAR_OPS` and the kernel's ``calls``)."""
+    if op not in ops:
+        raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
+    return ops[op]
 
 
 def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_Step], dict[int, int], bool]:
@@ -206,7 +214,7 @@ def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_
     are reordered by the scheduler whenever it brings the live values below
     :data:`SCHEDULE_BELOW` of the plan's order (whatever their number: measured, talos rnea
     with lanes 1.22 -> 1.05 us, crba 1.66 -> 1.44, solo12 aba_derivatives 1.69 -> 1.60;
-    talos rnea_derivatives 7.6 -> 7.4), then put on reused work slots (:func:`_reuse`)."""
+    talos rnea_derivatives 7.6 -> 7.4), then put on reused work slots per width (:func:`_allocate`)."""
     ops = {**SCALAR_OPS, **(calls or {})}
     tape, groups = plan.tape, plan.groups
     slot = {u: k for k, u in enumerate(plan.order)}
@@ -232,19 +240,15 @@ def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_
             if i in tape.inputs:
                 steps.append(_Step(f"arg[{tape.inputs[i][0]}][{tape.inputs[i][1]}]", (), slot[u]))
                 continue
-            if tape.op[i] not in ops:
-                raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(tape.op[i])}")
             texts = [scalar(a) for a in tape.args[i]]
-            steps.append(_Step(ops[tape.op[i]].format(*(t for t, _ in texts)),
+            steps.append(_Step(_format(f, ops, tape.op[i]).format(*(t for t, _ in texts)),
                                tuple(dict.fromkeys(r for _, rs in texts for r in rs)), slot[u]))
             continue
         members = groups[u[1]]
         op = tape.op[members[0]]
         if op not in VECTOR_OPS:                            # a libm call per lane, gathered
-            if op not in ops:
-                raise RbdgenError(f"{f.name()}: the C writer cannot emit CasADi operation {op_name(op)}")
             per_lane = [[scalar(a) for a in tape.args[m]] for m in members]
-            text = ", ".join(ops[op].format(*(t for t, _ in lane)) for lane in per_lane)
+            text = ", ".join(_format(f, ops, op).format(*(t for t, _ in lane)) for lane in per_lane)
             reads = [r for lane in per_lane for _, rs in lane for r in rs]
             steps.append(_Step(f"(({lane_type(len(members))}){{{text}}})", tuple(dict.fromkeys(reads)), slot[u]))
             continue
@@ -263,46 +267,12 @@ def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_
     for node, o, j in tape.outputs:
         text, reads = scalar(node)
         steps.append(_Step(text, reads, None, f"res[{o}][{j}]"))
-    order, before, after = schedule_order(steps)
+    # slot k is written by step k (one per unit, in plan.order), so the dataflow's values are the slots
+    reads, users = _dataflow(steps)
+    order, before, after = schedule_order(reads, users)
     scheduled = after < SCHEDULE_BELOW * before
-    if scheduled:
-        steps = [steps[k] for k in order]
-    return (*_reuse(steps, widths), scheduled)
-
-
-def _reuse(steps: list[_Step], widths: dict[int, int]) -> tuple[list[_Step], dict[int, int]]:
-    """The steps on work slots reused after their value's last read (a linear scan per
-    width, the lowest free slot first), and the new slots' widths."""
-    last = {}
-    for k, st in enumerate(steps):
-        for r in st.reads:
-            last[r] = k
-    free: dict[int, list[int]] = {}
-    new_of: dict[int, int] = {}
-    new_widths: dict[int, int] = {}
-    top = 0
-    out = []
-    for k, st in enumerate(steps):
-        reads = tuple(new_of[r] for r in st.reads)
-        expr = re.sub(r"\{(\d+)((?:\.\d+)?)\}", lambda m: f"{{{new_of[int(m.group(1))]}{m.group(2)}}}", st.expr)
-        for r in st.reads:
-            if last[r] == k:
-                heapq.heappush(free.setdefault(widths.get(r, 1), []), new_of[r])
-        writes = None
-        if st.writes is not None:
-            width = widths.get(st.writes, 1)
-            pool = free.get(width)
-            if pool:
-                writes = heapq.heappop(pool)
-            else:
-                writes, top = top, top + 1
-                if width > 1:
-                    new_widths[writes] = width
-            new_of[st.writes] = writes
-            if st.writes not in last:                 # never read
-                heapq.heappush(free.setdefault(width, []), writes)
-        out.append(_Step(expr, reads, writes, st.dest))
-    return out, new_widths
+    steps, widths = _allocate(steps, reads, users, order if scheduled else range(len(steps)), widths)
+    return steps, widths, scheduled
 
 
 def zero_fills(steps: list[_Step], f: ca.Function) -> tuple[list[_Step], list[str]]:
@@ -350,16 +320,15 @@ def schedule(steps: list[_Step]) -> tuple[list[_Step], float, float]:
     """The steps reordered by the greedy list scheduler of the module docstring, on
     fresh work slots; returns (steps, mean live values of the tape order, of the new
     order)."""
-    order, before, after = schedule_order(steps)
     reads, users = _dataflow(steps)
-    return _allocate(steps, reads, users, order), before, after
+    order, before, after = schedule_order(reads, users)
+    return _allocate(steps, reads, users, order)[0], before, after
 
 
-def schedule_order(steps: list[_Step]) -> tuple[list[int], float, float]:
-    """The order of the greedy list scheduler (:func:`schedule`) and the mean live values
-    of the steps' order and of it."""
-    n = len(steps)
-    reads, users = _dataflow(steps)
+def schedule_order(reads, users) -> tuple[list[int], float, float]:
+    """The order of the greedy list scheduler (:func:`schedule`) over the dataflow of
+    :func:`_dataflow`, and the mean live values of the steps' order and of it."""
+    n = len(reads)
     left = [len(u) for u in users]             # uses of each value not yet scheduled
     missing = [len(rs) for rs in reads]        # operands of each step not yet computed
     done = [False] * n
@@ -407,12 +376,16 @@ def _mean_live(reads, users, order) -> float:
     return total / max(len(reads), 1)
 
 
-def _allocate(steps, reads, users, order) -> list[_Step]:
+def _allocate(steps, reads, users, order, widths: dict | None = None) -> tuple[list[_Step], dict[int, int]]:
     """The steps in ``order`` on work slots assigned by a linear scan (a slot is free
-    again after the last read of its value; the lowest free slot first)."""
+    again after the last read of its value; the lowest free slot of the value's width
+    first), and the new slots' widths.  ``widths``: per step whose value is a vector,
+    its lanes (:func:`_lane_steps`; none: all doubles)."""
+    widths = widths or {}
     left = [len(u) for u in users]
     slot_of: dict[int, int] = {}
-    free: list[int] = []
+    free: dict[int, list[int]] = {}            # width -> free slots
+    new_widths: dict[int, int] = {}
     top = 0
     out = []
     for k in order:
@@ -422,17 +395,22 @@ def _allocate(steps, reads, users, order) -> list[_Step]:
         for r in reads[k]:
             left[r] -= 1
             if left[r] == 0:
-                heapq.heappush(free, slot_of[r])
+                heapq.heappush(free.setdefault(widths.get(r, 1), []), slot_of[r])
         writes = None
         if st.writes is not None:
-            writes = heapq.heappop(free) if free else top
+            width = widths.get(k, 1)
+            pool = free.get(width)
+            writes = heapq.heappop(pool) if pool else top
             top += writes == top
+            if width > 1:
+                new_widths[writes] = width
             slot_of[k] = writes
             if not users[k]:
-                heapq.heappush(free, writes)
-        expr = re.sub(r"\{(\d+)\}", lambda m: f"{{{slot_of[old[int(m.group(1))]]}}}", st.expr)
+                heapq.heappush(free.setdefault(width, []), writes)
+        expr = re.sub(r"\{(\d+)((?:\.\d+)?)\}", lambda m: f"{{{slot_of[old[int(m.group(1))]]}{m.group(2)}}}",
+                      st.expr)
         out.append(_Step(expr, new_reads, writes, st.dest))
-    return out
+    return out, new_widths
 
 
 def _slots(step: _Step) -> tuple[int, ...]:
@@ -586,7 +564,7 @@ def _part_body(chunk, live_out: set[int], index: dict[int, int], widths: dict | 
             return _local(s, lane)
         if lane is not None:
             return f"x[{index[s] + lane}]"
-        return f"x[{index[s]}]" if widths.get(s, 1) == 1 else f"{lane_type(widths[s])}_load(x + {index[s]})"
+        return f"x[{index[s]}]" if widths.get(s, 1) == 1 else f"rbdgen_load{widths[s]}(x + {index[s]})"
 
     for k, st in enumerate(chunk):
         body.append("    " + _render(st, read, _local))
@@ -595,7 +573,7 @@ def _part_body(chunk, live_out: set[int], index: dict[int, int], widths: dict | 
             if last[st.writes] == k and st.writes in live_out:
                 w = widths.get(st.writes, 1)
                 body.append(f"    x[{index[st.writes]}] = w{st.writes};" if w == 1 else
-                            f"    {lane_type(w)}_store(x + {index[st.writes]}, w{st.writes});")
+                            f"    rbdgen_store{w}(x + {index[st.writes]}, w{st.writes});")
     return body, defined
 
 
@@ -609,16 +587,17 @@ PART_MACROS = """#if defined(__GNUC__)
 
 def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
                     part_size: int | None = None, order: str = "auto", calls: dict | None = None,
-                    preamble: str = "", lanes: list | None = None) -> tuple[str, list[Written]]:
+                    preamble: str = "", lanes: list | None = None, vector_widths=()) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
-    (the routines ``calls`` names), the lane types (:func:`lane_preamble`) when any
-    function has lanes and, when any is split, :data:`PART_MACROS`), and each one's
-    :class:`Written`; ``lanes``: per function a lane plan or None."""
+    (the routines ``calls`` names), the vector types (:func:`vector_types`) of the
+    functions' lanes and of ``vector_widths`` (those the caller's code after them uses),
+    and, when any is split, :data:`PART_MACROS`), and each one's :class:`Written`;
+    ``lanes``: per function a lane plan or None."""
     lanes = lanes or [None] * len(funcs)
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
                               order=order, calls=calls, lanes=plan) for f, plan in zip(funcs, lanes)]
-    widths = [w for one in written for w in one.widths.values()]
+    widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble else []) + \
-        ([lane_preamble(widths), ""] if widths else []) + \
+        ([vector_types(widths), ""] if widths else []) + \
         ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
     return "\n".join(head + ["\n\n".join(w.code for w in written)]), written

@@ -426,12 +426,13 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         loop = {"iterations": _traced_iterations(tr), "tolerance": None}
     oc = _opcount(tr) if opcount is _UNSET else opcount
     with_lanes = lanes and order == "auto" and not avoid_stack and not batch
+    loops = deferred(tr)
     plans = []
     if batch:
         kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
     else:
         trig = _one_lane_trig(f"{prefix}_cg") if scalar_trig == "vector" else {}
-        if deferred(tr):
+        if loops:
             kernel_code, one, plans = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack,
                                                      split_above=split_above, order=order, lanes=with_lanes, **trig)
             written = [one]
@@ -471,7 +472,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         **({"scalar_trig": scalar_trig} if scalar_trig != "libm" else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
                     **({"lanes": lanes_manifest(model, plans)} if any(plans) else {}),
-                    **({"products": products_manifest(tr)} if deferred(tr) and not batch else {})},
+                    **({"products": products_manifest(tr)} if loops and not batch else {})},
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -492,7 +493,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "codegen": {"prefix": f"{prefix}_cg", "avoid_stack": bool(avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
-        "vector_uses": (["batched states"] if batch else []) + (["product loops"] if deferred(tr) and not batch else [])
+        "vector_uses": (["batched states"] if batch else []) + (["product loops"] if loops and not batch else [])
         + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plans) else []),
         "kernel_code": kernel_code,
     }

@@ -82,12 +82,13 @@ def families(model: Model) -> list[list[list[int]]]:
     return out
 
 
-def seeds(model: Model, sizes: list[int]) -> dict[tuple[int, int], tuple[int, int, tuple]]:
+def seeds(model: Model, fams: list, sizes: list[int]) -> dict[tuple[int, int], tuple[int, int, tuple]]:
     """``(input, entry) -> (family, lane, key)`` for the entries of the inputs of ``nq`` or
-    ``nv`` entries (``sizes``: each input's) that belong to a lane; ``key`` is the same for
-    the entries that stand for each other in the lanes of a family."""
+    ``nv`` entries (``sizes``: each input's) that belong to a lane of the families ``fams``
+    (:func:`families`); ``key`` is the same for the entries that stand for each other in
+    the lanes of a family."""
     out = {}
-    for f, fam in enumerate(families(model)):
+    for f, fam in enumerate(fams):
         for lane, bodies in enumerate(fam):
             for i, size in enumerate(sizes):
                 if size not in (model.nq, model.nv):
@@ -140,14 +141,19 @@ def read_tape(f: ca.Function) -> Tape:
 
 @dataclass
 class Plan:
-    """The lane groups of a tape: ``groups`` (first member -> members, one per lane),
-    ``order`` (units in a topological order: ``("s", node)`` a scalar node, ``("g", first
-    member)`` a group), the statements before (``scalar``) and after."""
+    """The lane groups of a tape: ``families`` (:func:`families`), ``groups`` (first
+    member -> members, one per lane), ``order`` (units in a topological order: ``("s",
+    node)`` a scalar node, ``("g", first member)`` a group)."""
 
     tape: Tape
+    families: list
     groups: dict
     order: list
-    scalar: int
+
+    @property
+    def scalar(self) -> int:
+        """The statements without lanes: one per input and instruction."""
+        return len(self.tape.op) - len(self.tape.const)
 
     @property
     def statements(self) -> int:
@@ -270,9 +276,8 @@ def plan(f: ca.Function, model: Model) -> Plan | None:
     if not fams:
         return None
     tape = read_tape(f)
-    seed = seeds(model, [int(f.nnz_in(i)) for i in range(f.n_in())])
+    seed = seeds(model, fams, [int(f.nnz_in(i)) for i in range(f.n_in())])
     groups = pair(tape, seed, {k: len(fam) for k, fam in enumerate(fams)})
-    scalar = sum(1 for i in range(len(tape.op)) if i not in tape.const)
     while True:
         unit, first = _units(tape, groups)
         edges = _edges(tape, unit)
@@ -282,8 +287,8 @@ def plan(f: ca.Function, model: Model) -> Plan | None:
         for u in _on_cycles(edges):              # groups on a cycle are dissolved
             if u[0] == "g":
                 del groups[u[1]]
-    result = Plan(tape, groups, order, scalar)
-    return result if groups and result.statements <= (1 - MIN_GAIN) * scalar else None
+    result = Plan(tape, fams, groups, order)
+    return result if groups and result.statements <= (1 - MIN_GAIN) * result.scalar else None
 
 
 def _topological(units: set, edges: set, first: dict) -> list | None:
@@ -351,6 +356,7 @@ def manifest(model: Model, plans: list) -> dict:
     """The manifest's ``codegen.lanes``: the families (per lane its subtree's root body)
     and, per function, its statements without and with lanes and the statements grouped
     (None: written without lanes)."""
-    return {"families": [[model.bodies[lane[0]].name for lane in fam] for fam in families(model)],
+    fams = next(p for p in plans if p is not None).families
+    return {"families": [[model.bodies[lane[0]].name for lane in fam] for fam in fams],
             "statements": [None if p is None else {"scalar": p.scalar, "lanes": p.statements,
                                                    "grouped": p.grouped} for p in plans]}

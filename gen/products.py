@@ -43,7 +43,7 @@ from bisect import bisect_left
 
 import casadi as ca
 
-from .cwriter import Written, write_functions
+from .cwriter import Written, lane_type, write_functions
 from .lanes import plan as lane_plan
 from .trace import Trace, deferred, head
 
@@ -72,15 +72,10 @@ def _table(name: str, values: list[int]) -> list[str]:
 #: room to spare, AVX2's 16 (a vector of 8 is two there) only while a pass has at most
 #: 7 vectors of 8 (columns up to 56 rows, talos' 50 included); longer passes spill there
 ACCUMULATORS = 8
-#: the vector types and their unaligned loads and stores (GCC / Clang vector extensions;
-#: the compiler lowers a vector of 8 to the machine's widest: one AVX-512 register, two
-#: AVX2 ones, four SSE2 ones)
-VECTORS = """typedef double rbdgen_v8 __attribute__((vector_size(64)));
-typedef double rbdgen_v4 __attribute__((vector_size(32)));
-static inline rbdgen_v8 rbdgen_load8(const double *p) { rbdgen_v8 v; __builtin_memcpy(&v, p, sizeof v); return v; }
-static inline rbdgen_v4 rbdgen_load4(const double *p) { rbdgen_v4 v; __builtin_memcpy(&v, p, sizeof v); return v; }
-static inline void rbdgen_store8(double *p, rbdgen_v8 v) { __builtin_memcpy(p, &v, sizeof v); }
-static inline void rbdgen_store4(double *p, rbdgen_v4 v) { __builtin_memcpy(p, &v, sizeof v); }"""
+#: the widths of the vector types the loops use (:func:`gen.cwriter.vector_types`; the
+#: compiler lowers a vector of 8 to the machine's widest: one AVX-512 register, two AVX2
+#: ones, four SSE2 ones)
+VECTOR_WIDTHS = (4, 8)
 
 
 def _pieces(rows: int) -> list[list[tuple[int, int]]]:
@@ -100,7 +95,7 @@ def column_loop(rows: int) -> str:
     column by column; each pass down the column holds its sums in registers (one vector
     FMA per 8 rows and nonzero, ``Y`` read and written once per column), the order of
     the sums the trace's (:meth:`gen.backend.SXBackend.product`)."""
-    kind = {8: "rbdgen_v8", 4: "rbdgen_v4", 1: "double"}
+    kind = {w: lane_type(w) for w in VECTOR_WIDTHS} | {1: "double"}
     body = []
     for passes in _pieces(rows):
         decl = [f"{kind[w]} s{n} = {{0}};" if w > 1 else f"double s{n} = 0.0;" for n, (_, w) in enumerate(passes)]
@@ -140,13 +135,13 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     f, plan = head_function(f"{name}_head", tr)
     plans = [lane_plan(f, tr.model) if lanes else None]
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
-                                    calls=calls, preamble=preamble, lanes=plans)
+                                    calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS)
     sizes = [int(f.nnz_out(i)) for i in range(len(tr.outputs), f.n_out())]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)
     n_out = len(tr.outputs)
     loops = sorted({term["rows"] for p in plan for term in p["terms"]})
-    lines = ["", VECTORS, "", *[column_loop(rows) + "\n" for rows in loops],
+    lines = ["", *[column_loop(rows) + "\n" for rows in loops],
              f"/* {name}: the head writes the outputs (the products' bases) and {len(sizes)} scratch arrays, "
              f"then the products */",
              f"void {name}(const double **arg, double **res{', double *w' if avoid_stack else ''})", "{"]

@@ -96,7 +96,7 @@ def test_build_lanes_and_no_lanes(capsys, tmp_path):
         assert rc == 0, err
         manifest = json.loads((out_dir / "manifest.json").read_text())
         assert ("lanes" in manifest["codegen"]) == lanes
-        assert ("rbdgen_lanes4" in (out_dir / "rbd_solo12_rnea_kernel.c").read_text()) == lanes
+        assert ("rbdgen_v4" in (out_dir / "rbd_solo12_rnea_kernel.c").read_text()) == lanes
         header = (out_dir / "rbd_solo12_rnea.h").read_text()
         assert ("GCC vector extensions (gcc or clang: isomorphic limbs as lanes" in header) == lanes
         assert ("plain C99" in header) != lanes
