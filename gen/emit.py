@@ -164,7 +164,7 @@ from .choose import resolve
 from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
 from .errors import RbdgenError
 from .model import Model
-from .lanes import manifest as lanes_manifest, plan as lane_plan
+from .lanes import manifest as lanes_manifest, plan as lane_plan, trace_plan
 from .products import deferred, manifest as products_manifest, write_kernel as write_products
 from .robots import load_robot
 from .trace import DriverTrace, Trace, trace, trace_driver
@@ -437,7 +437,12 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                                                      split_above=split_above, order=order, lanes=with_lanes, **trig)
             written = [one]
         else:
-            plans = [lane_plan(f, model) if with_lanes else None for f in funcs]
+            if not with_lanes:
+                plans = [None] * len(funcs)
+            elif driver is None:            # one kernel: planned on its lane trace where the model has one
+                plans = [trace_plan(tr, lambda t: (_kernel_function(funcs[0].name(), t), None))[2]]
+            else:
+                plans = [lane_plan(f, model) for f in funcs]
             kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
                                                    order=order, lanes=plans, **trig)
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)

@@ -19,30 +19,37 @@ parallelism, Larsen & Amarasinghe, PLDI 2000, seeded by the model):
   family only, and on no other lane, is grouped with, in each lane l, the instruction of
   the same operation whose lane operands are the lane-l partners of its own and whose
   other operands have the same expression shape (constants abstracted) or also depend
-  on lane l only (the right gripper of talos is turned by pi, so its subtree's
-  expressions differ from the left's; the sums over the arms still pair); operands of
-  equal shape that depend on no lane (a limb's placement in the base: constants times
-  the base's coordinates) are grouped with it, recursively;
+  on lane l only; operands of equal shape that depend on no lane (a limb's placement in
+  the base: constants times the base's coordinates) are grouped with it, recursively;
+* *lane constants* (:func:`lane_constants`, :func:`trace_plan`): placement entries that
+  are 0 or +-1 in one lane and not in another (talos' right gripper is turned by pi)
+  would fold into expressions of different shapes; the kernel is traced again with them
+  as symbols, one per lane, which seed the pairing and are written as their values;
 * groups on a dependency cycle (a wrong pick among equal candidates) are dissolved
   until the merged graph is acyclic (:func:`plan`).
 
 Every lane computes exactly its own instruction on its own operands (a constant operand
 is a vector of the lanes' constants, an operand shared by the lanes is broadcast, a
 mixed one gathered), so the result is the scalar tape's up to the compiler's FMA
-contraction.  Measured (gcc -O3 -march=native, the public function in a loop over 64
-states, doubles -> lanes): talos rnea_derivatives 49.9k -> 32.4k statements, 10.2 ->
-7.4 us; solo12 rnea_derivatives 8.5k -> 2.5k statements, 1.55 -> 0.62 us (more in
+contraction (with lane constants, a lane's extra terms are products by 0 and 1: exact
+but for the sign of a zero).  Measured (gcc -O3 -march=native, the public function in a
+loop over 64 states, doubles -> lanes): talos rnea_derivatives 49.9k -> 32.4k
+statements, 10.2 -> 7.4 us (26.9k statements with lane constants: 7.84 -> 6.01 us in
+another run); solo12 rnea_derivatives 8.5k -> 2.5k statements, 1.55 -> 0.62 us (more in
 docs/ARCHITECTURE.md, "Isomorphic limbs as vector lanes").
 """
 from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import casadi as ca
+import numpy as np
 
 from .model import Model
+from .spatial import snap
+from .trace import Trace, retrace
 
 #: lanes of one family at most (a vector of 8 doubles: one AVX-512 register, two AVX2)
 MAX_LANES = 8
@@ -143,17 +150,14 @@ def read_tape(f: ca.Function) -> Tape:
 class Plan:
     """The lane groups of a tape: ``families`` (:func:`families`), ``groups`` (first
     member -> members, one per lane), ``order`` (units in a topological order: ``("s",
-    node)`` a scalar node, ``("g", first member)`` a group)."""
+    node)`` a scalar node, ``("g", first member)`` a group); ``scalar``: the statements
+    the function is written with without lanes (one per input and instruction)."""
 
     tape: Tape
     families: list
     groups: dict
     order: list
-
-    @property
-    def scalar(self) -> int:
-        """The statements without lanes: one per input and instruction."""
-        return len(self.tape.op) - len(self.tape.const)
+    scalar: int
 
     @property
     def statements(self) -> int:
@@ -162,6 +166,11 @@ class Plan:
     @property
     def grouped(self) -> int:
         return sum(len(m) for m in self.groups.values())
+
+
+def statements(f: ca.Function) -> int:
+    """The statements of ``f`` written without lanes: one per input and instruction."""
+    return sum(f.instruction_id(k) not in (ca.OP_CONST, ca.OP_OUTPUT) for k in range(f.n_instructions()))
 
 
 def pair(tape: Tape, seed: dict, nlanes: dict[int, int]) -> dict[int, list[int]]:
@@ -268,16 +277,26 @@ def _edges(tape: Tape, unit: dict) -> set:
     return {(unit[a], u) for i, u in unit.items() for a in tape.args[i] if a in unit and unit[a] != u}
 
 
-def plan(f: ca.Function, model: Model) -> Plan | None:
+def plan(f: ca.Function, model: Model, constants: LaneConstants | None = None,
+         scalar: int | None = None) -> Plan | None:
     """The lanes of ``f`` (inputs as the kernel's: those of nq or nv entries are per dof),
     or None when the model has no family or the lanes remove less than :data:`MIN_GAIN`
-    of the statements."""
+    of the statements (``scalar``: those of the function written without lanes, by
+    default ``f``'s).  ``constants``: ``f``'s last input is their symbols (``f`` traced
+    on ``constants.model``), each a constant of its lane, written as its value."""
     fams = families(model)
     if not fams:
         return None
     tape = read_tape(f)
     seed = seeds(model, fams, [int(f.nnz_in(i)) for i in range(f.n_in())])
+    if constants is not None:
+        seed.update({(f.n_in() - 1, j): key for j, key in enumerate(constants.keys)})
     groups = pair(tape, seed, {k: len(fam) for k, fam in enumerate(fams)})
+    if constants is not None:                    # the symbols are their values from here on
+        for node, (i, j) in list(tape.inputs.items()):
+            if i == f.n_in() - 1:
+                tape.const[node] = constants.values[j]
+                del tape.inputs[node]
     while True:
         unit, first = _units(tape, groups)
         edges = _edges(tape, unit)
@@ -287,8 +306,77 @@ def plan(f: ca.Function, model: Model) -> Plan | None:
         for u in _on_cycles(edges):              # groups on a cycle are dissolved
             if u[0] == "g":
                 del groups[u[1]]
-    result = Plan(tape, fams, groups, order)
+    result = Plan(tape, fams, groups, order, statements(f) if scalar is None else scalar)
     return result if groups and result.statements <= (1 - MIN_GAIN) * result.scalar else None
+
+
+@dataclass
+class LaneConstants:
+    """Joint placement entries of a family's lanes traced as symbols (:func:`lane_constants`):
+    ``model`` with those placements' ``traced`` values, the ``symbols`` (a column), their
+    ``values`` and per symbol its seed ``(family, lane, key)``."""
+
+    model: Model
+    symbols: ca.SX
+    values: list[float]
+    keys: list[tuple]
+
+
+def lane_constants(model: Model) -> LaneConstants | None:
+    """The entries of the lanes' joint placements (rotation and translation, snapped as the
+    trace snaps them) that differ between the lanes of a family while being 0 or +-1 in
+    one of them, as one symbol per lane, or None when there are none.  CasADi folds a
+    multiplication by 0 or 1 away, so such an entry gives the lanes expressions of
+    different shapes that cannot share an instruction (talos' right gripper is turned by
+    pi about z, with a 9.8e-12 residue, where the left one is not: talos
+    rnea_derivatives 32.4k statements with lanes; traced with its 40 such entries as
+    symbols, 27.0k, every lane computing the union of the entries' terms)."""
+    fams = families(model)
+    bodies = list(model.bodies)
+    syms, values, keys = [], [], []
+    for f, fam in enumerate(fams):
+        for k in range(len(fam[0])):
+            plcs = [model.bodies[lane[k]].placement for lane in fam]
+            entries = np.array([np.concatenate([snap(x.R).ravel(), snap(x.p)]) for x in plcs])
+            traced = [[ca.SX(x) for x in row] for row in entries]
+            for j, col in enumerate(entries.T):
+                if np.all(col == col[0]) or not np.any((col == 0) | (np.abs(col) == 1)):
+                    continue
+                for lane, x in enumerate(col):
+                    traced[lane][j] = ca.SX.sym(f"lane_constant_{len(syms)}")
+                    syms.append(traced[lane][j])
+                    values.append(float(x))
+                    keys.append((f, lane, ("constant", k, j)))
+            for lane, row in enumerate(traced):
+                if any(x.is_symbolic() for x in row):
+                    b = fam[lane][k]
+                    R = ca.reshape(ca.vertcat(*row[:9]), 3, 3).T          # row-major entries
+                    bodies[b] = replace(bodies[b], placement=replace(plcs[lane], traced=(R, ca.vertcat(*row[9:]))))
+    if not syms:
+        return None
+    return LaneConstants(replace(model, bodies=bodies), ca.vertcat(*syms), values, keys)
+
+
+def lane_trace(tr: Trace, constants: LaneConstants) -> Trace:
+    """``tr`` traced again on ``constants.model``, the symbols a last input."""
+    return retrace(tr, constants.model, ("lane_constants", constants.symbols))
+
+
+def trace_plan(tr: Trace, function) -> tuple[ca.Function, object, Plan | None]:
+    """``(f, layout, plan)``: the function and layout ``function(tr)`` returns (the
+    kernel's, or a products head and the plan of its loops) and the lanes to write ``f``
+    with: planned on ``function`` of the lane trace (:func:`lane_constants`,
+    :func:`lane_trace`) when the model has lane constants and that function has ``f``'s
+    inputs (and the constants), outputs and layout, else on ``f``."""
+    f, layout = function(tr)
+    constants = lane_constants(tr.model)
+    if constants is not None:
+        g, layout_g = function(lane_trace(tr, constants))
+        sizes = [[int(h.nnz_in(i)) for i in range(h.n_in())] for h in (f, g)]
+        if layout_g == layout and sizes[1] == sizes[0] + [len(constants.values)] and \
+                [g.nnz_out(i) for i in range(g.n_out())] == [f.nnz_out(i) for i in range(f.n_out())]:
+            return f, layout, plan(g, tr.model, constants, statements(f))
+    return f, layout, plan(f, tr.model)
 
 
 def _topological(units: set, edges: set, first: dict) -> list | None:

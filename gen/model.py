@@ -67,10 +67,14 @@ GRAVITY = np.array([0.0, 0.0, -9.81])
 
 @dataclass(frozen=True)
 class SE3:
-    """Rigid transform ``x_parent = R @ x_child + p`` (R 3x3, p shape (3,))."""
+    """Rigid transform ``x_parent = R @ x_child + p`` (R 3x3, p shape (3,)).  ``traced``:
+    backend values ``(R, p)`` a trace uses instead of the numbers (a joint placement
+    whose entries are symbols, :func:`gen.lanes.lane_constants`); products and inverses
+    are of the numbers."""
 
     R: np.ndarray
     p: np.ndarray
+    traced: tuple | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def identity() -> "SE3":

@@ -44,7 +44,7 @@ from bisect import bisect_left
 import casadi as ca
 
 from .cwriter import Written, lane_type, write_functions
-from .lanes import plan as lane_plan
+from .lanes import trace_plan
 from .trace import Trace, deferred, head
 
 #: numbers per line of the C's index tables
@@ -132,8 +132,11 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`) and
     the loops; its :class:`Written` counts the scratch in the stack (or, with
     ``avoid_stack``, in the work slots); and the head's lane plan (or None) in a list."""
-    f, plan = head_function(f"{name}_head", tr)
-    plans = [lane_plan(f, tr.model) if lanes else None]
+    if lanes:
+        f, plan, lane = trace_plan(tr, lambda t: head_function(f"{name}_head", t))
+    else:
+        (f, plan), lane = head_function(f"{name}_head", tr), None
+    plans = [lane]
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
                                     calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS)
     sizes = [int(f.nnz_out(i)) for i in range(len(tr.outputs), f.n_out())]

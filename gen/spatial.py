@@ -79,7 +79,9 @@ def snap(a: np.ndarray) -> np.ndarray:
 
 
 def const_transform(M, be):
-    """A model SE3 as a backend transform pair."""
+    """A model SE3 as a backend transform pair (its ``traced`` values when it has them)."""
+    if M.traced is not None:
+        return M.traced
     return be.asarray(snap(M.R)), be.asarray(snap(M.p))
 
 
@@ -195,9 +197,11 @@ def inertia_to_parent(body: Body, qi, I6, be):
 
 def _through_joint(body: Body, qi, Y, transform, be):
     """``transform(parentMi(q_i), Y)`` applied as ``transform(placement,
-    transform(jMi(q_i), Y))``, the placement step skipped when it is the identity."""
+    transform(jMi(q_i), Y))``, the placement step skipped when it is the identity (and
+    not traced as symbols)."""
     inner = transform(joint_motion(body, qi, be), Y, be)
-    if np.array_equal(snap(body.placement.R), np.eye(3)) and not np.any(snap(body.placement.p)):
+    plc = body.placement
+    if plc.traced is None and np.array_equal(snap(plc.R), np.eye(3)) and not np.any(snap(plc.p)):
         return inner
     return transform(const_transform(body.placement, be), inner, be)
 

@@ -309,6 +309,18 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Tra
     return tr
 
 
+def retrace(tr: Trace, model: Model, extra: tuple[str, ca.SX]) -> Trace:
+    """``tr``'s algorithm, constraint set, options and route traced on ``model`` (``tr.model``
+    with placements traced as symbols, :func:`gen.lanes.lane_constants`), the symbols
+    ``extra = (name, column)`` its last input."""
+    ad = tr.route is not None and tr.route["used"] == "ad"
+    out = trace_ad(model, tr.algorithm, tr.cset, **tr.options) if ad else \
+        _trace_fn(model, tr.algorithm, tr.cset, tr.options)
+    out.inputs = out.inputs + [extra]
+    out.route = tr.route
+    return out
+
+
 # --- the early-exit driver ------------------------------------------------------------------
 
 @dataclass

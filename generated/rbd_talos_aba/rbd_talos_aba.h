@@ -86,7 +86,7 @@ extern "C" {
 #define RBD_TALOS_ABA_TAU_SIZE 50
 #define RBD_TALOS_ABA_DDQ_SIZE 50
 #define RBD_TALOS_ABA_WORK_SIZE 0
-#define RBD_TALOS_ABA_STACK_DOUBLES 960
+#define RBD_TALOS_ABA_STACK_DOUBLES 878
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -85,7 +85,7 @@ extern "C" {
 #define RBD_TALOS_CRBA_M_ROWS 50
 #define RBD_TALOS_CRBA_M_COLS 50
 #define RBD_TALOS_CRBA_WORK_SIZE 0
-#define RBD_TALOS_CRBA_STACK_DOUBLES 536
+#define RBD_TALOS_CRBA_STACK_DOUBLES 594
 
 /* ---- functions ----------------------------------------------------------- */
 

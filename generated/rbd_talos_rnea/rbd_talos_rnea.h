@@ -85,7 +85,7 @@ extern "C" {
 #define RBD_TALOS_RNEA_A_SIZE 50
 #define RBD_TALOS_RNEA_TAU_SIZE 50
 #define RBD_TALOS_RNEA_WORK_SIZE 0
-#define RBD_TALOS_RNEA_STACK_DOUBLES 476
+#define RBD_TALOS_RNEA_STACK_DOUBLES 409
 
 /* ---- functions ----------------------------------------------------------- */
 
