@@ -3,6 +3,7 @@ has, the pairing of a tape, and compiled kernels with lanes against NumPy and ag
 same kernel on doubles (unsplit, split with vectors crossing part boundaries, libm calls
 per lane, products' heads)."""
 import re
+from dataclasses import replace
 
 import casadi as ca
 import numpy as np
@@ -13,6 +14,8 @@ from gen import cwriter, lanes
 from gen.errors import RbdgenError
 from gen.robots import load_robot
 from gen.robots.synthetic import bintree
+from gen.model import SE3
+from gen.products import head_function
 from gen.spatial import snap
 from gen.trace import trace
 from conftest import rel_err
@@ -149,6 +152,36 @@ def test_talos_lanes_pair_the_turned_gripper_through_its_lane_constants(tmp_path
         got = with_lanes(q, v, a)
         assert rel_err(got, gen.run(model, "rnea", q, v, a)) <= LANE_TOL
         assert rel_err(got, scalar(q, v, a)) <= LANE_TOL
+
+
+def _turned(model, joint, angle):
+    """``model`` with ``joint``'s placement turned by ``angle`` about z (another robot)."""
+    c, s = np.cos(angle), np.sin(angle)
+    Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    bodies = [replace(b, placement=SE3(Rz @ b.placement.R, b.placement.p)) if b.name == joint else b
+              for b in model.bodies]
+    return replace(model, bodies=bodies)
+
+
+def test_lane_constants_in_a_products_head_equal_numpy_and_the_scalar_kernel(tmp_path):
+    """solo12 with one knee turned by pi (and 1e-11, as talos' gripper): the legs' lanes
+    pair through lane constants, also in aba_derivatives' products head."""
+    model = _turned(load_robot("solo12"), "FR_KFE", np.pi + 1e-11)
+    consts = lanes.lane_constants(model)
+    assert consts is not None and {k[1] for k in consts.keys} == {0, 1, 2, 3}
+    tr = trace(model, "aba_derivatives")
+    f, layout, plan = lanes.trace_plan(tr, lambda t: head_function("h", t))
+    assert plan is not None and plan.scalar == lanes.statements(f)          # the folded head
+    assert plan.statements < lanes.plan(f, model).statements
+    with_lanes = gen.build(model, "aba_derivatives", out_dir=tmp_path / "lanes")
+    scalar = gen.build(model, "aba_derivatives", out_dir=tmp_path / "scalar", lanes=False)
+    (stats,) = with_lanes.manifest["codegen"]["lanes"]["statements"]
+    assert stats["lanes"] == plan.statements
+    for q, v, tau in _states(model, 3):
+        ref = gen.run(model, "aba_derivatives", q, v, tau)
+        for g, b, r in zip(with_lanes(q, v, tau), scalar(q, v, tau), ref):
+            assert rel_err(g, r) <= LANE_TOL
+            assert rel_err(g, b) <= LANE_TOL
 
 
 def test_a_function_gets_lanes_only_when_they_remove_min_gain_of_its_statements(monkeypatch):
