@@ -123,6 +123,11 @@ LOOP_MADDS = 1000
 LOOP_OP_COST = 0.1
 
 
+#: the rows of a symmetric product's diagonal blocks (:attr:`Product.symmetric`): its
+#: loops' vectors of 8 doubles (:mod:`gen.products`)
+SYMMETRIC_BLOCK = 8
+
+
 @dataclass
 class Product:
     """``base + sum(sign * A @ X)`` formed by ``be.product``: the trace's output
@@ -136,11 +141,20 @@ class Product:
     value: ca.SX
     base: ca.SX
     terms: list[tuple[float, ca.SX, ca.SX, list[int], list[int]]]
+    #: ``A A^T`` (one term, ``X`` the transpose of ``A``, a zero base: ``M^-1 = V V^T``),
+    #: exactly symmetric: the loops form each column from the block of
+    #: :data:`SYMMETRIC_BLOCK` rows holding its diagonal down and copy the rest from the
+    #: rows (:mod:`gen.products`)
+    symmetric: bool = False
 
     @property
     def madds(self) -> int:
-        """Its multiply-adds: one per nonzero of each term's ``X`` and row of its ``A``."""
-        return self.base.shape[0] * sum(len(k) for _, _, _, k, _ in self.terms)
+        """Its multiply-adds: one per nonzero of each term's ``X`` and row of its ``A``
+        (symmetric: row of its column's blocks on and below the diagonal)."""
+        rows = self.base.shape[0]
+        if self.symmetric:
+            return sum(rows - SYMMETRIC_BLOCK * (j // SYMMETRIC_BLOCK) for _, _, _, _, c in self.terms for j in c)
+        return rows * sum(len(k) for _, _, _, k, _ in self.terms)
 
 
 def deferred(tr: Trace) -> list:
@@ -200,7 +214,7 @@ def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
             scratch.append(x)
             terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
                           "rows": int(A.shape[0]), "cols": int(p.base.shape[1])})
-        plan.append({"Y": dest, "terms": terms})
+        plan.append({"Y": dest, "terms": terms, "symmetric": p.symmetric})
         ready.append((dest, ca.densify(p.value)))
     return heads, scratch, plan
 
@@ -232,11 +246,12 @@ def same_nodes(a: ca.SX, b: ca.SX) -> bool:
     return a.sparsity() == b.sparsity() and all(ca.is_equal(x, y, 0) for x, y in zip(a.nonzeros(), b.nonzeros()))
 
 
-def _products(outs: list, be: SXBackend) -> list[tuple[int | None, ca.SX, ca.SX, list]]:
-    """``(output, value, base, terms)``, in the order they were formed, of the
+def _products(outs: list, be: SXBackend) -> list[tuple[int | None, ca.SX, ca.SX, list, bool]]:
+    """``(output, value, base, terms, symmetric)``, in the order they were formed, of the
     ``be.product`` results that are outputs as the product formed them (not changed
     afterwards) or intermediates (``output`` None: read as a later product's ``A``);
-    terms with ``X`` split into the nonzeros and their rows and columns."""
+    terms with ``X`` split into the nonzeros and their rows and columns;
+    :attr:`Product.symmetric`."""
     found = []
     for i, (Y, base, terms) in enumerate(be.products):
         o = next((o for o, out in enumerate(outs) if all(f[0] != o for f in found) and same_nodes(out, Y)), None)
@@ -248,7 +263,9 @@ def _products(outs: list, be: SXBackend) -> list[tuple[int | None, ca.SX, ca.SX,
             nz = [(k, c) for c in range(X.shape[1]) for k in range(X.shape[0]) if not X[k, c].is_zero()]
             split.append((sign, A, ca.vertcat(ca.SX(0, 1), *[X[k, c] for k, c in nz]),
                           [k for k, _ in nz], [c for _, c in nz]))
-        found.append((o, Y, base, split))
+        symmetric = len(terms) == 1 and all(ca.SX(x).is_zero() for x in ca.SX(base).nonzeros()) and \
+            same_nodes(terms[0][2], ca.SX(terms[0][1]).T)
+        found.append((o, Y, base, split, symmetric))
     return found
 
 
@@ -259,11 +276,11 @@ def _trace_fn(model: Model, algo: Algorithm, cset, options: dict) -> Trace:
     outs = algo.fn(model, *[s for _, s in syms], be=be, **extra, **algo.fn_options(options))
     names = [n for n, _, _ in algo.outputs(model, cset)]
     found = _products(outs, be)
-    parts = [e for _, Y, base, terms in found for e in (Y, base, *[e for t in terms for e in t[1:3]])]
+    parts = [e for _, Y, base, terms, _ in found for e in (Y, base, *[e for t in terms for e in t[1:3]])]
     exprs, phases = _cse(list(outs) + parts, be.phases)
     rest = iter(exprs[len(outs):])
-    products = [Product(o, next(rest), next(rest), [(sign, next(rest), next(rest), k, c) for sign, _, _, k, c in terms])
-                for o, _, _, terms in found]
+    products = [Product(o, next(rest), next(rest), [(sign, next(rest), next(rest), k, c) for sign, _, _, k, c in terms],
+                        symmetric) for o, _, _, terms, symmetric in found]
     return Trace(model, algo, cset, dict(options), syms, list(zip(names, exprs[:len(outs)])), phases,
                  products=products)
 
