@@ -39,10 +39,11 @@ The values equal the straight-line trace's up to rounding: the trace forms each 
 the loops' order (k ascending, then added to ``Y``), the compiler contracts the
 multiply-adds.  The op count is what this C executes (:func:`gen.trace.operations`,
 :func:`opcount.count_trace`): the head's instructions plus a multiply and an add per
-nonzero of ``X`` and row of ``A``, zeros of ``A`` included, which the SX sums skip
-(``V = W sqrt(d)`` is zero off each column's subtree; talos aba_derivatives executes
-295.8k operations, its outputs' SX graph alone has 271.5k).  Batched kernels and the
-generic C keep straight-line code.
+nonzero of ``X`` and row of ``A`` (a symmetric product's rows on and below its
+column's diagonal block), zeros of ``A`` included, which the SX sums skip (``V = W
+sqrt(d)`` is zero off each column's subtree; talos aba_derivatives executes 267.3k
+operations, its outputs' SX graph has 271.5k).  Batched kernels and the generic C keep
+straight-line code.
 """
 from __future__ import annotations
 
