@@ -34,6 +34,10 @@ from gen.pinref import pin_model, reference  # noqa: E402
 
 RTOL = 1e-10             # relative: max|rbdgen - pinocchio| / max(1, max|pinocchio|)
 SX_TOL = 1e-12
+#: prox_ltl / constrained_aba, 4 proximal iterations: each iterate re-solves with the last
+#: multipliers, which carries the factorisations' rounding into lam (generic C with gcc's
+#: FMA contraction on AVX-512 against NumPy: 2.2e-12 on constrained_aba's lam at mu = 1e-3)
+ITERATED_TOL = 1e-10
 KINDS = ("revolute", "helical", "free", "planar", "prismatic")
 SEEDS = [0, 2, 10]       # depth-first trees with planar and helical joints (Pinocchio's crba applies)
 
@@ -292,7 +296,8 @@ def test_compiled_c_equals_numpy(which, mimic_urdf, tmp_path):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_generic_c_equals_numpy(seed):
     """The generic C library (gen.generic) on planar and helical trees: the dynamics to
-    1e-12, the derivatives to 1e-10, prox_ltl and constrained_aba with a 3D frame."""
+    1e-12, the derivatives to 1e-10, prox_ltl and constrained_aba with a 3D frame to
+    ITERATED_TOL."""
     model = kinds_tree(seed)
     g = GenericModel(model)
     rng = np.random.default_rng(seed)
@@ -308,7 +313,7 @@ def test_generic_c_equals_numpy(seed):
         got = g.call(algorithm, q, v, a, mu=mu, iterations=4)
         ref = gen.run(model, algorithm, q, v, a, constraints=tip, mu=mu, iterations=4)
         for x, y, what in zip(got, ref, ("ddq", "lam")):
-            assert rel_err(x, y) < SX_TOL, f"{algorithm} {what}"
+            assert rel_err(x, y) < ITERATED_TOL, f"{algorithm} {what}"
 
 
 def test_refusals(mimic_urdf, tmp_path):
