@@ -365,21 +365,17 @@ def lane_constants(model: Model) -> LaneConstants | None:
     return LaneConstants(replace(model, bodies=bodies), ca.vertcat(*syms), values, keys)
 
 
-def lane_trace(tr: Trace, constants: LaneConstants) -> Trace:
-    """``tr`` traced again on ``constants.model``, the symbols a last input."""
-    return retrace(tr, constants.model, ("lane_constants", constants.symbols))
-
-
 def trace_plan(tr: Trace, function) -> tuple[ca.Function, object, Plan | None]:
     """``(f, layout, plan)``: the function and layout ``function(tr)`` returns (the
     kernel's, or a products head and the plan of its loops) and the lanes to write ``f``
-    with: planned on ``function`` of the lane trace (:func:`lane_constants`,
-    :func:`lane_trace`) when the model has lane constants and that function has ``f``'s
-    inputs (and the constants), outputs and layout, else on ``f``."""
+    with: planned on ``function`` of the lane trace (``tr`` traced again on the model of
+    its :func:`lane_constants`, the symbols a last input) when the model has lane
+    constants and that function has ``f``'s inputs (and the constants), outputs and
+    layout, else on ``f``."""
     f, layout = function(tr)
     constants = lane_constants(tr.model)
     if constants is not None:
-        g, layout_g = function(lane_trace(tr, constants))
+        g, layout_g = function(retrace(tr, constants.model, ("lane_constants", constants.symbols)))
         sizes = [[int(h.nnz_in(i)) for i in range(h.n_in())] for h in (f, g)]
         if layout_g == layout and sizes[1] == sizes[0] + [len(constants.values)] and \
                 [g.nnz_out(i) for i in range(g.n_out())] == [f.nnz_out(i) for i in range(f.n_out())]:

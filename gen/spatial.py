@@ -203,7 +203,7 @@ def _through_joint(body: Body, qi, Y, transform, be):
     plc = body.placement
     if plc.traced is None and np.array_equal(snap(plc.R), np.eye(3)) and not np.any(snap(plc.p)):
         return inner
-    return transform(const_transform(body.placement, be), inner, be)
+    return transform(const_transform(plc, be), inner, be)
 
 
 # --- inertias ------------------------------------------------------------------------
