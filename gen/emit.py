@@ -165,7 +165,7 @@ from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
 from .errors import RbdgenError
 from .model import Model
 from .lanes import manifest as lanes_manifest, plan as lane_plan, trace_plan
-from .products import deferred, manifest as products_manifest, write_kernel as write_products
+from .products import checked_outputs, deferred, manifest as products_manifest, write_kernel as write_products
 from .robots import load_robot
 from .trace import DriverTrace, Trace, trace, trace_driver
 from .version import __version__
@@ -446,6 +446,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
             kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
                                                    order=order, lanes=plans, **trig)
     fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
+    # a kernel with products returns whether the outputs its loops form hold an inf or NaN
+    fn.update({"kernel_type": "int" if loops and not batch else "void",
+               "checked": [tr.outputs[o][0] for o in checked_outputs(tr)] if loops and not batch else []})
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",

@@ -17,16 +17,24 @@ An algorithm forms such an output with ``be.product(base, terms)``
 (:mod:`gen.backend`); the trace records it (:class:`gen.trace.Product`).  The scalar
 kernel is then two steps in one C function:
 
-* the *head* (:func:`gen.trace.head`), the trace's SX function with each product output
-  replaced by its ``base`` (written into the output) and, as extra outputs, each term's
-  ``A`` (unless it is another output, e.g. ``M^-1``, which is then read there, also when
-  an earlier product formed it) and the nonzeros of its
-  ``X``, into scratch arrays on the stack (in ``work`` with ``avoid_stack``);
+* the *head* (:func:`gen.trace.head`), the trace's SX function without the products'
+  outputs (it writes nothing there) and, as extra outputs, each term's ``A`` (unless it
+  is another output, e.g. ``M^-1``, which is then read there, also when an earlier
+  product formed it), the nonzeros of its ``X`` and the nonzero entries of the base
+  (the free-flyer's closed-form columns), into scratch arrays on the stack (in ``work``
+  with ``avoid_stack``);
 * the loops, column by column of each ``X`` (:func:`column_loop`, one per column
   length): the column's sums are held in up to :data:`ACCUMULATORS` vector registers
   while its nonzeros stream by, one vector FMA per 8 rows and nonzero, and ``Y[:, c]``
   is read and written once (talos aba_derivatives: 21.7 -> 18.0 us against loops that
   updated ``Y`` in memory once per nonzero, row by row of ``X``; solo12: 2.40 -> 2.15).
+  The first term's loops assign ``Y`` (an empty column zero), the base's entries are
+  added to theirs, the later terms' loops add to ``Y``: every entry is stored by a
+  loop, so the head fills no output with zeros first, and each loop tests the values it
+  stores for inf and NaN on their bits, in registers: the kernel returns whether an
+  output a product forms holds one, and the wrapper checks only the other outputs
+  (talos aba_derivatives: 15.2 -> 14.1 us against a head that zero-filled the three
+  outputs and a wrapper that read their 7500 doubles back from L2).
 
 A symmetric product ``A A^T`` (``M^-1 = V V^T``, :attr:`gen.trace.Product.symmetric`)
 runs its loops on each block of 8 columns from the block's first row down only (a loop
@@ -36,12 +44,13 @@ the same order, so the copy is the value the loop would have formed (talos
 aba_derivatives: 3969 -> 2190 vector multiply-adds of 8 rows for ``M^-1``).
 
 The values equal the straight-line trace's up to rounding: the trace forms each sum in
-the loops' order (k ascending, then added to ``Y``), the compiler contracts the
-multiply-adds.  The op count is what this C executes (:func:`gen.trace.operations`,
-:func:`opcount.count_trace`): the head's instructions plus a multiply and an add per
-nonzero of ``X`` and row of ``A`` (a symmetric product's rows on and below its
-column's diagonal block), zeros of ``A`` included, which the SX sums skip (``V = W
-sqrt(d)`` is zero off each column's subtree; talos aba_derivatives executes 267.3k
+the loops' order (k ascending, then added to ``Y``; ``base + sign s`` is ``sign s +
+base``, exactly), the compiler contracts the multiply-adds.  The op count is what this
+C executes (:func:`gen.trace.operations`, :func:`opcount.count_trace`): the head's
+instructions plus a multiply and an add per nonzero of ``X`` and row of ``A`` (a
+symmetric product's rows on and below its column's diagonal block), zeros of ``A``
+included, which the SX sums skip (``V = W sqrt(d)`` is zero off each column's subtree),
+and an add per nonzero entry of a base (talos aba_derivatives executes 267.3k
 operations, its outputs' SX graph has 271.5k).  Batched kernels and the generic C keep
 straight-line code.
 """
@@ -82,72 +91,108 @@ def _table(name: str, values: list[int]) -> list[str]:
 ACCUMULATORS = 8
 #: the widths of the vector types the loops use (:func:`gen.cwriter.vector_types`; the
 #: compiler lowers a vector of 8 to the machine's widest: one AVX-512 register, two AVX2
-#: ones, four SSE2 ones)
-VECTOR_WIDTHS = (4, 8)
+#: ones, four SSE2 ones; a vector of 2 for two rows left over, one SSE2 register: talos
+#: aba_derivatives' 50 rows, 14.15 -> 13.95 us against two scalar rows)
+VECTOR_WIDTHS = (2, 4, 8)
 
 
 def _pieces(rows: int) -> list[list[tuple[int, int]]]:
     """The rows of a column as passes of at most :data:`ACCUMULATORS` pieces
-    ``(first row, width)``, widths 8, then one 4, then 1."""
+    ``(first row, width)``, widths 8, then at most one each of 4, 2 and 1."""
     pieces, r = [], 0
-    for width in (8, 4, 1):             # after the 8s fewer than 8 rows are left: at most one 4
+    for width in (8, 4, 2, 1):          # after the 8s fewer than 8 rows are left
         while rows - r >= width:
             pieces.append((r, width))
             r += width
     return [pieces[i:i + ACCUMULATORS] for i in range(0, len(pieces), ACCUMULATORS)]
 
 
-def loop_name(rows: int, ld: int) -> str:
-    """The C name of :func:`column_loop`'s ``(rows, ld)``."""
-    return f"rbdgen_columns_{rows}" + ("" if ld == rows else f"_of_{ld}")
+def loop_name(rows: int, ld: int, assign: bool = False) -> str:
+    """The C name of :func:`column_loop`'s ``(rows, ld, assign)``."""
+    return f"rbdgen_{'assign_' if assign else ''}columns_{rows}" + ("" if ld == rows else f"_of_{ld}")
 
 
-def column_loop(rows: int, ld: int | None = None) -> str:
-    """C of ``rbdgen_columns_<rows>[_of_<ld>]`` (:func:`loop_name`): ``Y[:, c] += sign *
-    sum_j A[:, k[j]] x[j]`` over the nonzeros ``j = start[c] .. start[c+1]-1`` of column c
-    of a sparse X (k ascending), column by column, for ``rows`` rows of columns ``ld``
-    apart (default ``rows``); each pass down the column holds its sums in registers (one
-    vector FMA per 8 rows and nonzero, ``Y`` read and written once per column), the order
-    of the sums the trace's (:meth:`gen.backend.SXBackend.product`)."""
+#: a double's exponent bits, all set in an inf or a NaN (IEEE 754 binary64)
+EXPONENT = "0x7ff0000000000000LL"
+
+
+def nonfinite_tests() -> str:
+    """C of the loops' test of the values they store: ``rbdgen_nonfinite<w>(v)``, all
+    bits set in each lane of ``v`` that is inf or NaN (every exponent bit set), on the
+    bits (as the wrapper's ``all_finite``: it holds under ``-ffast-math`` too)."""
+    lines = []
+    for w in VECTOR_WIDTHS:
+        bits = f"rbdgen_bits{w}"
+        lines += [f"typedef long long {bits} __attribute__((vector_size({8 * w})));",
+                  f"static inline {bits} rbdgen_nonfinite{w}({lane_type(w)} v) "
+                  f"{{ const {bits} e = ({bits}){{0}} + {EXPONENT}; return (({bits})v & e) == e; }}"]
+    lines.append("static inline long long rbdgen_nonfinite1(double v) { long long b; __builtin_memcpy(&b, &v, sizeof b); "
+                 f"return (b & {EXPONENT}) == {EXPONENT}; }}")
+    return "\n".join(lines)
+
+
+def column_loop(rows: int, ld: int | None = None, assign: bool = False) -> str:
+    """C of ``rbdgen_[assign_]columns_<rows>[_of_<ld>]`` (:func:`loop_name`): ``Y[:, c] +=
+    sign * sum_j A[:, k[j]] x[j]`` (with ``assign``: ``Y[:, c] =``, an empty column
+    zero) over the nonzeros ``j = start[c] .. start[c+1]-1`` of column c of a sparse X
+    (k ascending), column by column, for ``rows`` rows of columns ``ld`` apart (default
+    ``rows``); each pass down the column holds its sums in registers (one vector FMA per
+    8 rows and nonzero, ``Y`` read and written once per column), the order of the sums the
+    trace's (:meth:`gen.backend.SXBackend.product`).  It returns 1 if a value it stored is
+    inf or NaN (:func:`nonfinite_tests`), else 0."""
     ld = rows if ld is None else ld
     kind = {w: lane_type(w) for w in VECTOR_WIDTHS} | {1: "double"}
+    widths = sorted({w for passes in _pieces(rows) for _, w in passes}, reverse=True)
     body = []
     for passes in _pieces(rows):
         decl = [f"{kind[w]} s{n} = {{0}};" if w > 1 else f"double s{n} = 0.0;" for n, (_, w) in enumerate(passes)]
         acc = [f"s{n} += rbdgen_load{w}(a + {r}) * xj;" if w > 1 else f"s{n} += a[{r}] * xj;"
                for n, (r, w) in enumerate(passes)]
-        out = [f"rbdgen_store{w}(y + {r}, rbdgen_load{w}(y + {r}) + sign * s{n});" if w > 1
-               else f"y[{r}] += sign * s{n};" for n, (r, w) in enumerate(passes)]
+        value = {n: f"sign * s{n}" if assign else
+                 (f"rbdgen_load{w}(y + {r}) + sign * s{n}" if w > 1 else f"y[{r}] + sign * s{n}")
+                 for n, (r, w) in enumerate(passes)}
+        out = [f"{{ const {kind[w]} v = {value[n]}; " +
+               (f"rbdgen_store{w}(y + {r}, v); " if w > 1 else f"y[{r}] = v; ") +
+               f"bad{w} |= rbdgen_nonfinite{w}(v); }}" for n, (r, w) in enumerate(passes)]
         body += ["        {", *[f"            {d}" for d in decl],
                  "            for (int j = start[c]; j < start[c + 1]; ++j) {",
                  f"                const double *restrict a = A + (long)k[j] * {ld};",
                  "                const double xj = x[j];", *[f"                {a}" for a in acc], "            }",
                  *[f"            {o}" for o in out], "        }"]
+    empty = [f"            for (int r = 0; r < {rows}; ++r)   /* the base: zero */", "                y[r] = 0.0;"] \
+        if assign else []
     return "\n".join([
-        "/* Y[:, c] += sign * sum_j A[:, k[j]] x[j], the nonzeros j = start[c] .. start[c+1]-1 of column c of a",
-        f"   sparse X, for {rows} rows of columns {ld} apart: the sums in registers, Y read and written once",
-        "   (gen/products.py) */",
-        f"static inline void {loop_name(rows, ld)}(int cols, const int *restrict start, const int *restrict k,",
+        f"/* Y[:, c] {'=' if assign else '+='} sign * sum_j A[:, k[j]] x[j], the nonzeros j = start[c] .. start[c+1]-1 "
+        "of column c of a",
+        f"   sparse X, for {rows} rows of columns {ld} apart: the sums in registers, Y read and written once;",
+        "   1 if a value stored is inf or NaN (gen/products.py) */",
+        f"static inline int {loop_name(rows, ld, assign)}(int cols, const int *restrict start, const int *restrict k,",
         "                                        const double *restrict x, double sign, const double *restrict A,",
         "                                        double *restrict Y)",
         "{",
+        *[f"    rbdgen_bits{w} bad{w} = {{0}};" for w in widths if w > 1], "    long long bad1 = 0;",
         "    for (int c = 0; c < cols; ++c) {",
         "        double *restrict y = Y + (long)c * " + str(ld) + ";",
-        "        if (start[c] == start[c + 1])",
+        "        if (start[c] == start[c + 1]) {", *empty,
         "            continue;",
+        "        }",
         *body,
         "    }",
+        *[f"    for (int i = 0; i < {w}; ++i)\n        bad1 |= bad{w}[i];" for w in widths if w > 1],
+        "    return bad1 != 0;",
         "}"])
 
 
 def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
                  order: str = "auto", calls: dict | None = None, preamble: str = "",
                  lanes: bool = False) -> tuple[str, Written, list]:
-    """C of the scalar kernel ``name(arg, res[, w])`` of a trace with products: the head
-    (``name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``, its
-    isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`) and
-    the loops; its :class:`Written` counts the scratch in the stack (or, with
-    ``avoid_stack``, in the work slots); and the head's lane plan (or None) in a list."""
+    """C of the scalar kernel ``int name(arg, res[, w])`` of a trace with products: the
+    head (``name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``,
+    its isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`)
+    and the loops, returning 1 if an output a product forms holds an inf or NaN (the
+    wrapper then checks only the other outputs, :func:`checked_outputs`), else 0; its
+    :class:`Written` counts the scratch in the stack (or, with ``avoid_stack``, in the work
+    slots); and the head's lane plan (or None) in a list."""
     if lanes:
         f, plan, lane = trace_plan(tr, lambda t: head_function(f"{name}_head", t))
     else:
@@ -155,48 +200,69 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     plans = [lane]
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
                                     calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS)
-    sizes = [int(f.nnz_out(i)) for i in range(len(tr.outputs), f.n_out())]
+    sizes = [int(f.numel_out(i)) for i in range(len(tr.outputs), f.n_out())]   # an intermediate's Y: empty
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)
     n_out = len(tr.outputs)
-    loops = sorted({(term["rows"] - first, term["rows"]) for p in plan for term in p["terms"]
+    loops = sorted({(term["rows"] - first, term["rows"], t == 0)
+                    for p in plan for t, term in enumerate(p["terms"])
                     for first in (_blocks(term["rows"]) if p["symmetric"] else [0])}, reverse=True)
-    lines = ["", *[column_loop(rows, ld) + "\n" for rows, ld in loops],
-             f"/* {name}: the head writes the outputs (the products' bases) and {len(sizes)} scratch arrays, "
-             f"then the products */",
-             f"void {name}(const double **arg, double **res{', double *w' if avoid_stack else ''})", "{"]
+    lines = ["", nonfinite_tests() + "\n", *[column_loop(*loop) + "\n" for loop in loops],
+             f"/* {name}: the head writes the outputs no product forms and {len(sizes)} scratch arrays, the loops "
+             f"form the products; 1 if an output they form holds an inf or NaN */",
+             f"int {name}(const double **arg, double **res{', double *w' if avoid_stack else ''})", "{"]
     lines.append(f"    double *s = w + {head.slots};   /* scratch after the head's work slots */" if avoid_stack
-                 else f"    double s[{total}];   /* scratch: the terms' A (not an output) and the nonzeros of X */")
+                 else f"    double s[{total}];   /* scratch: the terms' A (not an output), the nonzeros of X, "
+                      "the bases' */")
     ptrs = [f"res[{o}]" for o in range(n_out)] + [f"s + {off}" for off in offsets]
     lines.append(f"    double *r[{len(ptrs)}] = {{{', '.join(ptrs)}}};")
+    lines.append("    int bad = 0;   /* an inf or NaN in an output the loops form */")
     lines.append(f"    {name}_head(arg, r{', w' if avoid_stack else ''});")
     def pointer(where) -> str:
         kind, at = where
         return f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
 
     for n, p in enumerate(plan):
+        check = "bad |= " if p["Y"][0] == "output" else ""
         for t, term in enumerate(p["terms"]):
             tag = f"p{n}t{t}"
             start = [bisect_left(term["c"], i) for i in range(term["cols"] + 1)]   # c ascending
-            x, sign, n = f"s + {offsets[term['x']]}", float(term["sign"]), term["rows"]
+            x, sign, rows = f"s + {offsets[term['x']]}", float(term["sign"]), term["rows"]
+            assign = t == 0
             lines += ["    {", *_table(f"start_{tag}", start), *_table(f"k_{tag}", term["k"])]
             if not p["symmetric"]:
-                lines.append(f"        {loop_name(n, n)}({term['cols']}, start_{tag}, k_{tag}, {x}, {sign!r}, "
-                             f"{pointer(term['A'])}, {pointer(p['Y'])});")
+                lines.append(f"        {check}{loop_name(rows, rows, assign)}({term['cols']}, start_{tag}, k_{tag}, "
+                             f"{x}, {sign!r}, {pointer(term['A'])}, {pointer(p['Y'])});")
             else:       # A A^T: the columns of each block of rows from the block down, then the rest mirrored
-                lines += [f"        {loop_name(n - b, n)}({min(SYMMETRIC_BLOCK, n - b)}, start_{tag} + {b}, "
-                          f"k_{tag}, {x}, {sign!r}, {pointer(term['A'])} + {b}, {pointer(p['Y'])} + {b * n + b});"
-                          for b in _blocks(n)]
+                lines += [f"        {check}{loop_name(rows - b, rows, assign)}({min(SYMMETRIC_BLOCK, rows - b)}, "
+                          f"start_{tag} + {b}, k_{tag}, {x}, {sign!r}, {pointer(term['A'])} + {b}, "
+                          f"{pointer(p['Y'])} + {b * rows + b});" for b in _blocks(rows)]
                 lines += [f"        double *restrict y = {pointer(p['Y'])};",
-                          f"        for (int c = {SYMMETRIC_BLOCK}; c < {n}; ++c)   /* above the diagonal blocks */",
+                          f"        for (int c = {SYMMETRIC_BLOCK}; c < {rows}; ++c)   /* above the diagonal blocks */",
                           f"            for (int r = 0; r < c / {SYMMETRIC_BLOCK} * {SYMMETRIC_BLOCK}; ++r)",
-                          f"                y[r + c * {n}] = y[c + r * {n}];"]
+                          f"                y[r + c * {rows}] = y[c + r * {rows}];"]
             lines.append("    }")
-    lines.append("}")
+            if t == 0 and p["base"]:       # Y = sign A X + base, as the trace adds them
+                at, positions = p["base"]
+                lines += ["    {", *_table(f"at_p{n}", positions),
+                          f"        const double *restrict b = s + {offsets[at]};",
+                          f"        double *restrict y = {pointer(p['Y'])};",
+                          f"        for (int i = 0; i < {len(positions)}; ++i) {{",
+                          f"            y[at_p{n}[i]] += b[i];"]
+                if check:
+                    lines.append(f"            bad |= (int)rbdgen_nonfinite1(y[at_p{n}[i]]);")
+                lines += ["        }", "    }"]
+    lines += ["    return bad;", "}"]
     text = code + "\n" + "\n".join(lines)
     stack = 0 if avoid_stack else head.stack_doubles + total
     slots = head.slots + total if avoid_stack else head.slots
     return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths), plans
+
+
+def checked_outputs(tr: Trace) -> list[int]:
+    """The outputs the kernel checks (:func:`write_kernel`): the products', whose every
+    entry its loops store (a symmetric product's upper part the copy of one) and test."""
+    return [p.output for p in deferred(tr) if p.output is not None]
 
 
 def _blocks(rows: int) -> range:

@@ -52,11 +52,11 @@ class Trace:
     #: loops (:mod:`gen.products`); empty when there are none
     products: list = field(default_factory=list)
 
-    def straight_line(self) -> tuple[list[ca.SX], list[tuple[str | None, int]], list[tuple[str, list]]]:
+    def straight_line(self) -> tuple[list[ca.SX], list[tuple[str | None, int, int]], list[tuple[str, list]]]:
         """``(expressions, loops, marks)``: what the emitted C computes in straight-line
         code (the outputs, or with products written as loops the head's outputs and
         scratch, :func:`head`), per product written as loops its phase
-        (:func:`loop_phase`) and multiply-adds, and the arrays the head writes for each
+        (:func:`loop_phase`), multiply-adds and additions of base entries, and the arrays the head writes for each
         product's loops as ``(phase, [arrays])``: what the op counter counts
         (:func:`opcount.count_trace`)."""
         loops = deferred(self)
@@ -64,8 +64,8 @@ class Trace:
             return [e for _, e in self.outputs], [], []
         heads, scratch, plan = head(self)
         phases = [loop_phase(self, loops, i) for i in range(len(loops))]
-        marks = [(name, _loop_arrays(step, heads, scratch)) for name, step in zip(phases, plan) if name]
-        return heads + scratch, [(name, p.madds) for name, p in zip(phases, loops)], marks
+        marks = [(name, _loop_arrays(step, scratch)) for name, step in zip(phases, plan) if name]
+        return heads + scratch, [(name, p.madds, len(p.base_entries()[0])) for name, p in zip(phases, loops)], marks
 
     def function(self, name: str | None = None) -> ca.Function:
         """The whole algorithm as one ``casadi.Function`` (inputs -> outputs)."""
@@ -147,6 +147,14 @@ class Product:
     #: rows (:mod:`gen.products`)
     symmetric: bool = False
 
+    def base_entries(self) -> tuple[list[int], list[ca.SX]]:
+        """``(positions, values)``: the entries of ``base`` that are not zero, at their
+        column-major positions in ``Y`` (the loops add them after the first term's, which
+        assign ``Y``, :mod:`gen.products`)."""
+        base = ca.densify(ca.SX(self.base)).nonzeros()
+        at = [i for i, x in enumerate(base) if not ca.SX(x).is_zero()]
+        return at, [base[i] for i in at]
+
     @property
     def madds(self) -> int:
         """Its multiply-adds: one per nonzero of each term's ``X`` and row of its ``A``
@@ -169,8 +177,9 @@ def deferred(tr: Trace) -> list:
 
 def loop_operations(tr: Trace) -> int:
     """The operations of ``tr`` that the C runs in the products' loops: a multiply and an
-    add per multiply-add (:attr:`Product.madds`; part of :func:`operations`)."""
-    return sum(2 * p.madds for p in deferred(tr))
+    add per multiply-add (:attr:`Product.madds`) and an add per nonzero entry of a base
+    (:meth:`Product.base_entries`); part of :func:`operations`."""
+    return sum(2 * p.madds + len(p.base_entries()[0]) for p in deferred(tr))
 
 
 def estimated_cost(tr: Trace) -> float:
@@ -183,24 +192,26 @@ def estimated_cost(tr: Trace) -> float:
 def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
     """The straight-line part of a trace with products written as loops
     (:mod:`gen.products`): ``(heads, scratch, plan)``.  ``heads`` are the trace's outputs
-    with each deferred product's result replaced by its ``base``; ``scratch`` the arrays
-    the loops read that no output holds: each intermediate's base, each term's ``A``
-    (unless it is an output the head writes or an earlier product's result, whose loops
-    have run) and the nonzeros of its ``X``; per deferred product in the order its loops
-    run, the plan says where its result ``Y`` goes (``("output", j)``, or
+    with each deferred product's result replaced by nothing (an empty sparsity: the loops
+    write every entry); ``scratch`` the arrays the loops use that no output holds: room
+    for each intermediate's result, each term's ``A`` (unless it is an output the head
+    writes or an earlier product's result, whose loops have run), the nonzeros of its
+    ``X`` and the nonzero entries of the product's base (:meth:`Product.base_entries`);
+    per deferred product in the order its loops run, the plan says where its result ``Y`` goes (``("output", j)``, or
     ``("scratch", i)`` for an intermediate) and per term where its ``A`` is (an output,
     an earlier product's destination or ``("scratch", i)``) and the scratch index of its
-    nonzeros."""
+    nonzeros, and its ``base``: None (zero) or the scratch index of its nonzero entries and
+    their positions in ``Y``."""
     outs = [ca.densify(ca.SX(e)) for _, e in tr.outputs]
     loops = deferred(tr)
     product_of = {p.output: p for p in loops if p.output is not None}
-    heads = [ca.densify(product_of[o].base) if o in product_of else e for o, e in enumerate(outs)]
+    heads = [ca.SX(*e.shape) if o in product_of else e for o, e in enumerate(outs)]   # loops write Y
     scratch: list[ca.SX] = []
     plan = []
     ready = [(("output", o), e) for o, e in enumerate(outs) if o not in product_of]   # (where, value)
     for p in loops:
         if p.output is None:
-            scratch.append(ca.densify(p.base))
+            scratch.append(ca.SX(*p.base.shape))          # room for Y, which the loops write
             dest = ("scratch", len(scratch) - 1)
         else:
             dest = ("output", p.output)
@@ -214,17 +225,20 @@ def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
             scratch.append(x)
             terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
                           "rows": int(A.shape[0]), "cols": int(p.base.shape[1])})
-        plan.append({"Y": dest, "terms": terms, "symmetric": p.symmetric})
+        at, values = p.base_entries()
+        if at:
+            scratch.append(ca.vertcat(*values))
+        plan.append({"Y": dest, "terms": terms, "symmetric": p.symmetric,
+                     "base": (len(scratch) - 1, at) if at else None})
         ready.append((dest, ca.densify(p.value)))
     return heads, scratch, plan
 
 
-def _loop_arrays(step: dict, heads: list, scratch: list) -> list[ca.SX]:
+def _loop_arrays(step: dict, scratch: list) -> list[ca.SX]:
     """The arrays the head writes for one product's loops (a step of :func:`head`'s plan):
-    the base of its result, the ``A`` of its terms held in scratch and their nonzeros."""
-    where = {"output": heads, "scratch": scratch}
-    return [where[step["Y"][0]][step["Y"][1]]] + \
-        [e for t in step["terms"] for e in ([scratch[t["A"][1]]] if t["A"][0] == "scratch" else []) + [scratch[t["x"]]]]
+    the ``A`` of its terms held in scratch, their nonzeros and the base's nonzero entries."""
+    return [e for t in step["terms"] for e in ([scratch[t["A"][1]]] if t["A"][0] == "scratch" else [])
+            + [scratch[t["x"]]]] + ([scratch[step["base"][0]]] if step["base"] else [])
 
 
 def loop_phase(tr: Trace, loops: list, i: int) -> str | None:

@@ -181,10 +181,10 @@ def count_trace(tr) -> dict:
             continue
         total[cls] += 1
         per[slot[first[k]]][cls] += 1
-    for name, madds in loops:                      # a multiply and an add per multiply-add
+    for name, madds, adds in loops:                # a multiply and an add per multiply-add, base adds
         for counts in (total, per[names.index(name or OUTPUT_PHASE)]):
             counts["mul"] += madds
-            counts["add"] += madds
+            counts["add"] += madds + adds
     phases = [{"name": n} | _finish(c) for n, c in zip(names, per)]
     if phases[-1]["name"] == OUTPUT_PHASE and phases[-1]["total"] == 0 and len(phases) > 1:
         phases.pop()                               # the algorithm marked its last stage itself

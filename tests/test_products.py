@@ -67,27 +67,33 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     assert [p["Y"] for p in plan] == [("output", 2), ("output", 0), ("output", 1)]
     assert [t["A"] for p in plan[1:] for t in p["terms"]] == [("output", 2), ("output", 2)]
     V = plan[0]["terms"][0]["A"]
-    assert V[0] == "scratch" and f.n_out() == 3 + 4           # outputs + V and the nonzeros of each X
-    # the head's product outputs hold the free-flyer's closed-form columns only, M^-1 nothing
+    # outputs + V, the nonzeros of each X and the bases' entries of dddq/dq and dddq/dv
+    assert V[0] == "scratch" and f.n_out() == 3 + 4 + 2
+    assert [f.nnz_out(o) for o in range(3)] == [0, 0, 0]      # the loops write every entry of the outputs
+    assert plan[0]["base"] is None                             # M^-1: a zero base
     q, v, tau = (np.random.default_rng(0).normal(size=n) for n in (19, 18, 18))
     q[3:7] /= np.linalg.norm(q[3:7])
     head = f(q, v, tau)
     ref = gen.run("solo12", "aba_derivatives", q, v, tau)
-    assert np.all(np.array(head[0])[:, 6:] == 0) and rel_err(np.array(head[0])[:, 3:6], ref[0][:, 3:6]) <= 1e-12
-    assert np.all(np.array(head[2]) == 0)
+    # the bases hold the free-flyer's closed-form entries: dddq/dq's rows 0:3 of columns 3:6
+    at, positions = plan[1]["base"]
+    assert sorted({p // 18 for p in positions}) == [3, 4, 5] and all(p % 18 < 3 for p in positions)
+    assert rel_err(np.array(head[3 + at]).ravel(), ref[0].ravel(order="F")[positions]) <= 1e-12
     Vh = np.array(head[3 + V[1]]).reshape(18, 18, order="F")
     assert rel_err(Vh @ Vh.T, ref[2]) <= 1e-12
 
 
 def test_the_route_cost_counts_loop_operations_at_a_tenth():
     """gen.trace.estimated_cost: the emitted C's operations, the products' loops' (a
-    multiply and an add per row and nonzero of X, the manifest's nonzeros) at LOOP_OP_COST."""
+    multiply and an add per row and nonzero of X, the manifest's nonzeros, and an add per
+    nonzero entry of a base: dddq/dq's and dddq/dv's closed-form free-flyer columns, 6 each)
+    at LOOP_OP_COST."""
     from gen.trace import LOOP_OP_COST, estimated_cost, loop_operations, operations
     tr = trace(load_robot("solo12"), "aba_derivatives", route="analytical")
     # all three 18-row products, M^-1 = V V^T (symmetric) from each column's diagonal block of 8 rows down
     minv, *rest = tr.products
     loops = sum(2 * (18 - 8 * (c // 8)) for c in minv.terms[0][4]) + sum(2 * 18 * len(t[3]) for p in rest
-                                                                          for t in p.terms)
+                                                                          for t in p.terms) + 6 + 6
     assert loop_operations(tr) == loops > operations(tr) / 2
     assert estimated_cost(tr) == pytest.approx(operations(tr) - (1 - LOOP_OP_COST) * loops)
     ur5 = trace(load_robot("ur5"), "aba_derivatives", route="analytical")  # 6 rows: straight-line
@@ -101,7 +107,7 @@ def test_the_op_count_is_what_the_c_executes_head_and_loops(algorithm, spec):
     SX instruction) and, per product, a multiply and an add per row of A and nonzero of X,
     zeros of A included (V = W sqrt(d) is zero above W's ancestors, which the SX of
     M^-1 = V V^T skips), the rows of a symmetric product's diagonal blocks and below only:
-    not the SX graph of the outputs (solo12 aba_derivatives: 23363 against the outputs'
+    not the SX graph of the outputs (solo12 aba_derivatives: 23375 against the outputs'
     SX 23394; constrained_derivatives more than its SX).  The phases still partition the
     total, the loops in the phase that marks their result."""
     from gen.trace import loop_operations, operations
@@ -197,3 +203,93 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
             assert rel_err(got, r) <= C_TOL
         if algorithm == "aba_derivatives":          # M^-1 = V V^T by loops: exactly symmetric
             assert np.array_equal(out[2], out[2].T)
+
+
+def _loop_library(tmp_path, flags: str, loops: list[tuple[int, int, bool]]):
+    """The product loops ``(rows, ld, assign)`` of gen.products, each exported as
+    ``int t_<rows>_<ld>_<assign>(...)``, compiled with ``flags``."""
+    from gen.products import VECTOR_WIDTHS, column_loop, loop_name, nonfinite_tests
+    code = ["#include <math.h>", cwriter.vector_types(VECTOR_WIDTHS), nonfinite_tests()]
+    for rows, ld, assign in loops:
+        code += [column_loop(rows, ld, assign),
+                 f"int t_{rows}_{ld}_{int(assign)}(int cols, const int *start, const int *k, const double *x, "
+                 "double sign, const double *A, double *Y)",
+                 f"{{ return {loop_name(rows, ld, assign)}(cols, start, k, x, sign, A, Y); }}"]
+    name = f"loops{abs(hash((flags, tuple(loops)))) % 10**8}"
+    src, lib = tmp_path / f"{name}.c", tmp_path / f"lib{name}.so"
+    src.write_text("\n".join(code) + "\n")
+    import subprocess
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wno-psabi", "-Werror", *flags.split(), "-shared", "-fPIC", str(src),
+                    "-o", str(lib)], check=True, capture_output=True)
+    import ctypes
+    return ctypes.CDLL(str(lib))
+
+
+def _run_loop(lib, rows, ld, assign, X, sign, A, Y):
+    """Call loop ``(rows, ld, assign)`` on the sparse ``X`` (its nonzeros column by column,
+    k ascending); ``Y`` (ld x cols, column-major) in place; its return value."""
+    import ctypes
+    k, c = np.nonzero(X.T)[::-1]                       # column by column, rows ascending
+    order = np.lexsort((k, c))
+    k, c = k[order], c[order]
+    start = np.searchsorted(c, np.arange(X.shape[1] + 1)).astype(np.int32)
+    x = X[k, c].copy()
+    k = k.astype(np.int32)
+    dp, ip = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
+    fn = getattr(lib, f"t_{rows}_{ld}_{int(assign)}")
+    return fn(X.shape[1], start.ctypes.data_as(ip), k.ctypes.data_as(ip), x.ctypes.data_as(dp), ctypes.c_double(sign),
+              A.ctypes.data_as(dp), Y.ctypes.data_as(dp))
+
+
+@pytest.mark.parametrize("flags", ["-O2", "-O3 -march=native", "-O3 -march=native -ffast-math"])
+def test_the_loops_assign_or_add_and_flag_every_non_finite_value_they_store(tmp_path, flags):
+    """Each loop forms ``Y[:rows, c] (+)= sign A[:rows] X[:, c]`` (assign: an empty column
+    zero), leaves the rows below ``rows`` of its ``ld``-row columns alone, and returns 1
+    exactly when a value it stored is inf or NaN, in a vector piece or a scalar row (15
+    rows: pieces of 8, 4, 2, 1; 50: six of 8, one of 2; 42 of 50: a symmetric block's, five
+    of 8, one of 2), also under -ffast-math (the test is on the bits)."""
+    shapes = [(15, 15), (50, 50), (42, 50)]
+    lib = _loop_library(tmp_path, flags, [(r, ld, a) for r, ld in shapes for a in (False, True)])
+    rng = np.random.default_rng(11)
+    for rows, ld in shapes:
+        inner, cols = 9, 7
+        A = rng.normal(size=(ld, inner))
+        X = _sparse(rng, inner, cols, 0.4)
+        X[:, 2] = 0.0                                  # an empty column
+        X[1, 3] = 0.5                                  # a column with a nonzero at row 1
+        for assign in (False, True):
+            for sign in (1.0, -1.0):
+                Y0 = rng.normal(size=(ld, cols))
+                Y = np.asfortranarray(Y0.copy())
+                assert _run_loop(lib, rows, ld, assign, X, sign, np.asfortranarray(A), Y) == 0
+                want = (0.0 if assign else Y0[:rows]) + sign * (A[:rows] @ X)
+                if not assign:                         # an empty column is left as it was
+                    want[:, 2] = Y0[:rows, 2]
+                assert rel_err(Y[:rows], want) <= C_TOL
+                assert np.array_equal(Y[rows:], Y0[rows:]), "rows below the loop's are not written"
+                for row in (0, 9, rows - 3, rows - 1):     # in each kind of piece
+                    for bad in (np.inf, -np.inf, np.nan):
+                        Ab = np.asfortranarray(A.copy())
+                        Ab[row, 1] = bad
+                        assert _run_loop(lib, rows, ld, assign, X, sign, Ab, np.asfortranarray(Y0.copy())) == 1
+                Ab = np.asfortranarray(A.copy())
+                Ab[rows:, 1] = np.nan                  # rows the loop does not form: not its values
+                assert _run_loop(lib, rows, ld, assign, X, sign, Ab, np.asfortranarray(Y0.copy())) == 0
+                huge = np.asfortranarray(np.full((ld, inner), 1e300))
+                got = _run_loop(lib, rows, ld, assign, np.abs(X) * 1e10, 1.0, huge, np.asfortranarray(Y0.copy()))
+                assert got == 1                        # finite operands, an overflow to inf
+
+
+def test_a_kernel_with_products_returns_a_non_finite_output_error():
+    """The wrapper of a kernel with products leaves the check of their outputs to the loops
+    (the header's RBDGEN_ERR_NONFINITE_OUTPUT): finite outputs give 0, an overflow -2."""
+    model = load_robot("solo12")
+    kernel = gen.build(model, "aba_derivatives")
+    wrapper = next(p for p in kernel.sources if not p.name.endswith("_kernel.c")).read_text()
+    assert "the kernel's loops check the outputs they form (Minv, ddq_dq, ddq_dv)" in wrapper
+    assert "all_finite(Minv" not in wrapper
+    q, v = model.neutral(), np.zeros(model.nv)
+    for tau, rc in ((1e300, 0), (1e305, -2)):
+        outs = [np.zeros(model.nv * model.nv) for _ in range(3)]
+        assert kernel.call_raw([q, v, np.full(model.nv, tau)], outs) == rc
+        assert all(np.all(np.isfinite(o)) for o in outs) == (rc == 0)
