@@ -56,9 +56,9 @@ class Trace:
         """``(expressions, loops, marks)``: what the emitted C computes in straight-line
         code (the outputs, or with products written as loops the head's outputs and
         scratch, :func:`head`), per product written as loops its phase
-        (:func:`loop_phase`), multiply-adds and additions of base entries, and the arrays the head writes for each
-        product's loops as ``(phase, [arrays])``: what the op counter counts
-        (:func:`opcount.count_trace`)."""
+        (:func:`loop_phase`), multiply-adds and additions of base entries, and the arrays
+        the head writes for each product's loops as ``(phase, [arrays])``: what the op
+        counter counts (:func:`opcount.count_trace`)."""
         loops = deferred(self)
         if not loops:
             return [e for _, e in self.outputs], [], []
@@ -197,11 +197,11 @@ def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
     for each intermediate's result, each term's ``A`` (unless it is an output the head
     writes or an earlier product's result, whose loops have run), the nonzeros of its
     ``X`` and the nonzero entries of the product's base (:meth:`Product.base_entries`);
-    per deferred product in the order its loops run, the plan says where its result ``Y`` goes (``("output", j)``, or
-    ``("scratch", i)`` for an intermediate) and per term where its ``A`` is (an output,
-    an earlier product's destination or ``("scratch", i)``) and the scratch index of its
-    nonzeros, and its ``base``: None (zero) or the scratch index of its nonzero entries and
-    their positions in ``Y``."""
+    per deferred product in the order its loops run, the plan says where its result
+    ``Y`` goes (``("output", j)``, or ``("scratch", i)`` for an intermediate), per term
+    where its ``A`` is (an output, an earlier product's destination or ``("scratch",
+    i)``) and the scratch index of its nonzeros, and its ``base``: None (zero) or the
+    scratch index of its nonzero entries and their positions in ``Y``."""
     outs = [ca.densify(ca.SX(e)) for _, e in tr.outputs]
     loops = deferred(tr)
     product_of = {p.output: p for p in loops if p.output is not None}
