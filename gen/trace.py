@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import casadi as ca
 
@@ -65,7 +66,7 @@ class Trace:
         heads, scratch, plan = head(self)
         phases = [loop_phase(self, loops, i) for i in range(len(loops))]
         marks = [(name, _loop_arrays(step, scratch)) for name, step in zip(phases, plan) if name]
-        return heads + scratch, [(name, p.madds, len(p.base_entries()[0])) for name, p in zip(phases, loops)], marks
+        return heads + scratch, [(name, p.madds, len(p.base_entries[0])) for name, p in zip(phases, loops)], marks
 
     def function(self, name: str | None = None) -> ca.Function:
         """The whole algorithm as one ``casadi.Function`` (inputs -> outputs)."""
@@ -147,10 +148,12 @@ class Product:
     #: rows (:mod:`gen.products`)
     symmetric: bool = False
 
+    @cached_property
     def base_entries(self) -> tuple[list[int], list[ca.SX]]:
         """``(positions, values)``: the entries of ``base`` that are not zero, at their
         column-major positions in ``Y`` (the loops add them after the first term's, which
-        assign ``Y``, :mod:`gen.products`)."""
+        assign ``Y``, :mod:`gen.products`); once per product (0.17 s on talos
+        aba_derivatives' three, read by the head, the op count and the route cost)."""
         base = ca.densify(ca.SX(self.base)).nonzeros()
         at = [i for i, x in enumerate(base) if not ca.SX(x).is_zero()]
         return at, [base[i] for i in at]
@@ -178,8 +181,8 @@ def deferred(tr: Trace) -> list:
 def loop_operations(tr: Trace) -> int:
     """The operations of ``tr`` that the C runs in the products' loops: a multiply and an
     add per multiply-add (:attr:`Product.madds`) and an add per nonzero entry of a base
-    (:meth:`Product.base_entries`); part of :func:`operations`."""
-    return sum(2 * p.madds + len(p.base_entries()[0]) for p in deferred(tr))
+    (:attr:`Product.base_entries`); part of :func:`operations`."""
+    return sum(2 * p.madds + len(p.base_entries[0]) for p in deferred(tr))
 
 
 def estimated_cost(tr: Trace) -> float:
@@ -196,7 +199,7 @@ def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
     write every entry); ``scratch`` the arrays the loops use that no output holds: room
     for each intermediate's result, each term's ``A`` (unless it is an output the head
     writes or an earlier product's result, whose loops have run), the nonzeros of its
-    ``X`` and the nonzero entries of the product's base (:meth:`Product.base_entries`);
+    ``X`` and the nonzero entries of the product's base (:attr:`Product.base_entries`);
     per deferred product in the order its loops run, the plan says where its result
     ``Y`` goes (``("output", j)``, or ``("scratch", i)`` for an intermediate), per term
     where its ``A`` is (an output, an earlier product's destination or ``("scratch",
@@ -225,7 +228,7 @@ def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
             scratch.append(x)
             terms.append({"sign": sign, "A": where, "x": len(scratch) - 1, "k": k, "c": c,
                           "rows": int(A.shape[0]), "cols": int(p.base.shape[1])})
-        at, values = p.base_entries()
+        at, values = p.base_entries
         if at:
             scratch.append(ca.vertcat(*values))
         plan.append({"Y": dest, "terms": terms, "symmetric": p.symmetric,

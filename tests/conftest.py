@@ -6,9 +6,11 @@ A test is skipped only when an optional dependency is missing (``pin``,
 ``example-robot-data``), never because an :class:`~gen.errors.RbdgenError` was raised:
 :func:`load_or_skip` skips for a named robot without example-robot-data and lets every
 other error fail the test."""
+import ctypes
 import importlib.metadata
 import importlib.util
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -47,6 +49,14 @@ needs_robots = pytest.mark.skipif(not HAVE_ROBOTS, reason="example-robot-data is
 #: the bilateral constrained forward-dynamics solvers (iterative rows of the "solver"
 #: family), from the registry
 SOLVERS = tuple(n for n in of_family("solver") if ALGORITHMS[n].iterative)
+
+
+def compile_shared(tmp_path, code: str, name: str, flags) -> ctypes.CDLL:
+    """``code`` compiled by ``cc`` with ``flags`` into ``tmp_path/lib<name>.so``, loaded."""
+    src, lib = tmp_path / f"{name}.c", tmp_path / f"lib{name}.so"
+    src.write_text(code)
+    subprocess.run(["cc", *flags, "-shared", "-fPIC", str(src), "-o", str(lib), "-lm"], check=True, capture_output=True)
+    return ctypes.CDLL(str(lib))
 
 
 def rel_err(x, ref) -> float:

@@ -18,6 +18,7 @@ from gen import cwriter
 from gen.cwriter import c_double, write_functions
 from gen.emit import _kernel_function, emit, trace_for
 from gen.errors import RbdgenError
+from conftest import compile_shared
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 #: the C and CasADi's VM perform the same IEEE operations in the same order; only libm's
@@ -28,11 +29,8 @@ SPLIT_TOL = 0.0
 
 
 def _compile(tmp_path, code: str, name: str):
-    src, lib = tmp_path / f"{name}.c", tmp_path / f"lib{name}.so"
-    src.write_text(code)
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-O1", "-ffp-contract=off",
-                    "-shared", "-fPIC", str(src), "-o", str(lib), "-lm"], check=True, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    return compile_shared(tmp_path, code, name,
+                          ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-O1", "-ffp-contract=off"])
 
 
 def _call(lib, f: ca.Function, inputs, work_size=None):

@@ -1,6 +1,8 @@
 """Outputs formed by ``be.product`` (gen/products.py): the SX form against NumPy and its
 op count, which outputs the trace defers to C loops, and the compiled kernels (locals,
 avoid_stack, split head) against NumPy."""
+import ctypes
+
 import casadi as ca
 import numpy as np
 import pytest
@@ -9,11 +11,11 @@ import gen
 from gen import cwriter
 from gen import trace as trace_module
 from gen.backend import NUMPY, SXBackend
-from gen.products import head_function
+from gen.products import VECTOR_WIDTHS, column_loop, head_function, loop_name, nonfinite_tests
 from gen.robots import load_robot
 from gen.trace import _products, same_nodes, trace
 from opcount.counter import count_expr
-from conftest import rel_err
+from conftest import compile_shared, rel_err
 
 C_TOL = 1e-12           # the loops sum the same terms as the trace, in another association
 
@@ -208,30 +210,20 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
 def _loop_library(tmp_path, flags: str, loops: list[tuple[int, int, bool]]):
     """The product loops ``(rows, ld, assign)`` of gen.products, each exported as
     ``int t_<rows>_<ld>_<assign>(...)``, compiled with ``flags``."""
-    from gen.products import VECTOR_WIDTHS, column_loop, loop_name, nonfinite_tests
-    code = ["#include <math.h>", cwriter.vector_types(VECTOR_WIDTHS), nonfinite_tests()]
+    code = [cwriter.vector_types(VECTOR_WIDTHS), nonfinite_tests()]
     for rows, ld, assign in loops:
         code += [column_loop(rows, ld, assign),
                  f"int t_{rows}_{ld}_{int(assign)}(int cols, const int *start, const int *k, const double *x, "
                  "double sign, const double *A, double *Y)",
                  f"{{ return {loop_name(rows, ld, assign)}(cols, start, k, x, sign, A, Y); }}"]
-    name = f"loops{abs(hash((flags, tuple(loops)))) % 10**8}"
-    src, lib = tmp_path / f"{name}.c", tmp_path / f"lib{name}.so"
-    src.write_text("\n".join(code) + "\n")
-    import subprocess
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Wno-psabi", "-Werror", *flags.split(), "-shared", "-fPIC", str(src),
-                    "-o", str(lib)], check=True, capture_output=True)
-    import ctypes
-    return ctypes.CDLL(str(lib))
+    return compile_shared(tmp_path, "\n".join(code) + "\n", "loops",
+                          ["-std=c99", "-Wall", "-Wno-psabi", "-Werror", *flags.split()])
 
 
 def _run_loop(lib, rows, ld, assign, X, sign, A, Y):
     """Call loop ``(rows, ld, assign)`` on the sparse ``X`` (its nonzeros column by column,
     k ascending); ``Y`` (ld x cols, column-major) in place; its return value."""
-    import ctypes
-    k, c = np.nonzero(X.T)[::-1]                       # column by column, rows ascending
-    order = np.lexsort((k, c))
-    k, c = k[order], c[order]
+    c, k = np.nonzero(X.T)                             # column by column, rows ascending
     start = np.searchsorted(c, np.arange(X.shape[1] + 1)).astype(np.int32)
     x = X[k, c].copy()
     k = k.astype(np.int32)
