@@ -29,9 +29,8 @@ from opcount.report import render as render_opcount
 
 from . import pinref
 from .algorithms import ALGORITHMS
-from .algorithms.registry import CONDITION_SLACK, ROUTES
+from .algorithms.registry import ROUTES
 from .api import get_algorithm, run
-from .backend import NUMPY
 from .bench.cli import add_parser as add_bench_parser
 from .build import build
 from .choose import AUTO, choose, is_auto
@@ -44,17 +43,11 @@ from .robots.synthetic import SYNTHETIC
 from .scaling import add_parser as add_scaling_parser
 from .simulate import add_parser as add_simulate_parser
 from .table import FORMATS, render_table
+from .verify import VERIFY_TOL, note, passed, tolerances, verify_kernel
 from .version import __version__
 
 DEFAULT_ROBOT = "solo12"
 FALLBACK_ROBOT = "humanoid30"        # when example-robot-data is not installed
-VERIFY_TOL = 1e-9                     # relative: max|x - ref| / max(1, max|ref|)
-# Random states of constrained kernels are well posed: the non-zero singular values of J
-# within this factor of the largest (near a singular configuration the proximal rate
-# rho / (rho + sigma_min) is slow and the damped solution leaves the exact one), the best
-# of WELL_POSED_DRAWS draws otherwise.
-WELL_POSED = 1e-3
-WELL_POSED_DRAWS = 100
 DEMO_CONSTRAINTS = {"solo12": "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT",
                     "humanoid30": "6D:left_foot,6D:right_foot"}
 
@@ -144,125 +137,6 @@ def _solver_option_args(s) -> None:
     s.add_argument("--route", choices=ROUTES, help="derivative algorithms: analytical algorithm or automatic "
                                                    "differentiation of the value algorithm (default: the one "
                                                    "of lower estimated cost; the manifest records which)")
-
-
-def random_inputs(model, algorithm, rng, cset=None) -> list[np.ndarray]:
-    """Random inputs for ``algorithm``: a random configuration for ``q`` (well posed for
-    the constraint set ``cset``, :func:`well_posed_q`), standard normal vectors for the
-    others."""
-    return [well_posed_q(model, rng, cset) if name == "q" else rng.normal(size=n)
-            for name, n in get_algorithm(algorithm).inputs(model, cset)]
-
-
-def _conditioning(model, cset, q) -> float:
-    """Smallest over largest non-zero singular value of the constraint Jacobian at q."""
-    s = np.linalg.svd(cset.jacobian(model, NUMPY.asarray(q), be=NUMPY), compute_uv=False)
-    return float(s[s > 1e-9 * s[0]].min() / s[0]) if s[0] > 0 else 0.0
-
-
-def well_posed_q(model, rng, cset=None) -> np.ndarray:
-    """A random configuration at which the constraints of ``cset`` are well posed
-    (:data:`WELL_POSED`): the first of up to :data:`WELL_POSED_DRAWS` draws that is,
-    else the best conditioned one."""
-    if cset is None or not getattr(cset, "m", 0):
-        return model.random_q(rng)
-    best, best_ratio = None, -1.0
-    for _ in range(WELL_POSED_DRAWS):
-        q = model.random_q(rng)
-        ratio = _conditioning(model, cset, q)
-        if ratio >= WELL_POSED:
-            return q
-        if ratio > best_ratio:
-            best, best_ratio = q, ratio
-    return best
-
-
-def _relerr(got, ref) -> float:
-    got = got if isinstance(got, tuple) else (got,)
-    ref = ref if isinstance(ref, tuple) else (ref,)
-    return max(float(np.max(np.abs(np.asarray(g) - np.asarray(r)))) / max(1.0, float(np.max(np.abs(r))))
-               for g, r in zip(got, ref))
-
-
-def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
-    """Worst relative errors of a compiled kernel against NumPy and Pinocchio over
-    ``samples`` random states: ``{"c_numpy", "c_pinocchio", "numpy_pinocchio"}``
-    (``None`` where there is no Pinocchio reference).  NumPy and Pinocchio run with the
-    kernel's options and constraint set (gains, weights); where Pinocchio's value is a
-    converged solution (the row's ``pinocchio.converged`` options: the impact map) ``numpy_pinocchio``
-    compares a converged NumPy run and ``c_pinocchio`` is ``None`` (the kernel's K
-    iterates are not that solution).  ``"kappa"``: for a row whose floor is
-    ``conditioned``, the worst condition number of the damped Delassus matrix over the
-    states (:func:`damped_condition`), else ``None``."""
-    model, name, cset = kernel.model, kernel.algorithm.name, kernel.cset
-    options = dict(kernel.manifest.get("options") or {})
-    pm = None
-    if pinref.available() and pinref.supports(model, name, cset, options):
-        pm = pinref.pin_model(model)
-    converged = kernel.algorithm.pinocchio.converged if pm is not None else None
-    conditioned = kernel.algorithm.floor.conditioned and cset is not None
-    rng = np.random.default_rng(seed)
-    worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None or converged else 0.0,
-             "numpy_pinocchio": None if pm is None else 0.0, "kappa": 1.0 if conditioned else None}
-    params = runtime_defaults(kernel.manifest)
-    for _ in range(samples):
-        ins = random_inputs(model, name, rng, cset)
-        c = kernel(*ins, *params)
-        ref = run(model, name, *ins, *params, constraints=cset, **options)
-        worst["c_numpy"] = max(worst["c_numpy"], _relerr(c, ref))
-        if conditioned:
-            mu = options.get("mu", _default(kernel.algorithm, "mu"))
-            worst["kappa"] = max(worst["kappa"], damped_condition(model, cset, ins[0], mu))
-        if pm is not None:
-            p = pinref.reference(model, name, *ins, pmodel=pm, cset=cset, options=options)
-            if converged:
-                ref = run(model, name, *ins, constraints=cset, **{**options, **converged})
-            else:
-                worst["c_pinocchio"] = max(worst["c_pinocchio"], _relerr(c, p))
-            worst["numpy_pinocchio"] = max(worst["numpy_pinocchio"], _relerr(ref, p))
-    return worst
-
-
-def _default(algo, option: str):
-    return next(o.default for o in algo.options if o.name == option)
-
-
-def damped_condition(model, cset, q, mu: float) -> float:
-    """Condition number of the damped Delassus matrix ``J M^-1 J^T + Rho`` at ``q``
-    (``Rho = diag(mu / w)``, :meth:`~gen.constraints.ConstraintSet.damping`; ~lambda_max / mu
-    on a redundant set)."""
-    lam = np.linalg.eigvalsh(run(model, "delassus", q, constraints=cset) + np.diag(cset.damping(mu)))
-    return float(lam[-1] / lam[0])
-
-
-def runtime_defaults(manifest: dict) -> list[np.ndarray]:
-    """The run-time parameters of a kernel built with runtime_params at their built values
-    (the manifest's defaults, the values Pinocchio's reference uses); [] for other kernels."""
-    rt = manifest.get("runtime_params") or {}
-    return [np.array(rt[name]["default"], dtype=float).reshape(-1) for name in ("mu", "gains", "weights") if name in rt]
-
-
-def tolerances(name: str, rtol: float, kappa: float | None = None, route: str | None = None) -> dict:
-    """The relative tolerance applied to each comparison of :func:`verify_kernel`:
-    ``rtol`` floored by the row's :class:`~gen.algorithms.registry.Floor` and, given the
-    damped Delassus' condition number ``kappa``, by ``CONDITION_SLACK eps kappa``.  A
-    kernel built on the AD route (``route="ad"``) differentiates its value algorithm's
-    graph and inherits that algorithm's floor too: constrained_derivatives' AD route is
-    the Jacobian of ``constrained_aba``, whose augmented Lagrangian rounds to
-    ~eps / (mu lambda_min(M)) (solo12 four feet: 1.4e-8 from the analytical kernel and
-    from Pinocchio, the same at K = 3 and K = 5, so not the iterate's convergence gap)."""
-    algo = ALGORITHMS[name]
-    row = algo.floor
-    kernel = [row] + ([ALGORITHMS[algo.ad.value].floor] if route == "ad" and algo.ad else [])
-    conditioning = CONDITION_SLACK * np.finfo(float).eps * kappa if kappa is not None else 0.0
-    return {"c_numpy": max(rtol, conditioning, *(f.c_numpy for f in kernel)),
-            "c_pinocchio": max(rtol, conditioning, *(f.pinocchio for f in kernel)),
-            "numpy_pinocchio": max(rtol, conditioning, row.pinocchio)}   # NumPy runs the analytical row
-
-
-def _ok(name: str, w: dict, rtol: float, route: str | None = None) -> bool:
-    tols = tolerances(name, rtol, w["kappa"], route)
-    return all(w[k] is None or w[k] <= tol for k, tol in tols.items())
 
 
 def constraint_set(model, args):
@@ -399,8 +273,10 @@ def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list
         rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
                      "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
                      "err_numpy_pinocchio": w["numpy_pinocchio"],
-                     "kappa": w["kappa"], "rtol": tols["c_numpy"], "rtol_pinocchio": tols["c_pinocchio"],
-                     "status": "ok" if _ok(name, w, args.rtol, route) else "FAIL", "route": route,
+                     "kappa": max(w["kappa"].values()) if w["kappa"] else None,
+                     "rtol": tols["c_numpy"], "rtol_pinocchio": tols["c_pinocchio"],
+                     "status": "ok" if passed(name, w, args.rtol, route) else "FAIL", "route": route,
+                     "note": note(name, args.rtol, w["kappa"], route),
                      "build_s": round(build_s, 2), "folder": str(k.path)})
     return rows
 
@@ -412,7 +288,7 @@ def cmd_verify(args) -> int:
     algorithms = _algorithms(args.algorithm, cset)
     rows = _verify_rows(model, algorithms, cset, args, progress)
     return _report(rows, ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "kappa", "rtol",
-                          "rtol_pinocchio", "status"], args)
+                          "rtol_pinocchio", "status", "note"], args)
 
 
 def _report(rows, cols, args) -> int:
@@ -459,8 +335,8 @@ def cmd_demo(args) -> int:
     algorithms = [a for a in algorithms if a not in slow]
     rows = _verify_rows(model, algorithms, cset, args, progress, out_root=args.out)
     progress(f"demo done in {time.perf_counter() - t0:.1f} s")
-    return _report(rows, ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "rtol", "status", "build_s", "folder"],
-                   args)
+    return _report(rows, ["algorithm", "ops", "err_c_numpy", "err_c_pinocchio", "kappa", "rtol", "status", "build_s",
+                          "folder", "note"], args)
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -565,9 +441,9 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--samples", "-n", type=int, default=10, help="random states (default: 10)")
         s.add_argument("--seed", type=_non_negative_int, default=0)
         s.add_argument("--rtol", type=float, default=VERIFY_TOL,
-                       help=f"relative comparison tolerance, floored per algorithm by its registry row (the "
-                            f"derivative rows: by {CONDITION_SLACK:g} eps kappa, kappa the damped Delassus' condition "
-                            f"number, its own column) and printed per row (default: {VERIFY_TOL:g})")
+                       help=f"relative comparison tolerance (default: {VERIFY_TOL:g}), floored where a formulation "
+                            f"factorises an ill-conditioned matrix by eps kappa, kappa its condition number at the "
+                            f"states compared (its own column; gen/verify.py); the tolerance applied is printed per row")
         s.add_argument("--flags", help="compiler flags (default: -O3 -march=native or $RBDGEN_CFLAGS)")
         _common(s)
         s.set_defaults(func=cmd_verify if name == "verify" else cmd_demo)

@@ -222,7 +222,7 @@ def test_verify_redundant_sets_scale_the_tolerance_with_the_condition_number(cap
                        "3D:tool0,3D:tool0")
     for name, r in rows.items():
         assert r["kappa"] > 1e5, name
-        assert r["rtol"] == pytest.approx(CONDITION_SLACK * np.finfo(float).eps * r["kappa"]), name
+        assert r["rtol"] == pytest.approx(max(1e-9, CONDITION_SLACK * np.finfo(float).eps * r["kappa"])), name
         assert r["status"] == "ok", name
     assert rows["constrained_derivatives"]["err_c_pinocchio"] is not None
     assert rows["impulse_derivatives"]["err_numpy_pinocchio"] is None
@@ -231,15 +231,41 @@ def test_verify_redundant_sets_scale_the_tolerance_with_the_condition_number(cap
 def test_the_ad_route_is_held_to_its_value_algorithms_floor():
     """A kernel on the AD route is the Jacobian of its value algorithm's graph and rounds
     as that algorithm does: constrained_derivatives' is constrained_aba's (an augmented
-    Lagrangian, ALM_FLOOR); NumPy, the analytical row, keeps the row's own floor."""
-    from gen.algorithms.registry import ALM_FLOOR
-    from gen.cli import tolerances
+    Lagrangian: eps kappa(M + J^T Rho^-1 J)); NumPy, the analytical row, keeps the row's own
+    floor (CONDITION_SLACK eps kappa of the damped Delassus matrix)."""
+    from gen.algorithms.registry import CONDITION_SLACK
+    from gen.verify import EPS, tolerances
 
-    analytical = tolerances("constrained_derivatives", 1e-9)
-    ad = tolerances("constrained_derivatives", 1e-9, route="ad")
+    kappa = {"augmented": 1e10, "delassus": 1e3}
+    analytical = tolerances("constrained_derivatives", 1e-9, kappa)
+    ad = tolerances("constrained_derivatives", 1e-9, kappa, route="ad")
     assert analytical == {"c_numpy": 1e-9, "c_pinocchio": 1e-9, "numpy_pinocchio": 1e-9}
-    assert ad == {"c_numpy": ALM_FLOOR.c_numpy, "c_pinocchio": ALM_FLOOR.pinocchio, "numpy_pinocchio": 1e-9}
+    assert ad == {"c_numpy": EPS * 1e10, "c_pinocchio": EPS * 1e10, "numpy_pinocchio": 1e-9}
+    bad = tolerances("constrained_derivatives", 1e-9, {"delassus": 1e8})
+    assert bad["c_numpy"] == pytest.approx(CONDITION_SLACK * EPS * 1e8)
     assert tolerances("rnea_derivatives", 1e-9, route="ad") == tolerances("rnea_derivatives", 1e-9)
+
+
+def test_floors_are_derived_from_the_factorised_matrix():
+    """The augmented-Lagrangian rows' floor is eps |M + J^T Rho^-1 J| |M^-1| at the state,
+    computed independently here; an exact row has none; the note names the matrix only
+    where the floor exceeds rtol."""
+    from gen.constraint_spec import parse_constraints
+    from gen.robots import load_robot
+    from gen.verify import EPS, floor_at, kappas, note
+
+    model = load_robot("humanoid30")
+    cset = parse_constraints(model, "6D:left_foot,6D:right_foot")
+    q = model.random_q(np.random.default_rng(5))
+    M = gen.run(model, "crba", q)
+    J = cset.jacobian(model, q.reshape(-1, 1), be=gen.backend.NUMPY)
+    kappa = np.linalg.norm(M + J.T @ J / 1e-6, 2) * np.linalg.norm(np.linalg.inv(M), 2)
+    assert floor_at("prox_ltls", model, cset, q, 1e-6) == pytest.approx(EPS * kappa, rel=1e-6)
+    assert floor_at("prox_ltl", model, cset, q, 1e-6) == 0.0
+    k = kappas("constrained_aba", model, cset, q, {})
+    assert k["augmented"] == pytest.approx(kappa, rel=1e-6)
+    assert note("constrained_aba", 1e-9, k) == "eps kappa(|M + J^T Rho^-1 J| |M^-1|) floor"
+    assert note("constrained_aba", 1.0, k) == ""
 
 
 @needs_pin
@@ -260,7 +286,7 @@ def test_verify_the_ad_route_of_the_constrained_derivatives(capsys):
 
 
 def test_the_condition_number_is_the_damped_delassus_one():
-    from gen.cli import damped_condition
+    from gen.verify import damped_condition
     from gen.constraint_spec import parse_constraints
     from gen.robots import load_robot
 

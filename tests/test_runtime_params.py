@@ -12,8 +12,9 @@ ltl_osim and kkt_osim do the same arithmetic with a run-time mu as with a built-
 DUAL_TOL.  The augmented-Lagrangian ones (prox_ltls, constrained_aba, impulse,
 caba_osim[f]) add ``J^T J / mu`` to an inertia, so where CasADi folds the built-in ``1/mu``
 into constants (the run-time graph cannot) the rounding, amplified to
-~eps / (mu lambda_min(M)), differs: ALM_FLOOR.c_numpy (measured on solo12, four feet,
-2 iterations: 5e-8 at mu = 1e-6, 4e-9 at 1e-4, 2e-11 at 1e-2; caba_osim 5e-10 at 1e-6)."""
+~eps / (mu lambda_min(M)), differs: up to the row's floor eps kappa(M + J^T Rho^-1 J)
+(gen.verify.floor_at; measured on solo12, four feet, 2 iterations: 5e-8 at mu = 1e-6,
+4e-9 at 1e-4, 2e-11 at 1e-2; caba_osim 5e-10 at 1e-6)."""
 import json
 
 import numpy as np
@@ -23,10 +24,11 @@ from test_constrained import states
 
 import gen
 from gen import RbdgenError
-from gen.algorithms import ALGORITHMS, ALM_FLOOR, of_family
+from gen.algorithms import ALGORITHMS, of_family
 from gen.cli import main
 from gen.constraint_spec import parse_constraints
 from gen.emit import emit
+from gen.verify import floor_at
 
 #: the rows that take run-time parameters, from the registry
 ROWS = tuple(n for n in ALGORITHMS if ALGORITHMS[n].runtime)
@@ -43,11 +45,10 @@ DUAL_TOL = 1e-12        # run-time vs built-in, dual solvers and the NumPy path 
 PIN_RTOL = 1e-9         # against Pinocchio (relative), raised to the row's floor.pinocchio
 
 
-def tol(alg):
-    """DUAL_TOL, or for a row whose ``mu`` has an accuracy floor (1/mu enters an inertia:
-    the augmented-Lagrangian solvers, caba_osim[f]) the ALM rounding floor (module docstring)."""
-    alm = any(o.name == "mu" and o.floor for o in ALGORITHMS[alg].options)
-    return ALM_FLOOR.c_numpy if alm else DUAL_TOL
+def tol(alg, model, cset, state, mu):
+    """DUAL_TOL, or the row's conditioned floor at the state and mu where it is larger
+    (1/mu enters an inertia: the augmented-Lagrangian solvers, caba_osim[f]; module docstring)."""
+    return max(DUAL_TOL, floor_at(alg, model, cset, state[0], mu))
 
 
 def params(alg, mu, gains, weights=WEIGHTS):
@@ -118,7 +119,8 @@ def test_traced_runtime_equals_built_in(alg, solo):
             ref = gen.casadi_function(solo, alg, built_in(solo, spec, gains, weights), **fixed(alg),
                                       mu=mu)(*inputs(alg, state))
             got = f(*inputs(alg, state), *params(alg, mu, gains, weights))
-            check(got, ref, tol(alg), f"{alg} traced at mu={mu:g}, gains={gains}, weights={weights}")
+            check(got, ref, tol(alg, solo, built_in(solo, spec, gains, weights), state, mu),
+                  f"{alg} traced at mu={mu:g}, gains={gains}, weights={weights}")
 
 
 @pytest.mark.parametrize("alg", ROWS)
@@ -142,7 +144,8 @@ def test_compiled_runtime_equals_built_in(alg, solo):
         for mu, gains, weights in [(mu, g, WEIGHTS) for mu, g in POINTS] + [(WEIGHTED[0][0], POINTS[1][1],
                                                                                WEIGHTED[0][1])]:
             baked = gen.build(solo, alg, built_in(solo, SOLO, gains, weights), **fixed(alg), mu=mu)
-            check(k(*inputs(alg, state), *params(alg, mu, gains, weights)), baked(*inputs(alg, state)), tol(alg),
+            check(k(*inputs(alg, state), *params(alg, mu, gains, weights)), baked(*inputs(alg, state)),
+                  tol(alg, solo, built_in(solo, SOLO, gains, weights), state, mu),
                   f"{alg} compiled at mu={mu:g}, gains={gains}, weights={weights}")
 
 
@@ -156,7 +159,8 @@ def test_driver_runtime_equals_numpy(alg, solo):
         ref = gen.run(solo, alg, *state, constraints=built_in(solo, SOLO, gains, weights), tol=1e-10, max_iter=50,
                       mu=mu)
         got = k(*state, *params(alg, mu, gains, weights))
-        check(got, ref, tol(alg), f"{alg} driver at mu={mu:g}, gains={gains}")
+        check(got, ref, tol(alg, solo, built_in(solo, SOLO, gains, weights), state, mu),
+              f"{alg} driver at mu={mu:g}, gains={gains}")
         assert got[2][0] == ref[2][0], f"{alg}: {got[2][0]:.0f} iterations, NumPy {ref[2][0]:.0f}"
 
 

@@ -41,6 +41,7 @@ from .registry import (  # noqa: F401
     ALM_MU,
     ITERATIONS,
     KKT_FLOOR,
+    OSIM_FLOOR,
     MU,
     PROXIMAL,
     PROXIMAL_ALM,
@@ -256,7 +257,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               runtime=OSIM_RUNTIME,
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13),
                                anchored_only=True),
-              pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
+              floor=ALM_FLOOR, pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse as caba_osim, split at the floating base",
               "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
@@ -265,20 +266,20 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               # floating base that is eq. 41's split
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13),
                                anchored_only=True),
-              pin_peer="delassus_inv"),
+              floor=ALM_FLOOR, pin_peer="delassus_inv"),
     Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
               "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
               runtime=OSIM_RUNTIME,
               generic=GenericC(12, "rbg_ltl_osim", lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1)),
-              pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
+              floor=OSIM_FLOOR, pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse from the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
               runtime=OSIM_RUNTIME,
               generic=GenericC(14, "rbg_kkt_osim", lambda nb, nv, m: (m + nv) * (m + nv + 1)
                                + nv * (nv + m + 6) + 22 * nb + m * (m + 1)),
-              pin_peer="delassus_inv", reports=frozenset({"suite-constrained"})),
+              floor=OSIM_FLOOR, pin_peer="delassus_inv", reports=frozenset({"suite-constrained"})),
 ]}
 
 
