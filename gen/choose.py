@@ -22,6 +22,10 @@ A candidate is *excluded*, with the reason recorded, when
   refuse ``mu`` below :data:`gen.algorithms.registry.ALM_MU_FLOOR`: ``J^T J / mu``
   enters the inertia and rounding grows like ``eps / mu``), or an option the row does
   not take;
+* with ``tol``, its accuracy floor on this robot and constraint set exceeds ``tol``
+  (:func:`floor_above_tol`: the row's conditioned floor, ``eps |M_mu| |M^-1|`` for the
+  augmented-Lagrangian rows, the worst over :data:`FLOOR_STATES` seeded configurations):
+  a converged run could not honour the tolerance it was asked for;
 * its formulation does not cover the constraint set: ``caba_osim[f]`` refuse a loop
   between two moving bodies, ``caba_osimf`` a fixed base (any :class:`RbdgenError` while
   resolving the constraints or tracing).
@@ -49,9 +53,12 @@ from opcount import CLASSES, count_trace
 # gen.api), whose gen.build imports this module while opcount.api is still half-loaded
 from opcount import api as opcount_api
 
+import numpy as np
+
 from .algorithms import ALGORITHMS
 from .api import get_algorithm
 from .api import run as _run
+from .conditioning import floor_at, kernel_mu
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -60,6 +67,8 @@ from .trace import DriverTrace, trace, trace_driver
 #: the cost of one operation of each op class (:data:`opcount.counter.CLASSES`), in
 #: add-equivalents; see the module docstring for where they come from
 WEIGHTS = {"add": 1, "mul": 1, "div": 4, "sqrt": 4, "trig": 20, "neg": 1, "other": 1}
+#: configurations (seeded) at which a candidate's accuracy floor is evaluated against tol
+FLOOR_STATES = 3
 
 
 def _solvers() -> tuple[str, ...]:
@@ -91,6 +100,21 @@ def _classes(tr) -> dict[str, int]:
         return {c: parts[0][c] + tr.max_iter * parts[1][c] + parts[2][c] for c in CLASSES}
     total = count_trace(tr)["total"]
     return {c: total[c] for c in CLASSES}
+
+
+def floor_above_tol(model: Model, algo, cset, options: dict) -> None:
+    """Raise :class:`RbdgenError` when ``options`` ask for a ``tol`` below the row's
+    accuracy floor (:func:`gen.conditioning.floor_at`) on this robot and constraint set,
+    the worst over :data:`FLOOR_STATES` seeded random configurations."""
+    tol = options.get("tol")
+    if tol is None or not algo.floor.kappa or cset is None or not cset.m:
+        return
+    rng = np.random.default_rng(0)
+    mu = kernel_mu(algo, options)
+    floor = max(floor_at(algo.name, model, cset, model.random_q(rng), mu) for _ in range(FLOOR_STATES))
+    if floor > tol:
+        raise RbdgenError(f"accuracy floor {floor:.1e} (eps kappa of {algo.floor.kappa} matrix at mu={mu:g}) "
+                          f"above tol={tol:g} on {model.name} with these constraints")
 
 
 @dataclass
@@ -141,6 +165,7 @@ def choose(robot, auto: str, constraints=None, **options) -> Choice:
         try:
             cset = algo.constraint_set(model, constraints)
             opts = algo.check_options(options)
+            floor_above_tol(model, algo, cset, opts)
             tr = (trace_driver if opts.get("tol") is not None else trace)(model, algo, cset, **opts)
             classes = _classes(tr)
         except RbdgenError as e:

@@ -32,9 +32,9 @@ from . import pinref
 from .algorithms import ALGORITHMS
 from .api import get_algorithm, run
 from .backend import NUMPY
+from .conditioning import CONDITION, EPS, augmented_condition, damped_condition, floor_at, kernel_mu  # noqa: F401
 
 VERIFY_TOL = 1e-9                     # relative: max|x - ref| / max(1, max|ref|)
-EPS = float(np.finfo(float).eps)
 # Random states of constrained kernels are well posed: the non-zero singular values of J
 # within this factor of the largest (near a singular configuration the proximal rate
 # rho / (rho + sigma_min) is slow and the damped solution leaves the exact one), the best
@@ -85,47 +85,6 @@ def runtime_defaults(manifest: dict) -> list[np.ndarray]:
     return [np.array(rt[name]["default"], dtype=float).reshape(-1) for name in ("mu", "gains", "weights") if name in rt]
 
 
-# --- condition numbers ---------------------------------------------------------------------
-
-def damped_condition(model, cset, q, mu: float) -> float:
-    """Condition number of the damped Delassus matrix ``J M^-1 J^T + Rho`` at ``q``
-    (``Rho = diag(mu / w)``, :meth:`~gen.constraints.ConstraintSet.damping`; ~lambda_max / mu
-    on a redundant set)."""
-    lam = np.linalg.eigvalsh(run(model, "delassus", q, constraints=cset) + np.diag(cset.damping(mu)))
-    return float(lam[-1] / lam[0])
-
-
-def augmented_condition(model, cset, q, mu: float) -> float:
-    """The augmented Lagrangian's rounding amplification ``|M_mu| |M^-1|`` at ``q``,
-    ``M_mu = M + J^T Rho^-1 J`` (Sathya 2024 eq. 16a with Pinocchio's damping
-    ``Rho = diag(mu / w)``): the factorised matrix's entries are ~1/mu, so its rounding
-    ``eps |M_mu|`` acts on the dynamics equation, whose solution responds through ``M^-1``.
-    It is kappa(M_mu) where the constraints leave free directions (their eigenvalues are
-    M's) and stays ~|J|^2 / (mu lambda_min(M)) where they leave none (ur5 6D:tool0: kappa(M_mu)
-    2.8e5, the impact map 4.5e-8 from Pinocchio's exact solve, this 1e9)."""
-    M = run(model, "crba", q)
-    J = cset.jacobian(model, NUMPY.asarray(q), be=NUMPY)
-    top = np.linalg.eigvalsh(M + J.T @ np.diag(1.0 / cset.damping(mu)) @ J)[-1]
-    return float(top / np.linalg.eigvalsh(M)[0])
-
-
-CONDITION = {"augmented": augmented_condition, "delassus": damped_condition}
-
-
-def kernel_mu(algorithm, options: dict) -> float:
-    """The damping ``mu`` a kernel of ``algorithm`` with ``options`` runs at: the option,
-    else the row's default for its mode (a run with ``tol`` uses the solver's converged
-    default, :func:`gen.algorithms.proximal.default_mu`)."""
-    from .algorithms.proximal import default_mu
-    if options.get("mu") is not None:
-        return float(options["mu"])
-    own = next((o.default for o in algorithm.options if o.name == "mu"), None)
-    solver = getattr(algorithm.fn, "converged_mu", None)
-    if solver is not None:
-        return default_mu(None, options.get("tol"), solver)
-    return float(own) if own is not None else default_mu(None, None)
-
-
 def floors(name: str, route: str | None = None) -> list:
     """The :class:`~gen.algorithms.registry.Floor` rows a kernel of ``name`` is held to: its
     row's, and on the AD route its value algorithm's too (the AD kernel differentiates that
@@ -142,15 +101,6 @@ def kappas(name: str, model, cset, q, options: dict, route: str | None = None) -
     mu = kernel_mu(ALGORITHMS[name], options)
     kinds = {f.kappa for f in floors(name, route) if f.kappa}
     return {k: CONDITION[k](model, cset, q, mu) for k in sorted(kinds)}
-
-
-def floor_at(name: str, model, cset, q, mu: float) -> float:
-    """The conditioned floor ``slack eps kappa`` of ``name``'s row at ``q`` and damping
-    ``mu`` (0.0 for a row without one): what two correct computations may differ by."""
-    f = ALGORITHMS[name].floor
-    if not f.kappa or cset is None or not cset.m:
-        return 0.0
-    return f.slack * EPS * CONDITION[f.kappa](model, cset, q, mu)
 
 
 def tolerances(name: str, rtol: float, kappa: dict | None = None, route: str | None = None) -> dict:

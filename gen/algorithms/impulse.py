@@ -68,7 +68,9 @@ from .constrained_aba import Plan, State, augment
 from .constrained_aba import step as caba_step
 from .prox_ltls import Const as LtlsConst
 from .prox_ltls import augmented_factor, prox_ltls
-from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column, mimic_fallback
+from .prox_ltls import start as ltls_start
+from .crba import crba
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, Unmarked, column, mimic_fallback
 
 
 class Const(NamedTuple):
@@ -117,11 +119,12 @@ def mimic_setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     cset = prox.cset
     J = cset.jacobian(model, q, be=be)
     a_star = -(1.0 + restitution) * (J @ v_minus)
+    (M,) = crba(model, q, be=Unmarked(be))
     be.mark("kinematics", J, a_star)
     pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, J, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
-    inner = LtlsConst(dinv, L, be.zeros(model.nv, 1), J, a_star)
-    return pattern, Const(inner, v_minus), be.zeros(cset.m, 1)
+    inner = LtlsConst(dinv, L, be.zeros(model.nv, 1), J, a_star, M)
+    return pattern, Const(inner, v_minus), ltls_start(inner, cset.m, be)
 
 
 def mimic_step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:

@@ -28,14 +28,19 @@ solution of an infeasible set; near a singular configuration the convergence is 
 enough (rate ``rho / (rho + sigma_min(J M^-1 J^T))``) to look like stagnation, so only the
 residual is used: an infeasible set runs to the cap and returns the least-squares iterate.)
 
-**Honest residual.**  The reported ``residual`` is ``|J ddq_k - a_c*|_inf`` of the returned
-``ddq_k`` (for the impact map ``|J v+ + e J v-|_inf``), never a quantity internal to the
-iteration: prox_ltl and prox_ltls evaluate ``J ddq_k - a_c*`` from the returned ``ddq_k``;
-constrained_aba, prox_pv and impulse ``K a_b - k`` per constraint from the body
-accelerations of the returned roll-out (the same linear map in maximal coordinates).
-prox_ltl and prox_pv test the dual difference ``rho (lam_{k-1} - lam_k)`` (O(m), equal
-in exact arithmetic; it is exactly 0 at a fixed point of the iteration while the true
-residual is ~1e-13) and report the true one (:class:`Iterate`).  A run with ``tol`` is
+**Honest residual.**  The reported ``residual`` is computed from the returned iterate,
+never a quantity internal to the iteration: ``|J ddq_k - a_c*|_inf`` (for the impact map
+``|J v+ + e J v-|_inf``): prox_ltl and prox_ltls evaluate ``J ddq_k - a_c*`` from the
+returned ``ddq_k``; constrained_aba, prox_pv and impulse ``K a_b - k`` per constraint from
+the body accelerations of the returned roll-out (the same linear map in maximal
+coordinates).  prox_ltl and prox_pv test the dual difference ``rho (lam_{k-1} - lam_k)``
+(O(m), equal in exact arithmetic; it is exactly 0 at a fixed point of the iteration while
+the true residual is ~1e-13) and report the true one (:class:`Iterate`).  prox_ltls also
+tests and reports the dynamics equation's residual ``M ddq_k + b - tau - J^T lam_k``,
+relative to ``max(1, |tau - b|_inf, |J^T lam_k|_inf)``: the ALM iterate satisfies it only
+to the augmented matrix's rounding, so the residual is the KKT residual of the returned
+``(ddq, lam)``.  The dual solvers satisfy it by construction (``ddq`` is the forward
+dynamics of ``tau + J^T lam``, a backward-stable solve with ``M``).  A run with ``tol`` is
 converged iff the reported residual is ``<= tol``; otherwise ``gen.run`` and compiled
 kernels warn :class:`gen.errors.NotConvergedWarning` and the C driver returns
 ``RBDGEN_ERR_NOT_CONVERGED``.
@@ -44,19 +49,22 @@ kernels warn :class:`gen.errors.NotConvergedWarning` and the C driver returns
 ``1/mu``-sized numbers and reach the KKT solution to ~1e-13 at the default ``mu = 1e-6``.
 The augmented-Lagrangian ones (``prox_ltls``, ``constrained_aba``, and the impact map)
 add ``J^T J / mu`` to the inertia, so rounding in the directions the constraints leave
-free enters at ~``c eps / mu`` with ``c ~ |J|^2 / lambda_min(M)`` (up to ~100 on the named
-robots: icub's light legs).  Two consequences: (1) ``mu`` below ``ALM_MU_FLOOR = 1e-6``
-(``registry.ALM_MU``) is refused for these rows (and caba_osim[f]), where the error would
-exceed ~1e-8 while the iteration reports a tiny residual; (2) a run with ``tol`` and no
-``mu`` uses ``ALM_CONVERGED_MU = 1e-5`` for them (the converged solution does not depend
-on mu; ``DEFAULT_MU`` for the dual ones), which puts every named set, humanoid30 and random
-trees within 2e-9 of the exact KKT solution (tests/test_convergence.py) at 3-6 iterations
-for ``tol = 1e-10`` (up to ~135 where the Delassus matrix has condition 1e6).  A fixed-K
-run keeps ``mu = 1e-6``: its K-th iterate is Pinocchio's.  Refining the ALM iterates
-against the full KKT residual (``M ddq + b - tau - J^T lam``, with ``M`` from the plain
-model) would remove the floor at the price of an O(n) pass per iteration; not done.
-Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (1x1, the number of proximal steps
-taken; 0 with no constraints) and ``residual`` (1x1, see above).
+free enters at ~``c eps / mu`` with ``c ~ |J|^2 / lambda_min(M)``; verification holds them
+to ``eps |M_mu| |M^-1|`` (:mod:`gen.conditioning`).  prox_ltls iterates in correction form
+(iterative refinement against the KKT residual, :func:`.prox_ltls.step`), so the solve's
+rounding falls on each correction instead of the iterate: with ``tol`` it reaches the KKT
+solution to ~3e-10 on the named robots (icub's light legs: 2.3e-8 before); the multiplier
+update ``lam - rho^-1 r`` keeps a floor ``~eps |a_c*| / rho`` in ``lam``.  constrained_aba
+and the impact map iterate in plain form (their reduced sweeps cover only the supporting
+bodies): 2e-9 and 1e-8 from the exact solution at ``tol = 1e-10`` on ur5 and panda
+holding a 6D contact.  Consequences: (1) ``mu`` below ``ALM_MU_FLOOR = 1e-6``
+(``registry.ALM_MU``) is refused for these rows (and caba_osim[f]); (2) a run with ``tol``
+and no ``mu`` uses ``ALM_CONVERGED_MU = 1e-5`` for them (the converged solution does not
+depend on mu; ``DEFAULT_MU`` for the dual ones); (3) ``-a auto`` excludes them where their
+floor exceeds ``tol`` (:func:`gen.choose.floor_above_tol`).  A fixed-K run keeps
+``mu = 1e-6``: its K-th iterate is Pinocchio's.
+Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (the number of proximal steps taken;
+0 with no constraints) and ``residual`` (see above).
 
 **Run-time parameters.**  With the option ``runtime_params`` (registry.RUNTIME_PARAMS) the
 solver's inputs end with ``mu`` (1 x 1), for the rows that read them ``gains`` =
