@@ -3,6 +3,14 @@
 parsed into a :class:`~gen.constraints.ConstraintSet` for a robot, with one-line errors
 naming the token and the valid choices (frames, types, weights).  The kinematic rows
 themselves (Jacobians, drifts, maximal-coordinate terms) are :mod:`gen.constraints`.
+
+A FRAME is a frame's name or ``KIND:NAME`` with KIND ``body``, ``site`` or ``joint``
+(:meth:`gen.model.Model.frame`): ``6D:site:torso``, ``3D:body:a~site:b`` (the first ``:``
+ends the type, ``~`` separates the two frames).  MJCF gives bodies, sites and joints
+separate namespaces, so a plain name may select several frames; it is refused, naming the
+qualified choices.  A constraint stores :func:`spec_name` of its frames (plain where
+unambiguous), so a set's spec is canonical: ``6D:body:torso`` on a robot whose only
+``torso`` is a body is ``6D:torso``, the same kernel.
 """
 from __future__ import annotations
 
@@ -17,6 +25,8 @@ from .kinematics import frame_placement
 from .model import SE3, Model
 from .robots import load_robot
 
+#: ``KIND:`` prefixes that name a frame of one kind (:meth:`gen.model.Model.frame`)
+QUALIFIERS = ("body", "site", "joint")
 SPEC_HELP = ("comma-separated TYPE:FRAME or TYPE:FRAME_A~FRAME_B with TYPE 3D or 6D "
              "(3Dv/6Dv: velocity constraints; 3D+/6D+: unilateral normal row), "
              "e.g. '6D:left_sole_link,3D:FL_FOOT'")
@@ -78,35 +88,58 @@ def _parse_token(model: Model, tok: str, i: int, weight: float, ref) -> Constrai
     names = [n.strip() for n in rest.split("~")]
     if len(names) > 2 or not all(names):
         raise RbdgenError(f"constraint '{tok}': a loop closure joins exactly two frames, FRAME_A~FRAME_B")
-    frames = [_frame(model, tok, n) for n in names]
-    f1 = frames[0]
-    if len(frames) == 1:
+    (f1, n1), *rest = [_frame(model, tok, n) for n in names]
+    if not rest:
         if f1.body < 0:
-            raise RbdgenError(f"constraint '{tok}': frame '{f1.name}' is fixed to the world, "
+            raise RbdgenError(f"constraint '{tok}': frame '{n1}' is fixed to the world, "
                               f"so constraining it to the world does nothing")
-        anchor = ref(f1.name) if ref is not None else SE3.identity()
-        return Constraint(kind, f1.name, None, f1.body, -1, f1.placement, anchor, weight, tok, unilateral,
-                          velocity)
-    f2 = frames[1]
-    if f1.name == f2.name:
-        raise RbdgenError(f"constraint '{tok}': a loop closure needs two different frames, got '{f1.name}' twice")
+        anchor = ref(n1) if ref is not None else SE3.identity()
+        return Constraint(kind, n1, None, f1.body, -1, f1.placement, anchor, weight, tok, unilateral, velocity)
+    (f2, n2), = rest
+    if n1 == n2:
+        raise RbdgenError(f"constraint '{tok}': a loop closure needs two different frames, got '{n1}' twice")
     if f1.body == f2.body:
         where = "the world" if f1.body < 0 else f"body '{model.bodies[f1.body].link}'"
-        raise RbdgenError(f"constraint '{tok}': frames '{f1.name}' and '{f2.name}' are both fixed to "
+        raise RbdgenError(f"constraint '{tok}': frames '{n1}' and '{n2}' are both fixed to "
                           f"{where}, so the loop constrains nothing")
-    return Constraint(kind, f1.name, f2.name, f1.body, f2.body, f1.placement, f2.placement, weight, tok,
-                      unilateral, velocity)
+    return Constraint(kind, n1, n2, f1.body, f2.body, f1.placement, f2.placement, weight, tok, unilateral, velocity)
+
+
+def spec_name(model: Model, frame) -> str:
+    """The name that selects ``frame`` in a constraint spec: its own name where that is
+    unambiguous, else ``KIND:NAME`` (an MJCF body and site of one name: ``site:torso``)."""
+    def same(f) -> bool:
+        return f.body == frame.body and np.array_equal(f.placement.R, frame.placement.R) \
+            and np.array_equal(f.placement.p, frame.placement.p)
+    for name in (frame.name, *(f"{q}:{frame.name}" for q in QUALIFIERS)):
+        try:
+            if same(model.frame(name)):
+                return name
+        except RbdgenError:
+            continue
+    return frame.name
+
+
+def spec_names(model: Model) -> list[str]:
+    """:func:`spec_name` of every frame, in ``model.frames`` order (``rbdgen robots --frames``)."""
+    return [spec_name(model, f) for f in model.frames]
 
 
 def _frame(model: Model, tok: str, name: str):
-    if any(f.name == name for f in model.frames):
+    """(frame, the name stored in the constraint: :func:`spec_name`, so that the set's
+    spec selects the same frames again)."""
+    kind, colon, plain = name.partition(":")
+    qualified = bool(colon) and kind in QUALIFIERS
+    if any(f.name == name or (qualified and f.name == plain) for f in model.frames):
         try:
-            return model.frame(name)              # the one lookup: refuses an ambiguous name
+            f = model.frame(name)                 # the one lookup: refuses an ambiguous name
         except RbdgenError as e:
             raise RbdgenError(f"constraint '{tok}': {e}") from None
-    names = model.frame_names
+        return f, spec_name(model, f)
+    names = spec_names(model)
+    key = plain if qualified else name
     close = difflib.get_close_matches(name, names, n=8, cutoff=0.6)
-    close += [n for n in names if name.lower() in n.lower() and n not in close][:8 - len(close)]
+    close += [n for n in names if key.lower() in n.lower() and n not in close][:8 - len(close)]
     if len(names) <= 40:
         hint = f"choose from {', '.join(names)}"
     elif close:

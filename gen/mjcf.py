@@ -43,19 +43,50 @@ to the world, with their inertia, are dropped.  Body order = MuJoCo's body order
 :func:`q_from_mujoco`, :func:`v_from_mujoco`, :func:`q_to_mujoco`, :func:`v_to_mujoco`
 and :func:`acceleration_to_mujoco` convert.
 
-**Ignored** (not rigid-body dynamics, documented rather than refused): geoms and contacts,
-tendons, actuators and sensors, joint armature, damping, friction loss, stiffness and
-limits (MuJoCo's ``mj_fullM`` includes ``dof_armature`` on the diagonal of M, rbdgen's
-``crba`` does not, as Pinocchio's without ``model.armature``), ``gravcomp``.  Gravity is
-``opt.gravity``.  **Refused** with one line: a file MuJoCo's compiler rejects, equality
-constraints (they would change the dynamics; write them as rbdgen constraints, e.g.
-``6D:A~B`` for a weld, ``3D:A~B`` for a connect), flexes (deformables), a free joint
-below another body or combined with other joints or with an anchor, and a model with no
-joint.
+**What rbdgen computes** is MuJoCo's smooth rigid-body dynamics ``M(q) qacc + qfrc_bias =
+tau`` (``mj_fullM``, ``qfrc_bias``, ``mj_rne``; ``mj_forward``'s qacc with nothing but
+``qfrc_applied = tau``), checked against MuJoCo itself by :mod:`gen.mujocoref`.  What the
+file says beyond the body tree, and MuJoCo's ``<option>`` fields and ``<flag>`` bits:
+
+* **honoured**: ``opt.gravity`` and ``<flag gravity="disable"/>`` (zero gravity,
+  :func:`gravity`); everything MuJoCo's compiler resolves (``<compiler>`` settings such as
+  ``inertiafromgeom``, ``boundmass``, ``settotalmass``, ``fusestatic``, defaults, angle
+  units); ``<flag equality="disable"/>`` and ``constraint="disable"`` (the equalities then
+  act on nothing, so the file loads), and ``active="false"`` equalities likewise;
+* **refused** in one line: a file MuJoCo's compiler rejects; an active equality
+  constraint (it changes the dynamics; the message names each one's type and what rbdgen
+  offers: a connect is a ``3D:A~B`` loop, a weld a ``6D:A~B`` loop, a joint, tendon or flex
+  equality has no rbdgen form); flexes (deformables); a free joint below another body,
+  combined with other joints or with an anchor; a model with no joint;
+* **ignored**, because they are not rigid-body dynamics but forces that enter MuJoCo's
+  ``qacc`` beside ``tau`` (a user adds them to ``tau``) or parameters of its solver and
+  integrator: contacts and geoms, joint limits and friction loss (constraint rows; flags
+  ``contact``, ``limit``, ``frictionloss``, ``override`` and ``o_*``, ``cone``,
+  ``impratio``, ``solver``, ``iterations``, ``tolerance``, ``noslip_*``, ``ccd_*``,
+  ``sdf_*``, ``jacobian``, ``warmstart``, ``refsafe``, ``filterparent``, ``midphase``,
+  ``nativeccd``, ``multiccd``, ``island``, ``diagexact``, ``ipc``, ``speculative``);
+  armature (``dof_armature``, ``tendon_armature``, ``actuator_armature``: MuJoCo's
+  ``mj_fullM`` adds them to M, rbdgen's ``crba`` is Pinocchio's without
+  ``model.armature``); passive forces (joint and tendon ``damping`` and ``stiffness``,
+  ``gravcomp``, fluid forces from ``density``, ``viscosity`` and ``wind``; flags ``spring``,
+  ``damper``); actuators (``actuation``, ``clampctrl``, ``actuatorgroupdisable``: tau is
+  the input), tendons and sensors (``sensor``, ``magnetic``); ``timestep``,
+  ``integrator`` and the integrator flags ``eulerdamp``, ``invdiscrete`` (rbdgen computes
+  the continuous-time equations, MuJoCo's ``qacc`` before integration), ``energy``,
+  ``fwdinv``, ``autoreset``, ``sleep`` (diagnostics and simulation control).
+
+MuJoCo's warnings (a deprecated attribute, ...) become Python warnings; its log file
+``MUJOCO_LOG.TXT`` is never written (:func:`mujoco_warnings`).
+
+**Name**: ``<mujoco model="...">``, or the file's stem when the attribute is absent
+(MuJoCo then calls every model "MuJoCo Model").
 
 **Frames**: every body (kind ``body``, the world included as ``world``), every joint
 (kind ``joint``, at the joint frame) and every site (kind ``site``); unnamed ones are
-called ``body<i>``, ``<body>_joint<k>``, ``site<i>``.
+called ``body<i>``, ``<body>_joint<k>``, ``site<i>``.  MJCF names bodies, joints and sites
+separately, so a body and a site may share a name (dm_control's humanoid: ``torso``):
+``body:NAME``, ``site:NAME`` and ``joint:NAME`` always select one
+(:meth:`gen.model.Model.frame`, e.g. ``6D:site:torso``), a plain name where it is unique.
 
 Numbers go through :mod:`gen.portable` (quaternion and axis rotations written as single
 IEEE operations, products by :func:`~gen.portable.matmul`, ``cos_sin`` for the ``ref``
@@ -63,7 +94,10 @@ rotation), so the model constants are the same on every CPU.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
+import xml.etree.ElementTree as ET
 
 import numpy as np
 
@@ -87,16 +121,46 @@ def _mujoco():
     return mujoco
 
 
+@contextlib.contextmanager
+def mujoco_warnings():
+    """Collect MuJoCo's warnings in the yielded list instead of its default handler,
+    which prints them and appends them to ``MUJOCO_LOG.TXT`` in the working directory
+    (compiler warnings such as a deprecated ``settotalmass``, ``mj_warning`` from the
+    engine); the previous handler is restored on exit.  Errors need nothing: the
+    bindings raise them as exceptions without writing the log."""
+    mujoco = _mujoco()
+    previous = mujoco.get_mju_user_warning()
+    got: list[str] = []
+    mujoco.set_mju_user_warning(lambda msg: got.append(" ".join(str(msg).split())))
+    try:
+        yield got
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
 def compile_mjcf(path: str):
-    """``mujoco.MjModel`` of the file, MuJoCo's compiler errors as one-line RbdgenErrors."""
+    """``mujoco.MjModel`` of the file, MuJoCo's compiler errors as one-line RbdgenErrors
+    and its warnings as Python warnings (no ``MUJOCO_LOG.TXT``, :func:`mujoco_warnings`)."""
     mujoco = _mujoco()
     if not os.path.isfile(path):
         raise RbdgenError(f"{path}: MJCF file not found")
-    try:
-        return mujoco.MjModel.from_xml_path(path)
-    except ValueError as e:
-        msg = " ".join(str(e).split())
-        raise RbdgenError(f"{path}: MuJoCo's compiler: {msg}") from None
+    with mujoco_warnings() as said:
+        try:
+            m = mujoco.MjModel.from_xml_path(path)
+        except ValueError as e:
+            msg = " ".join(str(e).split())
+            raise RbdgenError(f"{path}: MuJoCo's compiler: {msg}") from None
+    for msg in said:
+        warnings.warn(f"{path}: MuJoCo: {msg}", stacklevel=3)
+    return m
+
+
+def gravity(m) -> np.ndarray:
+    """The gravity MuJoCo applies: ``opt.gravity``, zero under ``<flag gravity="disable"/>``
+    (``mjDSBL_GRAVITY`` in ``opt.disableflags``)."""
+    if int(m.opt.disableflags) & int(_mujoco().mjtDisableBit.mjDSBL_GRAVITY):
+        return np.zeros(3)
+    return np.array([float(g) for g in m.opt.gravity])
 
 
 def quat_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
@@ -125,9 +189,13 @@ def _name(m, kind: str, i: int) -> str:
     return mujoco.mj_id2name(m, getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}"), i) or ""
 
 
-def _model_name(m, path: str) -> str:
-    raw = bytes(m.names).split(b"\0")[0].decode(errors="replace")   # names[0] = <mujoco model>
-    return raw or os.path.splitext(os.path.basename(path))[0]
+def _model_name(path: str) -> str:
+    """``<mujoco model="...">`` of the file, else the file's stem (MuJoCo's compiled name is
+    then "MuJoCo Model", the same for every such file, so two robots' kernel symbols would
+    clash); read from the root element, since a file may give that name itself."""
+    for _, root in ET.iterparse(path, events=("start",)):
+        return root.get("model") or os.path.splitext(os.path.basename(path))[0]
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _body_inertia(m, b: int) -> Inertia:
@@ -138,11 +206,55 @@ def _body_inertia(m, b: int) -> Inertia:
     return Inertia(float(m.body_mass[b]), np.array([float(a) for a in m.body_ipos[b]]), 0.5 * (I + I.T))
 
 
+def _object(m, e: int, side: int) -> tuple[str, str]:
+    """(kind, name) of object ``side`` (1 or 2) of a connect or weld equality: a body (id 0:
+    the world) or, from MuJoCo 3.1 on, a site (``eq_objtype``)."""
+    mujoco = _mujoco()
+    i = int((m.eq_obj1id if side == 1 else m.eq_obj2id)[e])
+    site = int(getattr(m, "eq_objtype", [mujoco.mjtObj.mjOBJ_BODY] * m.neq)[e]) == int(mujoco.mjtObj.mjOBJ_SITE)
+    if site:
+        return "site", _name(m, "site", i) or f"site{i}"
+    return "body", "world" if i == 0 else (_name(m, "body", i) or f"body{i}")
+
+
+def _equality_remedy(m, e: int, kind: str) -> str:
+    """What rbdgen offers for equality ``e`` of MuJoCo type ``kind``: a loop closure for
+    a connect (3D) or a weld (6D), nothing for the others."""
+    if kind not in ("connect", "weld"):
+        return "no rbdgen equivalent"
+    t = "3D" if kind == "connect" else "6D"
+    (k1, a), (k2, b) = _object(m, e, 1), _object(m, e, 2)
+    if k1 == k2 == "site":            # MuJoCo makes the two sites coincide: the same constraint
+        return f"give it as {t}:site:{a}~site:{b}"
+    where = "at the anchor" if kind == "connect" else "that coincide when welded"
+    if b == "world":
+        return f"give it as {t}:A with a frame A on {k1} '{a}' {where}"
+    return f"give it as {t}:A~B with frames A on {k1} '{a}' and B on {k2} '{b}' {where}"
+
+
+def _equalities(m) -> list[str]:
+    """One description per equality constraint MuJoCo enforces in the compiled model
+    (``eq_active0``; none under ``<flag equality="disable"/>`` or ``constraint="disable"``)."""
+    mujoco = _mujoco()
+    off = int(mujoco.mjtDisableBit.mjDSBL_EQUALITY) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    if int(m.opt.disableflags) & off:
+        return []
+    active = getattr(m, "eq_active0", None)
+    out = []
+    for e in range(m.neq):
+        if active is not None and not active[e]:
+            continue
+        kind = mujoco.mjtEq(int(m.eq_type[e])).name.removeprefix("mjEQ_").lower()
+        out.append(f"{kind} '{_name(m, 'equality', e) or f'#{e}'}' ({_equality_remedy(m, e, kind)})")
+    return out
+
+
 def _refuse(m, path: str) -> None:
-    if m.neq:
-        names = [_name(m, "equality", e) or f"#{e}" for e in range(m.neq)]
-        raise RbdgenError(f"{path}: {m.neq} equality constraint(s) ({', '.join(names)}) are not loaded; remove "
-                          f"them and give them as rbdgen constraints (6D:A~B for a weld, 3D:A~B for a connect)")
+    eqs = _equalities(m)
+    if eqs:
+        raise RbdgenError(f"{path}: {len(eqs)} equality constraint(s) change the dynamics and are not loaded: "
+                          f"{'; '.join(eqs)}; remove them, or disable them "
+                          f"(<option><flag equality=\"disable\"/></option>) to compute the model without them")
     if getattr(m, "nflex", 0):
         raise RbdgenError(f"{path}: flexes (deformable bodies) are not rigid-body dynamics; remove them")
     if m.njnt == 0:
@@ -207,8 +319,7 @@ def load_mjcf(path, *, name: str | None = None) -> Model:
         body, pose = where[int(m.site_bodyid[s])]
         placement = pose * SE3(quat_matrix(*m.site_quat[s]), np.array([float(x) for x in m.site_pos[s]]))
         frames.append(Frame(_name(m, "site", s) or f"site{s}", body, placement, "site"))
-    model = Model(name or _model_name(m, path), bodies, frames, gravity=np.array([float(g) for g in m.opt.gravity]),
-                  source=path)
+    model = Model(name or _model_name(path), bodies, frames, gravity=gravity(m), source=path)
     model.check_singular_inertia()
     return model
 

@@ -283,20 +283,34 @@ class Model:
         return lam
 
     def frame(self, name: str) -> Frame:
-        """The frame called ``name``.  Several frames of one name (a URDF link and a joint
-        may share it) are the same frame when they sit on one body at one placement;
-        otherwise the name is ambiguous and refused, listing them."""
+        """The frame called ``name``, or ``KIND:NAME`` with KIND ``body``, ``site`` or
+        ``joint`` (``joint`` also names a URDF fixed joint): the frame of that kind called
+        NAME (MJCF gives bodies, sites and joints separate namespaces, so a body and a site
+        may share a name).  A frame whose own name is ``name`` comes first, so a name
+        containing ``:`` keeps working.  Several frames of one name are the same frame when
+        they sit on one body at one placement (a URDF link and a joint may share it);
+        otherwise the name is ambiguous and refused, naming the qualified choices."""
+        qualifiers = {"body": ("body",), "site": ("site",), "joint": ("joint", "fixed_joint")}
         found = [f for f in self.frames if f.name == name]
+        kind, colon, plain = name.partition(":")
+        qualified = not found and bool(colon) and kind in qualifiers
+        if qualified:
+            found = [f for f in self.frames if f.name == plain and f.kind in qualifiers[kind]]
         if found:
             f0 = found[0]
             if any(f.body != f0.body or not np.allclose(f.placement.R, f0.placement.R, rtol=0, atol=1e-12)
                    or not np.allclose(f.placement.p, f0.placement.p, rtol=0, atol=1e-12) for f in found[1:]):
                 where = "; ".join(f"{f.kind} on {'world' if f.body < 0 else repr(self.bodies[f.body].link)} at "
                                   f"p = {np.round(np.asarray(f.placement.p, float), 6).tolist()}" for f in found)
+                kinds = [next((q for q, ks in qualifiers.items() if f.kind in ks), None) for f in found]
+                fix = (f"write {' or '.join(f'{q}:{f0.name}' for q in kinds)}"
+                       if not qualified and None not in kinds and len(set(kinds)) == len(kinds)
+                       else f"rename one in {self.source or 'the model'}")
                 raise RbdgenError(f"{self.name}: frame name '{name}' is ambiguous ({len(found)} frames: {where}); "
-                                  f"rename one in {self.source or 'the model'}")
+                                  f"{fix}")
             return f0
-        close = [n for n in self.frame_names if name.lower() in n.lower()][:8]
+        key = plain if qualified else name
+        close = [n for n in self.frame_names if key.lower() in n.lower()][:8]
         hint = f"; similar: {', '.join(close)}" if close else f"; {len(self.frames)} frames, see `rbdgen robots --frames {self.name}`"
         raise RbdgenError(f"{self.name}: unknown frame '{name}'{hint}")
 

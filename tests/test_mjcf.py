@@ -248,7 +248,7 @@ def test_load_robot_and_refusals(local_dir, tmp_path):
     eq.write_text('<mujoco><worldbody><body name="a"><joint name="j" type="hinge"/><geom size=".1"/></body>'
                   '<body name="b"><joint name="k" type="hinge"/><geom size=".1"/></body></worldbody>'
                   '<equality><connect name="link" body1="a" body2="b" anchor="0 0 0"/></equality></mujoco>')
-    with pytest.raises(RbdgenError, match=r"equality constraint\(s\) \(link\)"):
+    with pytest.raises(RbdgenError, match=r"1 equality constraint\(s\) .*: connect 'link' \(give it as 3D:A~B"):
         load_mjcf(str(eq))
     nested = tmp_path / "nested.xml"
     nested.write_text('<mujoco><worldbody><body name="a"><joint type="hinge"/><geom size=".1"/>'
@@ -286,9 +286,182 @@ def test_cli_builds_and_verifies_every_algorithm_on_mjcf(local_dir, capsys):
     where it has the algorithm, within the registry's tolerances."""
     from gen.algorithms import ALGORITHMS
     from gen.cli import main
+    import json
     assert main(["verify", model_path("ballarm", local_dir), "-a", "all", "-c", "3D:tip,6D:base_site",
-                 "--quiet"]) == 0
-    out = capsys.readouterr()
-    rows = [ln.split("|")[1].strip() for ln in out.out.splitlines()
-            if ln.startswith("| ") and ln.rstrip().endswith("| ok     |")]
-    assert rows == list(ALGORITHMS), out.out
+                 "--quiet", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert [r["algorithm"] for r in json.loads(out) if r["status"] == "ok"] == list(ALGORITHMS), out
+
+
+# --- issue 32: MJCF as MuJoCo computes it -----------------------------------------------------
+
+PENDULUM = """<mujoco{model}>
+  <option gravity="0.5 -1 -9.81">{flag}</option>
+  <worldbody>
+    <body name="link1" pos="0 0 1">
+      <joint name="j1" type="hinge" axis="0 1 0" damping="0.3" armature="0.02"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="1"/>
+      <body name="link2" pos="0.4 0 0">
+        <joint name="j2" type="slide" axis="1 0 0.2" stiffness="5"/>
+        <geom type="box" size="0.1 0.05 0.05" pos="0.1 0 0" mass="0.7"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+GRAVITY_RTOL = 1e-12    # nle against qfrc_bias: the same products, a few ulps apart
+
+
+def _bias_mujoco(path, q, v):
+    """MuJoCo's qfrc_bias at (q, v) for a model of hinges and slides (q, v unchanged)."""
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = q, v
+    mujoco.mj_forward(m, d)
+    return d.qfrc_bias.copy()
+
+
+def test_gravity_flag_disable(tmp_path):
+    """``<flag gravity="disable"/>``: the model's gravity is zero, nle equals MuJoCo's
+    qfrc_bias of that file, and differs from the gravity-on file's (which equals its own)."""
+    off, on = tmp_path / "off.xml", tmp_path / "on.xml"
+    off.write_text(PENDULUM.format(model="", flag='<flag gravity="disable"/>'))
+    on.write_text(PENDULUM.format(model="", flag=""))
+    m_off, m_on = load_mjcf(off), load_mjcf(on)
+    assert np.array_equal(m_off.gravity, np.zeros(3)) and np.array_equal(m_on.gravity, [0.5, -1, -9.81])
+    rng = np.random.default_rng(32)
+    q, v = m_off.random_q(rng), rng.normal(size=m_off.nv)
+    nle_off, nle_on = gen.run(m_off, "nle", q, v), gen.run(m_on, "nle", q, v)
+    assert rel_err(nle_off, _bias_mujoco(off, q, v)) < GRAVITY_RTOL, "nle vs qfrc_bias, gravity disabled"
+    assert rel_err(nle_on, _bias_mujoco(on, q, v)) < GRAVITY_RTOL, "nle vs qfrc_bias, gravity on"
+    assert rel_err(nle_off, nle_on) > 0.1, "the flag changes the bias force"
+
+
+def test_model_named_after_the_file(tmp_path):
+    """No ``model`` attribute: MuJoCo calls it "MuJoCo Model", rbdgen the file's stem, so two
+    such files get different kernel symbols; ``model="..."`` is kept."""
+    from gen.emit import symbol_prefix
+    a, b, named = tmp_path / "left_arm.xml", tmp_path / "right_arm.xml", tmp_path / "c.xml"
+    a.write_text(PENDULUM.format(model="", flag=""))
+    b.write_text(PENDULUM.format(model="", flag=""))
+    named.write_text(PENDULUM.format(model=' model="pendulum"', flag=""))
+    m = mujoco.MjModel.from_xml_path(str(a))
+    assert bytes(m.names).split(b"\0")[0] == b"MuJoCo Model", "MuJoCo's own name of such a file"
+    assert [load_mjcf(p).name for p in (a, b, named)] == ["left_arm", "right_arm", "pendulum"]
+    assert symbol_prefix(load_mjcf(a).name, "aba") != symbol_prefix(load_mjcf(b).name, "aba")
+
+
+CLASH = """<mujoco model="clash">
+  <worldbody>
+    <body name="torso" pos="0 0 1" euler="0.1 0.2 0.3">
+      <freejoint name="root"/>
+      <geom type="box" size=".2 .1 .05" mass="4"/>
+      <site name="torso" pos="0.1 0 0.05" euler="0.3 0 0"/>
+      <body name="arm" pos="0.2 0 0">
+        <joint name="arm" type="hinge" axis="0 1 0" pos="0.01 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03" mass="1"/>
+        <site name="hand" pos="0 0 -0.3"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_qualified_frame_names(tmp_path):
+    """A body and a site named ``torso`` (as in dm_control's humanoid): the plain name is
+    refused naming both qualified spellings; ``body:torso``, ``site:torso``, ``joint:arm``
+    select one each, at MuJoCo's placement; specs round-trip; unique names stay plain."""
+    from gen.constraint_spec import spec_names
+    path = tmp_path / "clash.xml"
+    path.write_text(CLASH)
+    model = load_mjcf(path)
+    with pytest.raises(RbdgenError, match=r"'torso' is ambiguous .*; write body:torso or site:torso$"):
+        gen.parse_constraints(model, "6D:torso")
+    with pytest.raises(RbdgenError, match="write joint:arm or body:arm"):
+        gen.parse_constraints(model, "3D:arm")
+    cset = gen.parse_constraints(model, "6D:site:torso,3D:body:arm~site:torso,6D:joint:arm,3D:hand")
+    assert cset.spec == "6D:site:torso,3D:body:arm~site:torso,6D:joint:arm,3D:hand"
+    assert gen.parse_constraints(model, cset.spec).spec == cset.spec, "the spec selects the same frames again"
+    assert cset.m == 6 + 3 + 6 + 3
+    with pytest.raises(RbdgenError, match="unknown frame 'site:arm'"):
+        gen.parse_constraints(model, "6D:site:arm")
+    names = dict(zip(spec_names(model), [f.kind for f in model.frames]))
+    assert names == {"world": "body", "root": "joint", "body:torso": "body", "joint:arm": "joint",
+                     "body:arm": "body", "site:torso": "site", "hand": "site"}
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    q = model.random_q(np.random.default_rng(5))
+    d.qpos[:] = q_to_mujoco(model, q)
+    mujoco.mj_kinematics(m, d)
+    for name, pos, mat in (("site:torso", d.site_xpos[0], d.site_xmat[0]), ("body:torso", d.xpos[1], d.xmat[1]),
+                           ("body:arm", d.xpos[2], d.xmat[2])):
+        R, p = frame_placement(model, name, q.reshape(-1, 1), be=NUMPY)
+        assert np.allclose(p.ravel(), pos, rtol=0, atol=1e-12), name
+        assert np.allclose(R, mat.reshape(3, 3), rtol=0, atol=1e-12), name
+
+
+def test_qualified_names_on_other_robots():
+    """Robots without clashes keep their plain names; a qualified name selects the same
+    frame and is stored plain, so the kernel (its symbol) is the same."""
+    model = gen.load_robot("humanoid30")
+    assert gen.parse_constraints(model, "6D:body:torso,3D:left_foot").spec == "6D:torso,3D:left_foot"
+    assert gen.parse_constraints(model, "6D:joint:root_joint").spec == "6D:root_joint"
+    from gen.constraint_spec import spec_names
+    assert spec_names(model) == model.frame_names
+
+
+EQUALITIES = """<mujoco model="eq">
+  <option>{flag}</option>
+  <worldbody>
+    <body name="a"><joint name="ja" type="hinge"/><geom size=".1"/><site name="sa" pos=".1 0 0"/></body>
+    <body name="b" pos="0 .5 0"><joint name="jb" type="hinge"/><geom size=".1"/><site name="sb"/></body>
+  </worldbody>
+  <tendon><fixed name="t"><joint joint="ja" coef="1"/><joint joint="jb" coef="-1"/></fixed></tendon>
+  <equality>
+    <connect name="c" body1="a" body2="b" anchor="0 0 0"/>
+    <weld name="w" site1="sa" site2="sb"/>
+    <joint name="j" joint1="ja" joint2="jb"/>
+    <tendon name="tt" tendon1="t"/>
+    <weld name="off" body1="b" active="false"/>
+    <connect body1="b" anchor="0 0 0"/>
+  </equality>
+</mujoco>
+"""
+
+
+def test_equality_refusal_names_types_and_remedies(tmp_path):
+    """Each active equality named with its type and only the remedy that applies: a loop
+    closure for connect (3D) and weld (6D, exact between sites), none for joint and tendon;
+    an inactive one is not listed; with the equality flag disabled the file loads."""
+    path = tmp_path / "eq.xml"
+    path.write_text(EQUALITIES.format(flag=""))
+    with pytest.raises(RbdgenError) as e:
+        load_mjcf(path)
+    msg = str(e.value)
+    assert "\n" not in msg and "5 equality constraint(s)" in msg
+    assert "connect 'c' (give it as 3D:A~B with frames A on body 'a' and B on body 'b' at the anchor)" in msg
+    assert "weld 'w' (give it as 6D:site:sa~site:sb)" in msg
+    assert "joint 'j' (no rbdgen equivalent)" in msg and "tendon 'tt' (no rbdgen equivalent)" in msg
+    assert "connect '#5' (give it as 3D:A with a frame A on body 'b' at the anchor)" in msg
+    assert "'off'" not in msg, "an inactive equality changes nothing"
+    for flag in ('<flag equality="disable"/>', '<flag constraint="disable"/>'):
+        path.write_text(EQUALITIES.format(flag=flag))
+        assert load_mjcf(path).nv == 2
+
+
+def test_mujoco_warnings_not_logged(tmp_path):
+    """A compiler warning becomes a Python warning; no MUJOCO_LOG.TXT in the working
+    directory (MuJoCo's default handler appends there)."""
+    from gen.mjcf import mujoco_warnings
+    path = tmp_path / "total.xml"
+    path.write_text(PENDULUM.format(model="", flag="").replace("<option", '<compiler settotalmass="3"/><option'))
+    with mujoco_warnings() as said:
+        mujoco.MjModel.from_xml_path(str(path))
+    if not said:
+        pytest.skip(f"MuJoCo {mujoco.__version__} does not warn about settotalmass")
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    with pytest.warns(UserWarning, match="settotalmass"):
+        model = load_mjcf(path)
+    assert sum(b.inertia.mass for b in model.bodies) == pytest.approx(3.0)
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists(), "the log file left in the working directory"

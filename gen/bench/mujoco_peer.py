@@ -15,7 +15,13 @@ the global frame (MuJoCo's ``cinert``, ``cdof`` layout).  The harness converts r
 coordinates to MuJoCo's and back inside the timed call (copies, the quaternion order
 ``[x y z w]`` -> ``[w x y z]``, and for a free joint a 3x3 rotation of ``b`` and ``x``,
 O(nv) in all).  ``dof_armature`` is set to 0 once after loading, so ``M`` is the rigid-body
-matrix rbdgen computes (MuJoCo adds armature to ``M``; timing does not depend on it).
+matrix rbdgen computes (MuJoCo adds armature to ``M``; timing does not depend on it), then
+``mj_setConst``: MuJoCo caches the diagonal of M at ``qpos0`` (``dof_M0``, armature
+included) and ``mj_crb`` copies it for the "simple" dofs (``dof_simplenum``: bodies hanging from
+the world), so without it a slider with armature, child of the world,
+keeps its armature in M (``crba_solve`` 2.6e-3 relative off on a cart beside a pendulum,
+tests/test_mujocoref.py).  MuJoCo's warnings and errors go to the program's stderr, not
+to its default ``MUJOCO_LOG.TXT`` in the working directory.
 
 Conventions (``gen.mjcf``): rbdgen's ``q`` and ``v`` have MuJoCo's addresses; a free
 joint's linear velocity is in the body frame (rbdgen) or the world frame (MuJoCo),

@@ -85,7 +85,8 @@ def markdown(doc: dict) -> str:
             "Its call overhead, included in its time: `mj_kinematics` also places every geom, site, camera and "
             "light; `mj_comPos` computes subtree centres of mass and global-frame inertias; the harness converts "
             "rbdgen's coordinates to MuJoCo's and back (copies, quaternion order, a 3x3 rotation for a free "
-            "joint).  Armature is zeroed so M is the rigid-body matrix.  `nle` is not compared on free-floating "
+            "joint).  Armature is zeroed, then `mj_setConst` (MuJoCo's cached diagonal of M at qpos0 keeps it "
+            "otherwise), so M is the rigid-body matrix.  `nle` is not compared on free-floating "
             "models: MuJoCo's free-joint velocity is world-linear, so its bias force is not rbdgen's "
             "(`gen/bench/mujoco_peer.py`).  Every output is checked against the specialised C's on every state "
             "before timing (relative 1e-8).", "",
