@@ -34,7 +34,7 @@ from .api import get_algorithm, run
 from .bench.cli import add_parser as add_bench_parser
 from .build import build
 from .choose import AUTO, choose, is_auto
-from .constraint_spec import parse_constraints
+from .constraint_spec import parse_constraints, spec_names
 from .emit import timed
 from .errors import RbdgenError
 from .robots import load_robot
@@ -184,8 +184,8 @@ def _numbers(count: int | None, form: str):
 def cmd_robots(args) -> int:
     if args.frames:
         model = _load(args, args.frames)
-        rows = [{"frame": f.name, "kind": f.kind,
-                 "body": model.bodies[f.body].link if f.body >= 0 else "world"} for f in model.frames]
+        rows = [{"frame": n, "kind": f.kind, "body": model.bodies[f.body].link if f.body >= 0 else "world"}
+                for n, f in zip(spec_names(model), model.frames)]
         print(render_table(rows, ["frame", "kind", "body"], args.format))
         return 0
     if args.floating_base or args.lock or args.mimic:
@@ -272,7 +272,7 @@ def _verify_rows(model, algorithms, cset, args, progress, out_root=None) -> list
         tols = tolerances(name, args.rtol, w["kappa"], route)
         rows.append({"algorithm": name, "ops": (k.function["opcount"] or {}).get("total"),
                      "err_c_numpy": w["c_numpy"], "err_c_pinocchio": w["c_pinocchio"],
-                     "err_numpy_pinocchio": w["numpy_pinocchio"],
+                     "err_numpy_pinocchio": w["numpy_pinocchio"], "err_c_mujoco": w["c_mujoco"],
                      "kappa": max(w["kappa"].values()) if w["kappa"] else None,
                      "rtol": tols["c_numpy"], "rtol_pinocchio": tols["c_pinocchio"],
                      "status": "ok" if passed(name, w, args.rtol, route) else "FAIL", "route": route,
@@ -287,8 +287,11 @@ def cmd_verify(args) -> int:
     cset = constraint_set(model, args)
     algorithms = _algorithms(args.algorithm, cset)
     rows = _verify_rows(model, algorithms, cset, args, progress)
-    return _report(rows, ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "kappa", "rtol",
-                          "rtol_pinocchio", "status", "note"], args)
+    cols = ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "err_c_mujoco", "kappa", "rtol",
+            "rtol_pinocchio", "status", "note"]
+    if all(r["err_c_mujoco"] is None for r in rows):
+        cols.remove("err_c_mujoco")
+    return _report(rows, cols, args)
 
 
 def _report(rows, cols, args) -> int:

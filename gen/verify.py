@@ -1,5 +1,6 @@
-"""Verification: a compiled kernel against NumPy and Pinocchio on random states, with
-tolerances derived from the problem.
+"""Verification: a compiled kernel against NumPy, Pinocchio (URDF models) and MuJoCo
+(MJCF models, :mod:`gen.mujocoref`: MuJoCo's own rigid-body computation) on random
+states, with tolerances derived from the problem.
 
 **The tolerance of a comparison** is ``max(rtol, floor)``: ``rtol`` the user's (``--rtol``,
 default :data:`VERIFY_TOL`), ``floor`` what rounding alone can make two correct
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import pinref
+from . import mujocoref, pinref
 from .algorithms import ALGORITHMS
 from .api import get_algorithm, run
 from .backend import NUMPY
@@ -116,7 +117,7 @@ def tolerances(name: str, rtol: float, kappa: dict | None = None, route: str | N
 
     kernel, row = floors(name, route), floors(name)
     return {"c_numpy": floor(kernel, lambda f: f.c_numpy), "c_pinocchio": floor(kernel, lambda f: f.pinocchio),
-            "numpy_pinocchio": floor(row, lambda f: f.pinocchio)}
+            "numpy_pinocchio": floor(row, lambda f: f.pinocchio), "c_mujoco": floor(kernel, lambda f: f.pinocchio)}
 
 
 def note(name: str, rtol: float, kappa: dict | None, route: str | None = None) -> str:
@@ -138,9 +139,10 @@ def relerr(got, ref) -> float:
 
 
 def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
-    """Worst relative errors of a compiled kernel against NumPy and Pinocchio over
-    ``samples`` random states: ``{"c_numpy", "c_pinocchio", "numpy_pinocchio"}``
-    (``None`` where there is no Pinocchio reference), and ``"kappa"``: the worst condition
+    """Worst relative errors of a compiled kernel against NumPy, Pinocchio and (MJCF
+    models) MuJoCo over ``samples`` random states: ``{"c_numpy", "c_pinocchio",
+    "numpy_pinocchio", "c_mujoco"}`` (``None`` where there is no such reference,
+    :func:`gen.pinref.supports`, :func:`gen.mujocoref.supports`), and ``"kappa"``: the worst condition
     number of each conditioned floor over the states (:func:`kappas`).  NumPy and
     Pinocchio run with the kernel's options and constraint set (gains, weights); where
     Pinocchio's value is a converged solution (the row's ``pinocchio.converged`` options:
@@ -154,14 +156,17 @@ def verify_kernel(kernel, samples: int, seed: int = 0) -> dict:
         pm = pinref.pin_model(model)
     converged = kernel.algorithm.pinocchio.converged if pm is not None else None
     rng = np.random.default_rng(seed)
+    mj = mujocoref.supports(model, name, cset)
     worst = {"c_numpy": 0.0, "c_pinocchio": None if pm is None or converged else 0.0,
-             "numpy_pinocchio": None if pm is None else 0.0, "kappa": {}}
+             "numpy_pinocchio": None if pm is None else 0.0, "c_mujoco": 0.0 if mj else None, "kappa": {}}
     params = runtime_defaults(kernel.manifest)
     for _ in range(samples):
         ins = random_inputs(model, name, rng, cset)
         c = kernel(*ins, *params)
         ref = run(model, name, *ins, *params, constraints=cset, **options)
         worst["c_numpy"] = max(worst["c_numpy"], relerr(c, ref))
+        if mj:
+            worst["c_mujoco"] = max(worst["c_mujoco"], relerr(c, mujocoref.reference(model, name, *ins)))
         for kind, k in kappas(name, model, cset, ins[0], options, route).items():
             worst["kappa"][kind] = max(worst["kappa"].get(kind, 1.0), k)
         if pm is not None:

@@ -409,3 +409,14 @@ def test_build_passes_mu_and_restitution_into_the_kernel(tmp_path, capsys):
                  "--out", str(tmp_path / "imp"), "-q"]) == 0
     man = json.loads((tmp_path / "imp" / "manifest.json").read_text())
     assert man["options"]["mu"] == 1e-4 and man["options"]["restitution"] == 0.5
+
+
+def test_verify_an_mjcf_model_against_mujoco(capsys):
+    """MuJoCo is the reference for MJCF models as Pinocchio is for URDF: ``verify`` has an
+    ``err_c_mujoco`` column (gen.mujocoref: mj_rne, mj_fullM with passive terms zeroed)."""
+    pytest.importorskip("mujoco")
+    gym = pytest.importorskip("gymnasium")
+    path = Path(gym.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
+    rows = verify_rows(capsys, str(path), "-a", "rnea,crba")
+    for name, r in rows.items():
+        assert r["err_c_mujoco"] is not None and r["err_c_mujoco"] < 1e-12 and r["status"] == "ok", name
