@@ -86,15 +86,31 @@ def check_runtime(algo: Algorithm, values: dict) -> None:
             raise RbdgenError(f"{algo.name}: run-time weight {w:g} of constraint {c} must be positive and finite")
 
 
+#: one-number outputs of the iterative solvers and the impact map, returned as Python
+#: numbers of this type for one state (``gen.run``, a scalar :class:`gen.build.Kernel`)
+SCALAR_OUTPUTS = {"iterations": int, "residual": float}
+
+
+def scalar_output(name: str, value):
+    """The one-number output ``name`` (:data:`SCALAR_OUTPUTS`) as a Python number: the
+    iteration count an ``int`` (it is computed as a double, an integer value), the
+    residual a ``float``."""
+    x = float(np.asarray(value, dtype=float).reshape(-1)[0])
+    return int(round(x)) if SCALAR_OUTPUTS[name] is int else x
+
+
 def shape_outputs(algo: Algorithm, model: Model, cset, outs) -> tuple:
-    """Outputs as users get them: vectors 1-D, matrices 2-D."""
-    return tuple(np.asarray(o).reshape(-1) if cols == 1 else np.asarray(o)
-                 for o, (_, _, cols) in zip(outs, algo.outputs(model, cset)))
+    """Outputs as users get them: vectors 1-D, matrices 2-D, ``iterations`` and
+    ``residual`` Python numbers (:func:`scalar_output`)."""
+    return tuple(scalar_output(name, o) if name in SCALAR_OUTPUTS else
+                 np.asarray(o).reshape(-1) if cols == 1 else np.asarray(o)
+                 for o, (name, _, cols) in zip(outs, algo.outputs(model, cset)))
 
 
 def run(robot, algorithm: str, *inputs, constraints=None, **options):
     """Evaluate ``algorithm`` on ``robot`` with the NumPy backend.  Vectors come back 1-D,
-    matrices 2-D; several outputs come back as a tuple.  Inputs, options
+    matrices 2-D, ``iterations`` and ``residual`` as Python numbers (an ``int``, a
+    ``float``); several outputs come back as a tuple.  Inputs, options
     (:meth:`~gen.algorithms.registry.Algorithm.check_options`) and constraints
     (required by the constrained algorithms, refused by the others) are checked; with
     ``runtime_params=True`` the inputs end with the row's run-time parameters (``mu``,
@@ -125,12 +141,12 @@ def warn_not_converged(algorithm: str, robot: str, options: dict, outputs) -> bo
     returned a residual above it (it stopped at ``max_iter``); ``outputs``: the solver's
     ``(x, lam, iterations, residual)``.  Returns True when it warned.  The compiled
     kernel warns through this function too, on ``RBDGEN_ERR_NOT_CONVERGED``."""
-    it, res = float(np.ravel(outputs[2])[0]), float(np.ravel(outputs[3])[0])
+    it, res = scalar_output("iterations", outputs[2]), scalar_output("residual", outputs[3])
     tol = float(options["tol"])
     if res <= tol:
         return False
     cap = next((options[k] for k in ("max_iter", "iterations") if options.get(k) is not None), DEFAULT_MAX_ITER)
     warnings.warn(f"{algorithm} on {robot}: not converged: residual {res:.3e} > tol={tol:g} after "
-                  f"{it:.0f} iterations (max_iter={int(cap)}); the outputs are the last iterate",
+                  f"{it} iterations (max_iter={int(cap)}); the outputs are the last iterate",
                   NotConvergedWarning, stacklevel=3)
     return True

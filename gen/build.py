@@ -12,13 +12,28 @@ a :class:`Kernel`: callable on NumPy arrays with the same inputs and outputs as
 or a list of k vectors, any k >= 1 (run N at a time, the last call padded with copies of
 the last state), and returns each output with a leading axis of k.
 
+A build is found before it is traced: :func:`build` computes the key of the request
+(:func:`gen.buildcache.request_key`: the model's content, the algorithm, constraints,
+options, code-generation options, compiler flags and the generator's version and source
+digest) and, when ``<cache>/keys/<key>.json`` exists and its folder is intact, imports the
+cached extension and returns the :class:`Kernel` without tracing or emitting.  Otherwise
+it traces, emits into a private staging folder that is renamed into
+``<cache>/build/<prefix>-<digest>`` (concurrent builders of one kernel agree), compiles,
+and writes the key file last.  With ``out_dir`` the build folder's files are also written
+into ``out_dir`` (files of the same names replaced, others left alone), hit or miss, and
+the Kernel's folder is ``out_dir``.
+
 Compiled extensions are cached by a content hash of the sources, header and cdef, the
-compiler flags and the Python/cffi ABI, in ``$RBDGEN_CACHE`` or ``~/.cache/rbdgen``:
-building an unchanged kernel again imports the cached module instead of compiling.
+compiler flags and the Python/cffi ABI, in ``$RBDGEN_CACHE`` or ``~/.cache/rbdgen``, so a
+folder compiled twice (:func:`compile_folder`) imports the first extension.
 Flags default to ``-O3 -march=native`` (``flags=`` or ``$RBDGEN_CFLAGS``); ``-g0`` is
 appended because the debug info distutils asks for costs ~70 % of the compile time of a
-large kernel.  Progress (trace / codegen / compile, with elapsed times) goes to the
-``progress`` callback, or the ``rbdgen`` logger at INFO.
+large kernel.  Progress (trace / codegen / compile, with elapsed times; a cached build:
+one line) goes to the ``progress`` callback, or the ``rbdgen`` logger at INFO.
+
+Outputs ``iterations`` and ``residual`` (the iterative solvers) are Python numbers, an
+``int`` and a ``float``, as from ``gen.run``; a batched kernel returns them as arrays of
+shape ``(k,)``.
 """
 from __future__ import annotations
 
@@ -31,19 +46,20 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 import cffi
 import numpy as np
 
-from .api import check_inputs, get_algorithm, warn_not_converged
-from .choose import resolve
-from .emit import check_batch, emit_trace, timed, trace_for
+from . import buildcache
+from .api import SCALAR_OUTPUTS, check_inputs, get_algorithm, scalar_output, warn_not_converged
+from .choose import is_auto, resolve
+from .emit import BuildFolder, check_batch, emit_trace, log, timed, trace_for, write
 from .errors import RbdgenError
-
-# gen.emit (casadi, jinja2) is imported where it is used, so that importing gen stays
-# light and ``python -m gen.emit`` does not find gen.emit already imported.
+from .model import Model
+from .robots import load_robot
 
 DEFAULT_FLAGS = ("-O3", "-march=native")
 RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)",
@@ -86,6 +102,11 @@ def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+def extension_path(root: Path, modname: str) -> Path:
+    """Where :func:`compile_cached` keeps the extension ``modname`` in the cache ``root``."""
+    return root / f"{modname}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
 def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, sources: Sequence[str],
                    flags: Sequence[str], *, cache=None, what: str, progress=None):
     """The one cffi compile-and-cache routine (kernels, the simulation loop, the generic
@@ -98,7 +119,7 @@ def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, s
     flags = list(flags)
     modname = f"{name}_{content_key({**files, '<cdef>': cdef.encode()}, flags)[:16]}"
     root = cache_dir(cache)
-    target = root / f"{modname}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    target = extension_path(root, modname)
     if target.exists():
         with timed(progress, f"compile {name}") as info:
             info["detail"] = "cached"
@@ -200,7 +221,8 @@ class Kernel:
         rc = self.call_raw([a.reshape(-1) for a in args], outs)
         if rc not in (0, NOT_CONVERGED):
             raise RbdgenError(f"{self.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
-        shaped = [o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
+        shaped = [scalar_output(spec["name"], o) if spec["name"] in SCALAR_OUTPUTS else
+                  o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
                   for o, spec in zip(outs, self.function["outputs"])]
         if rc == NOT_CONVERGED:       # the outputs are the last iterate: warn like gen.run
             warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
@@ -245,7 +267,9 @@ class Kernel:
             take = min(n_lanes, k - start)
             for r, o in zip(result, outs):
                 r[start:start + take] = o.reshape(-1, n_lanes).T[:take]
-        shaped = [r if spec["cols"] == 1 else r.reshape(k, spec["cols"], spec["rows"]).transpose(0, 2, 1)
+        # iterations and residual: shape (k,), iterations as integers (one state: Python numbers)
+        shaped = [r[:, 0].astype(SCALAR_OUTPUTS[spec["name"]]) if spec["name"] in SCALAR_OUTPUTS else
+                  r if spec["cols"] == 1 else r.reshape(k, spec["cols"], spec["rows"]).transpose(0, 2, 1)
                   for r, spec in zip(result, specs)]
         return shaped[0] if len(shaped) == 1 else tuple(shaped)
 
@@ -254,9 +278,11 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
           avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
           scalar_trig: str = "libm", lanes: bool = True, **options) -> Kernel:
-    """Trace, emit and compile ``algorithm`` on ``robot``; returns a :class:`Kernel`.
+    """Trace, emit and compile ``algorithm`` on ``robot``, or find it in the cache before
+    tracing (module docstring); returns a :class:`Kernel`.
 
-    ``out_dir``: where the build folder goes (default: ``<cache>/build/<prefix>-<digest>``);
+    ``out_dir``: a folder that receives the build folder's files too (the kernel's
+    folder; default: the cache's ``<cache>/build/<prefix>-<digest>``);
     ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
     ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
     ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
@@ -273,16 +299,94 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     these constraints and options; the manifest's ``"choice"`` records it and every
     alternative's estimate or exclusion."""
 
+    t0 = time.perf_counter()
     check_batch(batch)
-    robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
-    if choice is not None and progress is not None:
-        progress(f"{choice.auto}: chose {choice.chosen} ("
-                 + ", ".join(f"{c['algorithm']} {'cost ' + format(c['cost'], '.0f') if c['cost'] is not None else 'excluded'}"
-                             for c in choice.candidates) + ")")
-    tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
-    folder = emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress,
-                        under=cache_dir(cache) / "build", batch=batch, batch_trig=batch_trig,
-                        scalar_trig=scalar_trig, lanes=lanes,
-                        choice=None if choice is None else choice.record())
-    module = compile_folder(folder.path, flags=flags, cache=cache, progress=progress)
+    model = robot if isinstance(robot, Model) else load_robot(robot)
+    flags = compile_flags(flags)
+    codegen = {"prefix": prefix, "avoid_stack": bool(avoid_stack), "batch": batch, "batch_trig": batch_trig,
+               "scalar_trig": scalar_trig, "lanes": bool(lanes)}
+    root = cache_dir(cache)
+    key = _request_key(model, algorithm, constraints, options, codegen, flags)
+    entry = None if key is None else buildcache.lookup(root, key)
+    if entry is not None:
+        kernel = _cached_kernel(entry, model, constraints, options, out_dir=out_dir, flags=flags, root=root,
+                                progress=progress)
+        (progress or log.info)(f"build {model.name}/{kernel.algorithm.name} (cached: {entry.folder}): "
+                               f"{time.perf_counter() - t0:.2f} s")
+        return kernel
+    folder, files, tr = _trace_and_emit(model, algorithm, constraints, options, codegen, root, progress)
+    cached = folder
+    if out_dir is not None:            # written before compiling: a compiler error leaves the files to look at
+        folder = _write_to(folder, out_dir)
+    module = compile_folder(cached.path, flags=flags, cache=root, progress=progress)
+    if key is not None:
+        buildcache.record(root, key, cached.path, files, cached.prefix, module.__name__,
+                          extension_path(root, module.__name__))
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset, tr.options)
+
+
+def _request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict,
+                 flags: list[str]) -> str | None:
+    """:func:`gen.buildcache.request_key` of a build: a registry row's constraint set and
+    options as it resolves and checks them (errors raised here, before tracing); an
+    automatic choice's as requested."""
+    if is_auto(algorithm):
+        return buildcache.request_key(model, algorithm, constraints, options, codegen, flags)
+    algo = get_algorithm(algorithm)
+    return buildcache.request_key(model, algo.name, algo.constraint_set(model, constraints),
+                                  algo.check_options(options), codegen, flags)
+
+
+def _say_choice(progress, record: dict) -> None:
+    """Report an automatic choice (:meth:`gen.choose.Choice.record`) to ``progress``."""
+    if progress is not None:
+        costs = [f"{c['algorithm']} " + ("excluded" if c["cost"] is None else f"cost {c['cost']:.0f}")
+                 for c in record["candidates"]]
+        progress(f"{record['auto']}: chose {record['chosen']} ({', '.join(costs)})")
+
+
+def _trace_and_emit(model: Model, algorithm: str, constraints, options: dict, codegen: dict, root: Path,
+                    progress) -> tuple[BuildFolder, dict[str, bytes], object]:
+    """Trace and emit a build folder into ``<root>/build`` (staged, then renamed into
+    place by :func:`gen.buildcache.install`); returns it, its files and the trace."""
+    model, name, choice = resolve(model, algorithm, constraints, options)
+    record = None if choice is None else choice.record()
+    if record is not None:
+        _say_choice(progress, record)
+    tr = trace_for(model, name, constraints, progress=progress, **options)
+    build_root = root / "build"
+    build_root.mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=build_root))
+    try:
+        emitted = emit_trace(tr, None, under=staging, progress=progress, choice=record, **codegen)
+        files = {n: t.encode("utf-8") for n, t in emitted.files.items()}
+        path = buildcache.install(emitted.path, build_root, files)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return BuildFolder(path, emitted.prefix, emitted.manifest, emitted.files), files, tr
+
+
+def _write_to(folder: BuildFolder, out_dir) -> BuildFolder:
+    """``folder``'s files written into ``out_dir`` (:func:`gen.emit.write`: same-named
+    files replaced atomically, other files left alone)."""
+    return BuildFolder(write(folder.files, out_dir), folder.prefix, folder.manifest, folder.files)
+
+
+def _cached_kernel(entry: buildcache.Entry, model: Model, constraints, options: dict, *, out_dir, flags,
+                   root: Path, progress) -> Kernel:
+    """The :class:`Kernel` of a cache hit: the algorithm from the cached manifest (an
+    automatic choice's chosen row), the constraint set and options resolved as a build
+    resolves them, the extension imported (compiled from the cached folder if it was
+    removed)."""
+    files = {n: b.decode("utf-8") for n, b in entry.files.items()}
+    manifest = json.loads(files["manifest.json"])
+    algo = get_algorithm(manifest["algorithm"])
+    if manifest.get("choice"):
+        _say_choice(progress, manifest["choice"])
+    cset, opts = algo.constraint_set(model, constraints), algo.check_options(options)
+    folder = BuildFolder(entry.folder, entry.prefix, manifest, files)
+    if out_dir is not None:
+        folder = _write_to(folder, out_dir)
+    module = _import(entry.module, entry.library) if entry.library.exists() else \
+        compile_folder(entry.folder, flags=flags, cache=root, progress=progress)
+    return Kernel(folder, module, model, algo, cset, opts)

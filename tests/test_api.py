@@ -54,3 +54,29 @@ def test_massless_subtree_is_detected_and_named():
                     Body("j2", "b", 0, "revolute", z, SE3.identity(), Inertia.zero())])
     with pytest.raises(RbdgenError, match=r"joint\(s\) 'j2' move links with zero mass and inertia.*lock"):
         m.check_singular_inertia()
+
+
+# --- iterations and residual (issue 32 §5) ---------------------------------------------------------
+
+#: a well-posed problem: the tip of a 6-link chain held in place (J has full row rank)
+SOLVED = "3D:link5_tip"
+
+
+@pytest.mark.parametrize("options", [{"iterations": 4}, {"tol": 1e-10, "max_iter": 50}])
+def test_iterations_and_residual_are_python_numbers(options):
+    """One state: the iteration count is an int and the residual a float (arrays of shape
+    (1,) made float() warn under NumPy 2; the filter turns any warning into an error)."""
+    import warnings
+
+    m = chain(6)
+    rng = np.random.default_rng(1)
+    q, v, tau = m.random_q(rng), rng.normal(size=6), rng.normal(size=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ddq, lam, it, res = gen.run(m, "prox_ltl", q, v, tau, constraints=SOLVED, **options)
+        float(res), int(it)
+    assert type(it) is int and type(res) is float and ddq.shape == (6,) and lam.shape == (3,)
+    if "iterations" in options:
+        assert it == options["iterations"]
+    else:
+        assert 1 <= it < options["max_iter"] and 0.0 <= res <= options["tol"]

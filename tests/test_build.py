@@ -198,3 +198,39 @@ def test_kernels_differing_only_in_options_get_their_own_cache_folders():
     assert k1.path != k3.path and k1.path == again.path
     assert k1.path.name.startswith(k1.manifest["functions"][0]["symbol"] + "-")
     assert k1.manifest["iterations"] == 1 and k3.manifest["iterations"] == 3
+
+
+# --- iterations and residual (issue 32 §5) ----------------------------------------------------------
+
+RESIDUAL_TOL = 1e-12     # the C's residual vs NumPy's: the same operations on the same iterate
+#: a well-posed problem: the tip of a 6-link chain held in place (J has full row rank)
+SOLVED = "3D:link5_tip"
+
+
+@pytest.mark.parametrize("options", [{"iterations": 4}, {"tol": 1e-10, "max_iter": 50}])
+def test_kernel_iterations_and_residual_are_python_numbers(options, cache):
+    import warnings
+
+    model = gen.load_robot("chain:6")
+    k = gen.build(model, "prox_ltl", SOLVED, cache=cache, **options)
+    rng = np.random.default_rng(4)
+    ins = [model.random_q(rng), rng.normal(size=6), rng.normal(size=6)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ddq, lam, it, res = k(*ins)
+    _, _, ref_it, ref_res = gen.run(model, "prox_ltl", *ins, constraints=SOLVED, **options)
+    assert type(it) is int and type(res) is float
+    assert it == ref_it and abs(res - ref_res) <= RESIDUAL_TOL
+
+
+def test_batched_iterations_and_residual_have_one_entry_per_state(cache):
+    model = gen.load_robot("chain:6")
+    k = gen.build(model, "prox_ltl", SOLVED, cache=cache, batch=2, iterations=4)
+    rng = np.random.default_rng(6)
+    states = [[model.random_q(rng), rng.normal(size=6), rng.normal(size=6)] for _ in range(3)]
+    ddq, lam, it, res = k(*[np.stack(x) for x in zip(*states)])
+    assert ddq.shape == (3, 6) and it.shape == (3,) and res.shape == (3,)
+    assert it.dtype.kind == "i" and res.dtype == np.float64
+    for j, ins in enumerate(states):
+        _, _, ref_it, ref_res = gen.run(model, "prox_ltl", *ins, constraints=SOLVED, iterations=4)
+        assert it[j] == ref_it and abs(res[j] - ref_res) <= RESIDUAL_TOL
