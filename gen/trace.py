@@ -28,7 +28,7 @@ from functools import cached_property
 import casadi as ca
 
 from .algorithms import Algorithm
-from .algorithms.proximal import ProximalSolver, norm_inf
+from .algorithms.proximal import ProximalSolver, norm_inf, returned
 from .api import get_algorithm
 from .backend import SXBackend
 from .configuration import tangent_map
@@ -509,10 +509,8 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options)
         raise RuntimeError(f"{algo.name}: step changed the size of the loop state")
     step_out = [ca.vertcat(*nxt), norm_inf(it.r, step_be)]
     fin = run_step(finish_be)
-    ddq = fin.ddq()
-    true_r = fin.r if fin.true_r is None else fin.true_r(ddq)     # of the returned ddq
-    finish_be.mark("acceleration", ddq, true_r)
-    finish_out = [ddq, fin.lam, norm_inf(true_r, finish_be)]
+    ddq, true_r = returned(fin, prox, finish_be)                  # of the returned ddq
+    finish_out = [ddq, fin.lam, norm_inf(fin.r if true_r is None else true_r, finish_be)]
 
     # inputs that step or finish read directly, not through const (a run-time mu in the
     # damping rho of the controller and the plan) become const slots: setup copies them

@@ -77,13 +77,16 @@ def test_opcount(capsys):
     assert rc == 0 and "aba" in out and "crba" in out
 
 
-def test_build(capsys, tmp_path):
+def test_build(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("RBDGEN_CACHE", str(tmp_path / "cache"))       # a cold cache: trace and compile
     rc, out, err = run(capsys, "build", "chain:3", "--algorithm", "aba", "--out", str(tmp_path / "k"), "--format", "json")
     assert rc == 0, err
     (row,) = json.loads(out)
     assert row["symbol"] == "rbd_chain3_aba" and row["folder"] == str(tmp_path / "k")
     assert (tmp_path / "k" / "rbd_chain3_aba.h").exists() and (tmp_path / "k" / "manifest.json").exists()
     assert "compile" in err and "trace" in err          # progress with timings on stderr
+    rc, out, err = run(capsys, "build", "chain:3", "-a", "aba", "-o", str(tmp_path / "k2"))
+    assert rc == 0 and "trace" not in err and len([ln for ln in err.splitlines() if "cached" in ln]) == 1, err
     rc, out, err = run(capsys, "build", "chain:3", "-a", "aba", "-o", str(tmp_path / "k"), "--quiet")
     assert rc == 0 and err == ""
 

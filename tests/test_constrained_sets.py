@@ -89,7 +89,7 @@ def test_solvers_match_pinocchio_and_solve_the_constraints(named_set):
             assert rel_err(got[1], lam) < PIN_TOL, f"{alg} {model.name} {cset}: lam vs Pinocchio"
             r = np.max(np.abs(J @ got[0] - a_star))
             assert r < RESIDUAL_TOL, f"{alg} {model.name}: |J ddq - a_c*| = {r:.1e} (Pinocchio's J, a_c*)"
-            assert abs(got[3][0] - r) < RESIDUAL_TOL, f"{alg} {model.name}: reported residual {got[3][0]:.1e}"
+            assert abs(got[3] - r) < RESIDUAL_TOL, f"{alg} {model.name}: reported residual {got[3]:.1e}"
 
 
 # --- identities ------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_with_no_constraints_each_solver_is_aba(named_set):
     for alg in SOLVERS:
         ddq, lam, it, res = gen.run(model, alg, q, v, tau, constraints=ConstraintSet(model, []))
         assert rel_err(ddq, ref) < ABA_TOL, f"{alg} on {model.name}: no constraints != ABA"
-        assert lam.shape == (0,) and it[0] == 0 and res[0] == 0
+        assert lam.shape == (0,) and it == 0 and res == 0
 
 
 # --- Carpentier 2021 §V-F: six 6D constraints, each of three duplicated (m = 36) -----------
@@ -176,9 +176,9 @@ def test_m36_every_solver_returns_the_least_squares_solution(m36, alg):
         for options in (dict(iterations=10), REDUNDANT_CONVERGED):
             ddq, lam, it, res = solve(model, alg, q, v, tau, cset, **options)
             assert np.all(np.isfinite(ddq)) and np.all(np.isfinite(lam)), f"{alg} {options}: non-finite"
-            assert it[0] <= 20, f"{alg} {options}: {it[0]} iterations"
+            assert it <= 20, f"{alg} {options}: {it} iterations"
             r = np.max(np.abs(ev.J @ ddq - ev.a_star.ravel()))
-            assert r < RESIDUAL_TOL and res[0] < RESIDUAL_TOL, f"{alg} {options}: least-squares residual {r:.1e}"
+            assert r < RESIDUAL_TOL and res < RESIDUAL_TOL, f"{alg} {options}: least-squares residual {r:.1e}"
             assert rel_err(ddq, ddq1) < LSQ_TOL, f"{alg} {options}: ddq vs the single set's KKT solve"
             assert rel_err(ddq, ddq_ls) < LSQ_TOL, f"{alg} {options}: ddq vs a dense least-squares KKT solve"
             half = np.concatenate([lam1, lam1]) / 2

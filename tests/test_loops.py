@@ -69,7 +69,7 @@ def test_converged_solution_is_the_kkt_solution(robot, spec, alg):
     for q, v, tau in states(model, 72, cset=cset):
         ddq, lam, K = dense_kkt(model, cset, q, v, tau)
         got = gen.run(model, alg, q, v, tau, constraints=cset, mu=MU, tol=RESIDUAL_TOL, max_iter=300)
-        assert got[3][0] <= RESIDUAL_TOL, f"{alg}: true residual {got[3][0]}"
+        assert got[3] <= RESIDUAL_TOL, f"{alg}: true residual {got[3]}"
         assert rel_err(got[0], ddq) < KKT_TOL, f"{alg} ddq vs the dense KKT solve"
         if np.linalg.matrix_rank(K) == K.shape[0]:
             assert rel_err(got[1], lam) < KKT_TOL, f"{alg} lam vs the dense KKT solve"

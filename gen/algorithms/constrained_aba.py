@@ -50,7 +50,7 @@ from .articulated import (
 )
 from .loops import Couplings
 from .prox_ltls import prox_ltls
-from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column, mimic_fallback
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, column, dynamics_residual, mimic_fallback
 
 
 class Plan(NamedTuple):
@@ -68,6 +68,7 @@ class Const(NamedTuple):
     K: list             # per constraint: its terms' K (size x 6)
     k: list             # per constraint (size x 1)
     coupled: dict       # loops.Couplings.coupled: body -> [(j, C_ji S, D^-1 S^T C_ji^T)]
+    inputs: tuple = ()  # (q, v, tau) for the dynamics residual (v, tau None: zero)
 
 
 class State(NamedTuple):
@@ -99,7 +100,7 @@ def setup(model: Model, q, v, tau, prox, be):
     """Alg. 1 up to its roll-out: the first forward sweep with the augmented inertia and
     bias force (eq. 29, :func:`augment`), then the backward sweep."""
     art, rows = forward_pass(model, q, v, be, prox)
-    const = augment(model, art, rows, q, tau, be)
+    const = augment(model, art, rows, q, tau, be)._replace(inputs=(q, v, tau))
     SE = supporting_bodies(model, prox.cset)
     plan = Plan(SE, [i for i in range(model.nbodies) if i not in SE],
                 [([body for body, _ in row.terms], row.w) for row in rows])
@@ -142,7 +143,22 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
         rollout(model, plan.rest, art, acc, ddq, be, Dinv_u)
         return be.vcat(ddq)
 
-    return Iterate(State(lam, [nxt[i] for i in plan.SE]), column(lam, be), column(r, be), accelerations)
+    return Iterate(State(lam, [nxt[i] for i in plan.SE]), column(lam, be), column(r, be), accelerations,
+                   dynamics=lambda ddq_k: residual(model, plan, const, lam, ddq_k, be))
+
+
+def residual(model: Model, plan: Plan, const: Const, lam: list, ddq, be):
+    """The relative dynamics residual of ``(ddq, lam)`` (:func:`.proximal.dynamics_residual`)
+    with the constraint forces ``K^T lam`` on their bodies: the ALM iterate satisfies the
+    dynamics equation only to the augmented sweep's rounding (``J^T J / mu`` in the
+    inertias), so a run with ``tol`` tests and reports it beside ``K a - k``."""
+    fext = [None] * model.nbodies
+    for (bodies, _), Ks, lj in zip(plan.rows, const.K, lam):
+        for body, K in zip(bodies, Ks):
+            f = K.T @ lj
+            fext[body] = f if fext[body] is None else fext[body] + f
+    q, v, tau = const.inputs
+    return dynamics_residual(model, q, be.zeros(model.nv, 1) if v is None else v, ddq, tau, fext, be)
 
 
 constrained_aba = ProximalSolver("constrained_aba", *mimic_fallback(setup, step, prox_ltls.setup, prox_ltls.step),

@@ -98,7 +98,7 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     be.mark("kinematics", *[x for X in Xup for x in X], *[row.k for row in rows])
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
     art = Articulated.begin(S, Xup, c, IA, [be.zeros(6, 1)] * nb)
-    caba = augment(model, art, rows, q, be.zeros(model.nv, 1), be)     # eq. 29, loops included
+    caba = augment(model, art, rows, q, be.zeros(model.nv, 1), be)._replace(inputs=(q, None, None))  # eq. 29
     SE = supporting_bodies(model, cset)
     plan = Plan(SE, [i for i in range(nb) if i not in SE], [([body for body, _ in row.terms], row.w) for row in rows])
     state = State([be.zeros(con.size, 1) for con in cset.constraints], [art.Dinv_u[i] for i in SE])
@@ -109,7 +109,8 @@ def step(model: Model, plan, const: Const, state, prox, be) -> Iterate:
     """``constrained_aba``'s step without gravity (roll-out, eq. 27b, Alg. 2);
     ``r_k = K dv_b - k = J v+_k + e J v-``; the returned iterate's ``v+ = v- + dv``."""
     it = caba_step(without_gravity(model), plan, const.inner, state, prox, be)
-    return Iterate(it.state, it.lam, it.r, lambda: const.v_minus + it.ddq())
+    return Iterate(it.state, it.lam, it.r, lambda: const.v_minus + it.ddq(),
+                   dynamics=lambda v_plus: it.dynamics(v_plus - const.v_minus))
 
 
 def mimic_setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
@@ -123,7 +124,7 @@ def mimic_setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     be.mark("kinematics", J, a_star)
     pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, J, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
-    inner = LtlsConst(dinv, L, be.zeros(model.nv, 1), J, a_star, M)
+    inner = LtlsConst(dinv, L, be.zeros(model.nv, 1), J, a_star, M, be.zeros(model.nv, 1))
     return pattern, Const(inner, v_minus), ltls_start(inner, cset.m, be)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from ..model import Inertia, Model
 from .articulated import constant_constraint_inertia
 from .crba import crba
-from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, Unmarked, column, norm_inf
+from .proximal import ALM_CONVERGED_MU, Iterate, ProximalSolver, Unmarked, column, relative_residual
 from .rnea import nle
 from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower
 
@@ -50,6 +50,7 @@ class Const(NamedTuple):
     J: object           # m x nv, None without constraints
     a_star: object      # a_c* (m x 1), None without constraints
     M: object           # the joint-space inertia (nv x nv): the dynamics residual
+    tau: object         # the applied torques (nv x 1): the residual's scale
 
 
 class State(NamedTuple):
@@ -75,7 +76,7 @@ def setup(model: Model, q, v, tau, prox, be):
     be.mark("kinematics", b, *([ev.J, ev.a_star] if m else []))
     pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, ev.J if m else None, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
-    const = Const(dinv, L, tau - b, ev.J if m else None, ev.a_star if m else None, M)
+    const = Const(dinv, L, tau - b, ev.J if m else None, ev.a_star if m else None, M, tau)
     return pattern, const, start(const, m, be)
 
 
@@ -101,18 +102,8 @@ def step(model: Model, pattern, const: Const, state: State, prox, be) -> Iterate
     lam = column([state.lam[i, 0] - r[i, 0] * (1.0 / prox.rho[i]) for i in range(m)], be)
     force = const.J.T @ lam
     r_d = const.base + force - const.M @ ddq
-    return Iterate(State(ddq, lam, r_d), lam, be.vcat([r, relative_residual(r_d, const.base, force, be)]),
+    return Iterate(State(ddq, lam, r_d), lam, be.vcat([r, relative_residual(r_d, [const.tau, force], be)]),
                    lambda: ddq)
-
-
-def relative_residual(r_d, base, force, be):
-    """The dynamics residual ``r_d`` relative to the size of the equation's terms,
-    ``max(1, |tau - b|_inf, |J^T lam|_inf)``: what the stopping test and the reported
-    residual read beside ``J ddq - a_c*`` (:mod:`.proximal`, "Honest residual"), so that
-    a tolerance means the same on a 2 kg arm and a 100 kg humanoid."""
-    scale = be.fmax(1.0, be.fmax(norm_inf(base, be), norm_inf(force, be)))
-    inv = 1.0 / scale
-    return column([r_d[i, 0] * inv for i in range(r_d.shape[0])], be)
 
 
 prox_ltls = ProximalSolver("prox_ltls", setup, step, converged_mu=ALM_CONVERGED_MU)

@@ -35,15 +35,20 @@ returned ``ddq_k``; constrained_aba, prox_pv and impulse ``K a_b - k`` per const
 the body accelerations of the returned roll-out (the same linear map in maximal
 coordinates).  prox_ltl and prox_pv test the dual difference ``rho (lam_{k-1} - lam_k)``
 (O(m), equal in exact arithmetic; it is exactly 0 at a fixed point of the iteration while
-the true residual is ~1e-13) and report the true one (:class:`Iterate`).  prox_ltls also
-tests and reports the dynamics equation's residual ``M ddq_k + b - tau - J^T lam_k``,
-relative to ``max(1, |tau - b|_inf, |J^T lam_k|_inf)``: the ALM iterate satisfies it only
-to the augmented matrix's rounding, so the residual is the KKT residual of the returned
-``(ddq, lam)``.  The dual solvers satisfy it by construction (``ddq`` is the forward
-dynamics of ``tau + J^T lam``, a backward-stable solve with ``M``).  A run with ``tol`` is
-converged iff the reported residual is ``<= tol``; otherwise ``gen.run`` and compiled
-kernels warn :class:`gen.errors.NotConvergedWarning` and the C driver returns
-``RBDGEN_ERR_NOT_CONVERGED``.
+the true residual is ~1e-13) and report the true one (:class:`Iterate`).  The
+augmented-Lagrangian solvers also test and report the dynamics equation's residual
+``M ddq_k + b - tau - J^T lam_k`` relative to ``max(1, |tau|_inf, |J^T lam_k|_inf)``
+(:func:`relative_residual`): the ALM iterate satisfies it only to the augmented matrix's
+rounding, so their residual is the KKT residual of the returned ``(ddq, lam)``.
+prox_ltls has it every iteration (its correction form carries it); constrained_aba and
+the impact map compute it with ``tol`` for the returned iterate, by RNEA with the
+constraint forces as external forces (:func:`dynamics_residual`).  The dual solvers
+satisfy it by construction (``ddq`` is the forward dynamics of ``tau + J^T lam``, a
+backward-stable solve with ``M``).  A run with ``tol`` is converged iff the reported
+residual is ``<= tol``; otherwise ``gen.run`` and compiled kernels warn
+:class:`gen.errors.NotConvergedWarning` and the C driver returns
+``RBDGEN_ERR_NOT_CONVERGED``.  A constraint residual ``tol`` bounds the force error by
+``tol / sigma_min(J M^-1 J^T)``.
 
 **Accuracy and the default mu.**  The dual methods (``prox_ltl``, ``prox_pv``) never form
 ``1/mu``-sized numbers and reach the KKT solution to ~1e-13 at the default ``mu = 1e-6``.
@@ -52,17 +57,16 @@ add ``J^T J / mu`` to the inertia, so rounding in the directions the constraints
 free enters at ~``c eps / mu`` with ``c ~ |J|^2 / lambda_min(M)``; verification holds them
 to ``eps |M_mu| |M^-1|`` (:mod:`gen.conditioning`).  prox_ltls iterates in correction form
 (iterative refinement against the KKT residual, :func:`.prox_ltls.step`), so the solve's
-rounding falls on each correction instead of the iterate: with ``tol`` it reaches the KKT
-solution to ~3e-10 on the named robots (icub's light legs: 2.3e-8 before); the multiplier
-update ``lam - rho^-1 r`` keeps a floor ``~eps |a_c*| / rho`` in ``lam``.  constrained_aba
-and the impact map iterate in plain form (their reduced sweeps cover only the supporting
-bodies): 2e-9 and 1e-8 from the exact solution at ``tol = 1e-10`` on ur5 and panda
-holding a 6D contact.  Consequences: (1) ``mu`` below ``ALM_MU_FLOOR = 1e-6``
-(``registry.ALM_MU``) is refused for these rows (and caba_osim[f]); (2) a run with ``tol``
-and no ``mu`` uses ``ALM_CONVERGED_MU = 1e-5`` for them (the converged solution does not
-depend on mu; ``DEFAULT_MU`` for the dual ones); (3) ``-a auto`` excludes them where their
-floor exceeds ``tol`` (:func:`gen.choose.floor_above_tol`).  A fixed-K run keeps
-``mu = 1e-6``: its K-th iterate is Pinocchio's.
+rounding falls on each correction instead of the iterate; the multiplier update
+``lam - rho^-1 r`` keeps a floor ``~eps |a_c*| / rho`` in ``lam``.  Consequences: (1)
+``mu`` below ``ALM_MU_FLOOR = 1e-6`` (``registry.ALM_MU``) is refused for these rows (and
+caba_osim[f]); (2) a run with ``tol`` and no ``mu`` uses ``ALM_CONVERGED_MU = 1e-4`` for
+them (the converged solution does not depend on mu; ``DEFAULT_MU`` for the dual ones):
+at ``tol = 1e-10`` the named sets converge in 3-19 iterations to within 3e-9 of the exact
+KKT solution with their KKT residual below tol (at 1e-5 the dynamics residual stayed at
+1.6e-10 on solo12's feet); (3) ``-a auto`` excludes them where their floor exceeds
+``tol`` (:func:`gen.choose.floor_above_tol`).  A fixed-K run keeps ``mu = 1e-6``: its K-th
+iterate is Pinocchio's.
 Outputs: ``ddq`` (nv), ``lam`` (m), ``iterations`` (the number of proximal steps taken;
 0 with no constraints) and ``residual`` (see above).
 
@@ -95,10 +99,13 @@ what its iteration computed).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 from ..constraint_spec import as_constraint_set
 from ..constraints import ConstraintSet
@@ -109,10 +116,9 @@ DEFAULT_ITERATIONS = 3
 DEFAULT_MU = 1e-6             # Pinocchio's damping: the K-th iterate of a fixed-K run is Pinocchio's
 DEFAULT_MAX_ITER = 200        # the cap of a run with tol and neither max_iter nor iterations
 #: the default mu of a run with tol (a converged solution does not depend on mu) for the
-#: augmented-Lagrangian formulations: their rounding ~c eps / mu (c <= ~100 on the named
-#: robots) is then <~2e-9 relative; 3-6 iterations for tol = 1e-10 on the named sets, 135 on
-#: a random tree whose Delassus matrix has condition 1e6 (rate mu / (mu + sigma_min))
-ALM_CONVERGED_MU = 1e-5
+#: augmented-Lagrangian formulations: their KKT residual (dynamics equation included) then
+#: reaches tol = 1e-10 on the named sets in 3-19 iterations (rate mu / (mu + sigma_min))
+ALM_CONVERGED_MU = 1e-4
 PROXIMAL_OPTIONS = ("iterations", "mu", "tol", "max_iter", "runtime_params")
 
 
@@ -224,6 +230,9 @@ class Iterate:
     r: object
     ddq: Callable[[], object]
     true_r: Callable[[object], object] | None = None
+    #: with ``tol``: the relative dynamics residual of the returned ``ddq`` (the ALM solvers
+    #: whose step does not test it, :func:`dynamics_residual`), reported beside ``r``
+    dynamics: Callable[[object], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -292,10 +301,45 @@ class ProximalSolver:
             if prox.step(it.r):
                 break
             state = it.state
-        ddq = it.ddq()
-        true_r = it.true_r(ddq) if m and it.true_r is not None else None
-        be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
+        ddq, true_r = returned(it, prox, be)
         return prox.outputs(ddq, it.lam if m else None, true_r)
+
+
+def returned(it: Iterate, prox: Proximal, be):
+    """``(ddq, r)`` of the returned iterate: its ``ddq`` and its true residual (None where
+    the stopping test's ``it.r`` is it), with ``tol`` extended by the relative dynamics
+    residual where the solver's step does not test it (:attr:`Iterate.dynamics`)."""
+    ddq = it.ddq()
+    m = prox.cset.m
+    true_r = it.true_r(ddq) if m and it.true_r is not None else None
+    if m and prox.tol is not None and it.dynamics is not None:
+        true_r = be.vcat([it.r if true_r is None else true_r, it.dynamics(ddq)])
+    be.mark("acceleration", ddq, *([] if true_r is None else [true_r]))
+    return ddq, true_r
+
+
+def relative_residual(r_d, scale_terms, be):
+    """The dynamics residual ``r_d`` over ``max(1, |t|_inf for t in scale_terms)`` (the
+    equation's terms, e.g. ``tau`` and ``J^T lam``): a tolerance then means the same on a
+    2 kg arm and a 100 kg humanoid."""
+    scale = 1.0
+    for t in scale_terms:
+        scale = be.fmax(scale, norm_inf(t, be))
+    inv = 1.0 / scale
+    return be.vcat([r_d[i, 0] * inv for i in range(r_d.shape[0])])
+
+
+def dynamics_residual(model: Model, q, v, ddq, tau, fext, be):
+    """``(tau + J^T lam - M ddq - b)`` relative to ``max(1, |tau|, |J^T lam|)``, with the
+    constraint forces as LOCAL external forces ``fext`` (:meth:`ConstraintSet.body_forces`):
+    two RNEA passes over the kinematics the solver already traced (CSE shares them)."""
+    from .rnea import rnea
+    (tau_c,) = rnea(model, q, v, ddq, be=Unmarked(be), fext=fext)          # M ddq + b - J^T lam
+    still = dataclasses.replace(model, gravity=np.zeros(3))
+    zero = be.zeros(model.nv, 1)
+    (minus_force,) = rnea(still, q, zero, zero, be=Unmarked(be), fext=fext)  # -J^T lam
+    terms = [minus_force] if tau is None else [tau, minus_force]
+    return relative_residual((zero if tau is None else tau) - tau_c, terms, be)
 
 
 def mimic_fallback(setup: Callable, step: Callable, mimic_setup: Callable, mimic_step: Callable):

@@ -19,7 +19,9 @@ from ..model import Model
 from ..spatial import act_force, cross_force, inertia_matrix, inv_motion
 
 
-def rnea(model: Model, q, v, a, *, be):
+def rnea(model: Model, q, v, a, *, be, fext=None):
+    """``M a + b`` (minus ``J^T`` of the LOCAL external forces ``fext[i]``, None where there
+    is none: the residual of the constrained dynamics, :func:`.proximal.relative_residual`)."""
     S = subspaces(model, be, mimic=True)
     Xup, vel, c = forward_velocities(model, q, v, S, be)
     a0 = gravity_acceleration(model, be)
@@ -31,7 +33,8 @@ def rnea(model: Model, q, v, a, *, be):
         acc.append(ai)
         # f_i = I_i a_i + v_i x* I_i v_i
         I = inertia_matrix(b.inertia, be)
-        f.append(I @ ai + cross_force(vel[i], I @ vel[i], be))
+        fi = I @ ai + cross_force(vel[i], I @ vel[i], be)
+        f.append(fi if fext is None or fext[i] is None else fi - fext[i])
     be.mark("forward", *acc, *f)
     tau = [None] * model.nbodies
     for i in reversed(range(model.nbodies)):
