@@ -98,7 +98,7 @@ def content_key(files: dict[str, bytes], flags: Sequence[str]) -> str:
         h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     abi = [sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or "",
            cffi.__version__, os.environ.get("CC", "")]
-    h.update(json.dumps([list(flags), abi]).encode())
+    h.update(json.dumps([buildcache.flag_identity(flags), abi]).encode())
     return h.hexdigest()
 
 

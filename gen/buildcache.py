@@ -42,6 +42,7 @@ import functools
 import hashlib
 import json
 import os
+import platform
 import shutil
 import sys
 import sysconfig
@@ -128,6 +129,28 @@ def source_digest() -> str:
     return tree_digest(Path(__file__).resolve().parent.parent)
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_identity() -> str:
+    """This machine's CPU as the compiler sees it for ``-march=native``: the model name
+    and feature flags of the first processor in ``/proc/cpuinfo`` (Linux), else the
+    platform's description."""
+    try:
+        text = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    except OSError:
+        return f"{platform.machine()} {platform.processor()}"
+    keep = ("model name", "flags", "Features", "CPU implementer", "CPU part")
+    return "; ".join(ln.strip() for ln in text.splitlines() if ln.split(":")[0].strip() in keep)
+
+
+def flag_identity(flags) -> list[str]:
+    """The compiler flags and, where one asks for the host's instruction set
+    (``-march=native``, ``-mcpu=native``, ``-mtune=native``), the CPU: a cache shared by
+    machines with different CPUs never hands one an extension built for another."""
+    flags = list(flags)
+    native = any(f.endswith("=native") for f in flags)
+    return flags + ([f"cpu: {cpu_identity()}"] if native else [])
+
+
 def generator_identity() -> dict:
     """What besides the request decides the emitted and compiled files: rbdgen's version
     and :func:`source_digest`, the versions of the libraries that write or compile them,
@@ -145,7 +168,7 @@ def request_key(model: Model, algorithm: str, constraints, options: dict, codege
     try:
         request = {"model": canonical(model), "algorithm": algorithm,
                    "constraints": canonical(constraints, model), "options": canonical(options),
-                   "codegen": canonical(codegen), "flags": list(flags), "generator": generator_identity()}
+                   "codegen": canonical(codegen), "flags": flag_identity(flags), "generator": generator_identity()}
     except Uncacheable:
         return None
     return digest(request)

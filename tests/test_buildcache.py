@@ -307,3 +307,20 @@ def test_two_processes_building_one_kernel_agree(tmp_path):
     keys = list((tmp_path / "keys").iterdir())
     assert len(keys) == 1 and json.loads(keys[0].read_text())["module"] == results[0][1]
     assert not [p for p in tmp_path.rglob(".*")], "temporary files left behind"
+
+
+def test_native_flags_key_on_the_cpu(monkeypatch):
+    """-march=native compiles for the host: a cache shared by machines with different CPUs
+    must not hand one an extension built for another, so native flags carry the CPU's
+    identity in both keys; portable flags do not."""
+    from gen import buildcache
+    from gen.build import content_key
+    native, portable = ["-O2", "-march=native"], ["-O2", "-march=x86-64-v2"]
+    assert buildcache.flag_identity(portable) == portable
+    here = buildcache.flag_identity(native)
+    assert here[:2] == native and here[2].startswith("cpu: ")
+    files = {"a.c": b"int x;"}
+    key_here, portable_here = content_key(files, native), content_key(files, portable)
+    monkeypatch.setattr(buildcache, "cpu_identity", lambda: "model name: another CPU")
+    assert content_key(files, native) != key_here
+    assert content_key(files, portable) == portable_here

@@ -111,6 +111,7 @@ from ..constraint_spec import as_constraint_set
 from ..constraints import ConstraintSet
 from ..errors import RbdgenError
 from ..model import Model
+from .rnea import rnea
 
 DEFAULT_ITERATIONS = 3
 DEFAULT_MU = 1e-6             # Pinocchio's damping: the K-th iterate of a fixed-K run is Pinocchio's
@@ -333,7 +334,6 @@ def dynamics_residual(model: Model, q, v, ddq, tau, fext, be):
     """``(tau + J^T lam - M ddq - b)`` relative to ``max(1, |tau|, |J^T lam|)``, with the
     constraint forces as LOCAL external forces ``fext`` (:meth:`ConstraintSet.body_forces`):
     two RNEA passes over the kinematics the solver already traced (CSE shares them)."""
-    from .rnea import rnea
     (tau_c,) = rnea(model, q, v, ddq, be=Unmarked(be), fext=fext)          # M ddq + b - J^T lam
     still = dataclasses.replace(model, gravity=np.zeros(3))
     zero = be.zeros(model.nv, 1)
