@@ -51,20 +51,17 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import cffi
-import numpy as np
 
 from . import buildcache
-from .api import SCALAR_OUTPUTS, check_inputs, get_algorithm, scalar_output, warn_not_converged
+from .api import get_algorithm
 from .choose import is_auto, resolve
 from .emit import BuildFolder, check_batch, emit_trace, log, timed, trace_for, write
 from .errors import RbdgenError
+from .kernel import NOT_CONVERGED, RETURN_CODES, Kernel  # noqa: F401  (gen.build.Kernel)
 from .model import Model
 from .robots import load_robot
 
 DEFAULT_FLAGS = ("-O3", "-march=native")
-RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)",
-                -3: "a run-time option or parameter is out of range", -4: "not converged (max_iter reached with residual > tol)"}
-NOT_CONVERGED = -4      # RBDGEN_ERR_NOT_CONVERGED: warned (gen.errors.NotConvergedWarning), outputs returned
 
 
 def cache_dir(path=None) -> Path:
@@ -161,117 +158,6 @@ def _import(modname: str, path: Path):
     spec.loader.exec_module(mod)
     sys.modules[modname] = mod
     return mod
-
-
-class Kernel:
-    """A compiled kernel.  ``kernel(*inputs)`` validates the inputs like ``gen.run``
-    and returns the same outputs; ``call_raw`` exposes the C return code.  An early-exit
-    driver that stops at ``max_iter`` above ``tol`` (``RBDGEN_ERR_NOT_CONVERGED``) returns
-    its outputs and warns :class:`gen.errors.NotConvergedWarning`, as ``gen.run`` does
-    (``warnings.simplefilter("error", NotConvergedWarning)`` makes it raise); other
-    non-zero codes raise :class:`RbdgenError`."""
-
-    def __init__(self, folder, module, model, algorithm, cset=None, options=None):
-        self.folder = folder
-        self.model, self.algorithm, self.cset = model, algorithm, cset
-        self.options: dict = dict(options or {})
-        self.module, self.ffi, self.lib = module, module.ffi, module.lib
-        self.manifest: dict = folder.manifest
-        self.function: dict = self.manifest["functions"][0]
-        self.symbol: str = self.function["symbol"]
-        self.work_size: int = self.function["work_size"]
-        self._c = getattr(self.lib, self.symbol)
-        #: states per C call (None: the scalar kernel)
-        self.batch: int | None = self.manifest.get("batch")
-
-    @property
-    def header_path(self) -> Path:
-        return self.folder.header_path
-
-    @property
-    def sources(self) -> list[Path]:
-        return self.folder.sources
-
-    @property
-    def path(self) -> Path:
-        return self.folder.path
-
-    def __repr__(self) -> str:
-        return f"<Kernel {self.symbol} at {self.folder.path}>"
-
-    def _ptr(self, a: np.ndarray):
-        return self.ffi.cast("double *", a.ctypes.data)
-
-    def call_raw(self, inputs, outputs, work=None) -> int:
-        """Call the C function on contiguous float64 arrays as they are (no checks);
-        returns its return code.  ``work`` defaults to a fresh buffer of ``work_size``."""
-        arrays = [np.ascontiguousarray(a, dtype=float) for a in inputs]
-        for o in outputs:
-            if not (isinstance(o, np.ndarray) and o.dtype == np.float64 and o.flags.c_contiguous):
-                raise TypeError("outputs must be C-contiguous float64 arrays")
-        if work is None:
-            work = np.empty(max(1, self.work_size))
-        return self._c(*[self._ptr(a) for a in arrays], *[self._ptr(o) for o in outputs], self._ptr(work))
-
-    def __call__(self, *inputs):
-        if self.batch:
-            return self._call_batch(inputs)
-        args = check_inputs(self.model, self.algorithm, inputs, self.cset, self.options)
-        outs = [np.empty(o["size"]) for o in self.function["outputs"]]
-        rc = self.call_raw([a.reshape(-1) for a in args], outs)
-        if rc not in (0, NOT_CONVERGED):
-            raise RbdgenError(f"{self.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
-        shaped = [scalar_output(spec["name"], o) if spec["name"] in SCALAR_OUTPUTS else
-                  o if spec["cols"] == 1 else o.reshape(spec["rows"], spec["cols"], order="F")
-                  for o, spec in zip(outs, self.function["outputs"])]
-        if rc == NOT_CONVERGED:       # the outputs are the last iterate: warn like gen.run
-            warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
-                                                              "max_iter": self.manifest["max_iter"]}, shaped)
-        return shaped[0] if len(shaped) == 1 else tuple(shaped)
-
-    def _call_batch(self, inputs):
-        """k stacked states (each input ``(k, n)`` or k vectors) through the N-lane C
-        function: outputs ``(k, size)`` for vectors, ``(k, rows, cols)`` for matrices."""
-        n_lanes = self.batch
-        stacks = []
-        for x in inputs:
-            try:
-                a = np.asarray(x, dtype=float)
-            except (TypeError, ValueError):
-                raise RbdgenError(f"{self.symbol}: every input must be k stacked states (a (k, n) array or a "
-                                  f"list of k vectors)") from None
-            if a.ndim == 3 and a.shape[2] == 1:
-                a = a[:, :, 0]
-            if a.ndim != 2 or a.shape[0] < 1:
-                raise RbdgenError(f"{self.symbol} evaluates {n_lanes} states per call: give each input as a "
-                                  f"(k, n) array or a list of k vectors, got shape {a.shape}")
-            stacks.append(a)
-        k = stacks[0].shape[0] if stacks else 0
-        if len({s.shape[0] for s in stacks}) > 1:
-            raise RbdgenError(f"{self.symbol}: the inputs hold different numbers of states "
-                              f"({', '.join(str(s.shape[0]) for s in stacks)})")
-        # every state checked as gen.run checks it (sizes, finite, unit quaternions)
-        states = [check_inputs(self.model, self.algorithm, [s[j] for s in stacks], self.cset, self.options)
-                  for j in range(k)]
-        specs = self.function["outputs"]
-        result = [np.empty((k, o["size"])) for o in specs]
-        for start in range(0, k, n_lanes):
-            idx = [min(j, k - 1) for j in range(start, start + n_lanes)]     # pad with the last state
-            # lanes innermost: element i of lane l at [i*N + l], i.e. the transpose of (N, n)
-            args = [np.ascontiguousarray(np.hstack([states[j][i] for j in idx]).reshape(-1, n_lanes))
-                    for i in range(len(stacks))]
-            outs = [np.empty(o["size"] * n_lanes) for o in specs]
-            rc = self.call_raw([a.reshape(-1) for a in args], outs)
-            if rc != 0:
-                raise RbdgenError(f"{self.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
-            take = min(n_lanes, k - start)
-            for r, o in zip(result, outs):
-                r[start:start + take] = o.reshape(-1, n_lanes).T[:take]
-        # iterations and residual: shape (k,), iterations as integers (one state: Python numbers)
-        shaped = [r[:, 0].astype(SCALAR_OUTPUTS[spec["name"]]) if spec["name"] in SCALAR_OUTPUTS else
-                  r if spec["cols"] == 1 else r.reshape(k, spec["cols"], spec["rows"]).transpose(0, 2, 1)
-                  for r, spec in zip(result, specs)]
-        return shaped[0] if len(shaped) == 1 else tuple(shaped)
 
 
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,

@@ -1,0 +1,127 @@
+"""The Python way in (gen/kernel.py): arrays in the kernel's layout used in place, caller
+outputs, stacked states, and the same one-line errors as gen.run whatever the path."""
+import numpy as np
+import pytest
+from conftest import load_or_skip
+
+import gen
+from gen import RbdgenError
+
+
+@pytest.fixture(scope="module")
+def solo_aba():
+    model = load_or_skip("solo12")
+    return model, gen.build(model, "aba")
+
+
+@pytest.fixture(scope="module")
+def solo_daba():
+    model = load_or_skip("solo12")
+    return model, gen.build(model, "aba_derivatives")
+
+
+def state(model, seed):
+    rng = np.random.default_rng(seed)
+    return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def test_out_writes_the_callers_arrays_bit_for_bit(solo_daba):
+    model, k = solo_daba
+    q, v, tau = state(model, 1)
+    plain = k(q, v, tau)
+    out = tuple(np.empty((model.nv, model.nv), order="F") for _ in plain)
+    got = k(q, v, tau, out=out)
+    assert all(g is o for g, o in zip(got, out)), "out= returns the caller's arrays"
+    for g, p in zip(got, plain):
+        assert np.array_equal(g, p)
+    flat = tuple(np.empty(model.nv * model.nv) for _ in plain)       # column-major 1-D
+    k(q, v, tau, out=flat)
+    for f, p in zip(flat, plain):
+        assert np.array_equal(f.reshape(model.nv, model.nv, order="F"), p)
+
+
+def test_out_refuses_a_layout_it_would_have_to_copy(solo_daba):
+    model, k = solo_daba
+    q, v, tau = state(model, 2)
+    c_order = tuple(np.empty((model.nv, model.nv)) for _ in range(3))
+    with pytest.raises(RbdgenError, match="out array for 'ddq_dq' must be .*F-ordered"):
+        k(q, v, tau, out=c_order)
+    with pytest.raises(RbdgenError, match="out= takes 3 arrays"):
+        k(q, v, tau, out=(np.empty((model.nv, model.nv), order="F"),))
+    with pytest.raises(RbdgenError, match="out array for 'ddq_dq'"):
+        k(q, v, tau, out=tuple(np.empty((model.nv, model.nv), order="F", dtype=np.float32) for _ in range(3)))
+
+
+def test_views_and_orders_give_the_plain_calls_outputs(solo_aba):
+    """Column views of an F-ordered (n, k) matrix (Eigen's layout), (n, 1) and (1, n)
+    arrays, non-contiguous slices, lists and float32 all give the same bits."""
+    model, k = solo_aba
+    q, v, tau = state(model, 3)
+    plain = k(q, v, tau)
+    Q = np.asfortranarray(np.stack([q, q], axis=1))
+    V = np.zeros((model.nv, 2))
+    V[:, 1] = v
+    assert np.array_equal(k(Q[:, 0], V[:, 1], tau), plain)          # contiguous / strided views
+    assert np.array_equal(k(q.reshape(-1, 1), v.reshape(1, -1), list(tau)), plain)
+    wide = np.zeros(2 * model.nv)
+    wide[::2] = tau
+    assert np.array_equal(k(q, v, wide[::2]), plain)
+
+
+def test_batch_stacks_equal_the_scalar_kernel():
+    model = load_or_skip("solo12")
+    k8, k1 = gen.build(model, "aba", batch=8), gen.build(model, "aba", scalar_trig="vector")
+    rng = np.random.default_rng(4)
+    n = 21                                              # not a multiple of the lanes: padded
+    Q = np.stack([model.random_q(rng) for _ in range(n)])
+    V, T = rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nv))
+    got = k8(Q, V, T)
+    assert got.shape == (n, model.nv)
+    for j in range(n):
+        np.testing.assert_allclose(got[j], k1(Q[j], V[j], T[j]), rtol=1e-13, atol=1e-13)
+    out = np.empty((n, model.nv))
+    assert k8(Q, V, T, out=out) is out and np.array_equal(out, got)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda q, v, tau: (q, v, np.append(tau, 0.0)), "input 'tau' must have 18 entries"),
+    (lambda q, v, tau: (q, v, np.where(np.arange(tau.size) == 3, np.nan, tau)), "input 'tau' contains NaN or inf"),
+    (lambda q, v, tau: (q * 2.0, v, tau), "quaternion of joint .* has norm"),
+    (lambda q, v, tau: (q, v), "takes 3 inputs"),
+    (lambda q, v, tau: (q, "x" * 18, tau), "input 'v' is not an array of numbers"),
+])
+def test_bad_inputs_get_gen_runs_one_line_error(solo_aba, bad, message):
+    model, k = solo_aba
+    args = bad(*state(model, 5))
+    with pytest.raises(RbdgenError, match=message):
+        gen.run(model, "aba", *args)
+    with pytest.raises(RbdgenError, match=message):
+        k(*args)
+
+
+def test_batch_refuses_a_bad_state_with_gen_runs_message():
+    model = load_or_skip("solo12")
+    k8 = gen.build(model, "aba", batch=8)
+    rng = np.random.default_rng(6)
+    Q = np.stack([model.random_q(rng) for _ in range(10)])
+    V, T = rng.normal(size=(10, model.nv)), rng.normal(size=(10, model.nv))
+    T[7, 2] = np.inf
+    with pytest.raises(RbdgenError, match="input 'tau' contains NaN or inf"):
+        k8(Q, V, T)
+    T[7, 2] = 0.0
+    Q[4, 3:7] *= 1.1
+    with pytest.raises(RbdgenError, match="quaternion .* has norm"):
+        k8(Q, V, T)
+
+
+def test_call_raw_checks_sizes_and_takes_f_ordered_outputs(solo_daba):
+    model, k = solo_daba
+    q, v, tau = state(model, 7)
+    outs = [np.empty((model.nv, model.nv), order="F") for _ in range(3)]
+    assert k.call_raw([q, v, tau], outs) == 0
+    for o, p in zip(outs, k(q, v, tau)):
+        assert np.array_equal(o, p)
+    with pytest.raises(RbdgenError, match="output 'ddq_dq' must be .* 324 entries"):
+        k.call_raw([q, v, tau], [np.empty(10)] + outs[1:])
+    with pytest.raises(RbdgenError, match="input 'q' must have 19 entries"):
+        k.call_raw([q[:5], v, tau], outs)
