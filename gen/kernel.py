@@ -33,6 +33,7 @@ import threading
 import numpy as np
 
 from .api import SCALAR_OUTPUTS, UNIT_NORM, UNIT_NORM_TOL, check_inputs, check_unit_norms, warn_not_converged
+from . import fastcall
 from .errors import RbdgenError
 
 RETURN_CODES = {-1: "an input holds NaN or inf", -2: "an output is NaN or inf (singular model or extreme state)",
@@ -78,6 +79,10 @@ class Kernel:
         self._local = threading.local()
         self._fb = self.ffi.from_buffer
         self._scalars = any(name in SCALAR_OUTPUTS for name, _, _ in self._outputs)
+        kinds = [{"iterations": 1, "residual": 2}.get(name, 0) for name, _, _ in self._outputs]
+        self._fast = None if self.batch else fastcall.caller(
+            self.ffi, self.lib, self.symbol, [n for _, n in self._inputs], [(r, c) for _, r, c in self._outputs],
+            kinds, self.work_size, self._q, self._unit, 1.9 * UNIT_NORM_TOL)
 
     @property
     def header_path(self):
@@ -177,6 +182,12 @@ class Kernel:
         return self._c(*ins, *outs, w)
 
     def __call__(self, *inputs, out=None):
+        if self._fast is not None:
+            r = self._fast(*inputs) if out is None else self._fast(*inputs, out=_as_tuple(out))
+            if r is not None:
+                if r.__class__ is not list:
+                    return r
+                return self._fast_failed(r[0], inputs, r[1])
         if self.batch:
             return self._call_batch(inputs, out)
         if len(inputs) != len(self._inputs):
@@ -206,6 +217,16 @@ class Kernel:
             outs = [float(o[0]) if name == "residual" else int(o[0]) if name == "iterations" else o
                     for o, (name, _, _) in zip(outs, self._outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _fast_failed(self, rc: int, inputs, result):
+        """The fast call's non-zero code: not converged warns and returns the outputs,
+        anything else is refused with gen.run's message (:meth:`_refuse`)."""
+        if rc != NOT_CONVERGED:
+            self._refuse(inputs, rc)
+        outs = list(result) if isinstance(result, tuple) else [result]
+        warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
+                                                          "max_iter": self.manifest["max_iter"]}, outs)
+        return result
 
     def _failed(self, rc: int, inputs, outs) -> None:
         if rc != NOT_CONVERGED:
@@ -282,6 +303,10 @@ class Kernel:
                 dst[...] = src
             result = list(out) if not isinstance(out, np.ndarray) else [out]
         return result[0] if len(result) == 1 else tuple(result)
+
+
+def _as_tuple(out) -> tuple:
+    return out if isinstance(out, tuple) else (out,) if isinstance(out, np.ndarray) else tuple(out)
 
 
 def _writable_layout(o, rows: int, cols: int, k: int | None) -> bool:

@@ -125,3 +125,45 @@ def test_call_raw_checks_sizes_and_takes_f_ordered_outputs(solo_daba):
         k.call_raw([q, v, tau], [np.empty(10)] + outs[1:])
     with pytest.raises(RbdgenError, match="input 'q' must have 19 entries"):
         k.call_raw([q[:5], v, tau], outs)
+
+
+def test_the_fast_call_and_the_cffi_path_agree_bit_for_bit(solo_daba):
+    """gen/fastcall.c (compiled here: the test machine has a compiler and Python's headers)
+    and the pure-Python cffi path give the same bits, through out= too."""
+    from gen import fastcall
+    model, k = solo_daba
+    assert fastcall.module() is not None, fastcall.reason
+    assert k._fast is not None
+    q, v, tau = state(model, 8)
+    fast = k(q, v, tau)
+    fast_kernel, k._fast = k._fast, None
+    try:
+        slow = k(q, v, tau)
+    finally:
+        k._fast = fast_kernel
+    for f, s in zip(fast, slow):
+        assert np.array_equal(f, s) and f.flags.f_contiguous
+
+
+def test_threads_share_a_kernel():
+    """The fast call allocates the workspace per call and releases the GIL: 4 threads x 200
+    calls on one kernel give each state's own result."""
+    from concurrent.futures import ThreadPoolExecutor
+    model = load_or_skip("solo12")
+    k = gen.build(model, "aba")
+    states = [state(model, 100 + j) for j in range(8)]
+    expected = [k(*s) for s in states]
+
+    def work(j):
+        return all(np.array_equal(k(*states[(j + i) % 8]), expected[(j + i) % 8]) for i in range(200))
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(4)))
+
+
+def test_a_driver_that_does_not_converge_warns_through_the_fast_call():
+    model = load_or_skip("solo12")
+    k = gen.build(model, "prox_ltl", "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT", tol=1e-30, max_iter=2)
+    q, v, tau = state(model, 9)
+    with pytest.warns(gen.errors.NotConvergedWarning, match="not converged"):
+        ddq, lam, it, res = k(q, v, tau)
+    assert it == 2 and isinstance(it, int) and isinstance(res, float) and res > 1e-30

@@ -37,7 +37,7 @@ STAGES = [
     ("opcount",),
     ("gen.choose",),
     ("gen.lanes", "gen.cwriter", "gen.products", "gen.emit"),
-    ("gen.kernel",),
+    ("gen.fastcall", "gen.kernel"),
     ("gen.build", "gen.buildcache"),
     ("gen.generic", "gen.pinref", "gen.casadi_api", "gen.mujocoref", "gen.verify"),
     ("gen.bench",),

@@ -1,0 +1,275 @@
+/* rbdgen's fast call: a compiled kernel's C function called from Python with NumPy
+ * arrays, in one C-level step (gen/fastcall.py compiles this file once per Python and
+ * NumPy ABI; gen/kernel.py uses it when it compiled).
+ *
+ * A Caller holds the kernel's function pointer and its layout: input sizes, output
+ * shapes (a matrix is returned F-ordered, the C's column-major layout), which outputs
+ * are one-number diagnostics (iterations: int, residual: float), the workspace size and
+ * the unit-norm slices of q.  caller(*inputs[, out=tuple]) returns
+ *   - the outputs (one object, or a tuple) when the C returned 0;
+ *   - [rc, outputs] (a list) when it returned another code (Python explains it);
+ *   - None when an argument is not already in the kernel's layout (not a float64 NumPy
+ *     vector of the right size, a caller output of the wrong layout) or a quaternion of
+ *     q is not unit: Python then converts or refuses with gen.run's one-line message.
+ * NaN and inf are tested by the kernel's own wrapper (RBDGEN_ERR_NONFINITE_INPUT).
+ * The workspace is allocated per call and the GIL released during the C call, so one
+ * Caller is safe from several threads. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_IN 8
+#define MAX_OUT 12
+#define MAX_UNIT 32
+
+typedef int (*kernel_fn)();
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    void *fn;
+    int nin, nout, q, nunit;
+    Py_ssize_t in_size[MAX_IN];
+    npy_intp rows[MAX_OUT], cols[MAX_OUT];
+    int kind[MAX_OUT];                  /* 0: array, 1: int, 2: float */
+    Py_ssize_t work;
+    Py_ssize_t unit_start[MAX_UNIT], unit_stop[MAX_UNIT];
+    double unit_tol;                    /* on |norm^2 - 1| */
+} Caller;
+
+/* a float64 vector of n entries whose memory the C can read as it is */
+static const double *as_vector(PyObject *o, Py_ssize_t n)
+{
+    PyArrayObject *a;
+    int nd;
+    if (!PyArray_Check(o)) return NULL;
+    a = (PyArrayObject *)o;
+    nd = PyArray_NDIM(a);
+    if (PyArray_TYPE(a) != NPY_DOUBLE || PyArray_SIZE(a) != n || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a))
+        return NULL;
+    if (nd > 2 || (nd == 2 && PyArray_DIM(a, 0) != 1 && PyArray_DIM(a, 1) != 1)) return NULL;
+    if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) return NULL;
+    return (const double *)PyArray_DATA(a);
+}
+
+/* a caller output the C can write as it is: a vector contiguous; a matrix F-ordered
+   (rows, cols) or 1-D column-major */
+static double *as_output(PyObject *o, npy_intp rows, npy_intp cols)
+{
+    PyArrayObject *a;
+    if (!PyArray_Check(o)) return NULL;
+    a = (PyArrayObject *)o;
+    if (PyArray_TYPE(a) != NPY_DOUBLE || PyArray_SIZE(a) != rows * cols || !PyArray_ISWRITEABLE(a)
+        || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a))
+        return NULL;
+    if (cols == 1) {
+        int nd = PyArray_NDIM(a);
+        if (nd > 2 || (nd == 2 && PyArray_DIM(a, 0) != 1 && PyArray_DIM(a, 1) != 1)) return NULL;
+        if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) return NULL;
+    } else if (PyArray_NDIM(a) == 2) {
+        if (PyArray_DIM(a, 0) != rows || PyArray_DIM(a, 1) != cols || !PyArray_IS_F_CONTIGUOUS(a)) return NULL;
+    } else if (PyArray_NDIM(a) != 1 || !PyArray_IS_C_CONTIGUOUS(a)) {
+        return NULL;
+    }
+    return (double *)PyArray_DATA(a);
+}
+
+static int call_kernel(void *fn, int n, double **p)
+{
+    kernel_fn f = (kernel_fn)fn;
+    switch (n) {   /* every argument a double pointer: the call matches the definition */
+    case 3: return ((int (*)(double *, double *, double *))f)(p[0], p[1], p[2]);
+    case 4: return ((int (*)(double *, double *, double *, double *))f)(p[0], p[1], p[2], p[3]);
+#define P double *
+    case 5: return ((int (*)(P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4]);
+    case 6: return ((int (*)(P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5]);
+    case 7: return ((int (*)(P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+    case 8: return ((int (*)(P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+    case 9: return ((int (*)(P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+    case 10: return ((int (*)(P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                                                              p[8], p[9]);
+    case 11: return ((int (*)(P, P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                                                                 p[8], p[9], p[10]);
+    case 12: return ((int (*)(P, P, P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6],
+                                                                    p[7], p[8], p[9], p[10], p[11]);
+    case 13: return ((int (*)(P, P, P, P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5], p[6],
+                                                                       p[7], p[8], p[9], p[10], p[11], p[12]);
+    case 14: return ((int (*)(P, P, P, P, P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5],
+                                                                          p[6], p[7], p[8], p[9], p[10], p[11],
+                                                                          p[12], p[13]);
+    case 15: return ((int (*)(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4], p[5],
+                                                                             p[6], p[7], p[8], p[9], p[10], p[11],
+                                                                             p[12], p[13], p[14]);
+    case 16: return ((int (*)(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P))f)(p[0], p[1], p[2], p[3], p[4],
+                                                                                p[5], p[6], p[7], p[8], p[9], p[10],
+                                                                                p[11], p[12], p[13], p[14], p[15]);
+#undef P
+    default: return -99;
+    }
+}
+
+static int unit_norms_ok(const Caller *c, const double *q)
+{
+    int u;
+    for (u = 0; u < c->nunit; ++u) {
+        double s = 0.0;
+        Py_ssize_t i;
+        for (i = c->unit_start[u]; i < c->unit_stop[u]; ++i) s += q[i] * q[i];
+        if (!(s - 1.0 <= c->unit_tol && 1.0 - s <= c->unit_tol)) return 0;
+    }
+    return 1;
+}
+
+static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Caller *c = (Caller *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), k;
+    double *p[MAX_IN + MAX_OUT + 1], scalars[MAX_OUT];
+    PyObject *outs[MAX_OUT] = {NULL}, *given = NULL, *result;
+    int i, rc;
+
+    if (nargs != c->nin) Py_RETURN_NONE;
+    if (kwnames) {
+        if (PyTuple_GET_SIZE(kwnames) != 1 || !PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0))
+            || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0)
+            Py_RETURN_NONE;
+        given = args[nargs];
+        if (given == Py_None) given = NULL;
+        else if (!PyTuple_Check(given) || PyTuple_GET_SIZE(given) != c->nout) Py_RETURN_NONE;
+    }
+    for (i = 0; i < c->nin; ++i) {
+        const double *x = as_vector(args[i], c->in_size[i]);
+        if (!x) Py_RETURN_NONE;
+        if (i == c->q && !unit_norms_ok(c, x)) Py_RETURN_NONE;
+        p[i] = (double *)x;
+    }
+    for (i = 0; i < c->nout; ++i) {
+        if (given) {
+            p[c->nin + i] = as_output(PyTuple_GET_ITEM(given, i), c->rows[i], c->cols[i]);
+            if (!p[c->nin + i]) Py_RETURN_NONE;
+        } else if (c->kind[i]) {
+            p[c->nin + i] = &scalars[i];
+        } else {
+            npy_intp dims[2] = {c->rows[i], c->cols[i]};
+            outs[i] = PyArray_New(&PyArray_Type, c->cols[i] == 1 ? 1 : 2, dims, NPY_DOUBLE, NULL, NULL, 0,
+                                  c->cols[i] == 1 ? 0 : NPY_ARRAY_F_CONTIGUOUS, NULL);
+            if (!outs[i]) goto fail;
+            p[c->nin + i] = (double *)PyArray_DATA((PyArrayObject *)outs[i]);
+        }
+    }
+    p[c->nin + c->nout] = (double *)PyMem_RawMalloc((size_t)(c->work > 0 ? c->work : 1) * sizeof(double));
+    if (!p[c->nin + c->nout]) { PyErr_NoMemory(); goto fail; }
+    Py_BEGIN_ALLOW_THREADS
+    rc = call_kernel(c->fn, c->nin + c->nout + 1, p);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(p[c->nin + c->nout]);
+
+    for (i = 0; i < c->nout; ++i) {
+        if (given) {
+            outs[i] = PyTuple_GET_ITEM(given, i);
+            Py_INCREF(outs[i]);
+        } else if (c->kind[i] == 1) {
+            outs[i] = PyLong_FromDouble(scalars[i]);
+        } else if (c->kind[i] == 2) {
+            outs[i] = PyFloat_FromDouble(scalars[i]);
+        }
+        if (!outs[i]) goto fail;
+    }
+    if (c->nout == 1) {
+        result = outs[0];
+    } else {
+        result = PyTuple_New(c->nout);
+        if (!result) goto fail;
+        for (i = 0; i < c->nout; ++i) PyTuple_SET_ITEM(result, i, outs[i]);
+    }
+    if (rc == 0) return result;
+    {
+        PyObject *failed = Py_BuildValue("[iN]", rc, result);
+        return failed;
+    }
+fail:
+    for (k = 0; k < c->nout; ++k) Py_XDECREF(outs[k]);
+    return NULL;
+}
+
+static void caller_dealloc(PyObject *self) { PyObject_Free(self); }
+
+static PyTypeObject CallerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rbdgen_fastcall.Caller",
+    .tp_basicsize = sizeof(Caller),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Caller, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = caller_dealloc,
+    .tp_doc = "a compiled kernel's C function called with NumPy arrays (gen/fastcall.c)",
+};
+
+static int read_sizes(PyObject *seq, Py_ssize_t *out, int max, const char *what)
+{
+    Py_ssize_t n, i;
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast) return -1;
+    n = PySequence_Fast_GET_SIZE(fast);
+    if (n > max) { Py_DECREF(fast); PyErr_Format(PyExc_ValueError, "too many %s", what); return -1; }
+    for (i = 0; i < n; ++i) {
+        out[i] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(fast, i));
+        if (out[i] < 0 && PyErr_Occurred()) { Py_DECREF(fast); return -1; }
+    }
+    Py_DECREF(fast);
+    return (int)n;
+}
+
+/* Caller(fn, in_sizes, rows, cols, kinds, work, q, unit_start, unit_stop, unit_tol) */
+static PyObject *make_caller(PyObject *mod, PyObject *args)
+{
+    unsigned long long fn;
+    PyObject *ins, *rows, *cols, *kinds, *ustart, *ustop;
+    Py_ssize_t work, buf[MAX_OUT];
+    int q, i, n;
+    double tol;
+    Caller *c;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "KOOOOniOOd", &fn, &ins, &rows, &cols, &kinds, &work, &q, &ustart, &ustop, &tol))
+        return NULL;
+    c = PyObject_New(Caller, &CallerType);
+    if (!c) return NULL;
+    c->vectorcall = caller_call;
+    c->fn = (void *)(uintptr_t)fn;
+    c->work = work;
+    c->q = q;
+    c->unit_tol = tol;
+    if ((c->nin = read_sizes(ins, c->in_size, MAX_IN, "inputs")) < 0) goto fail;
+    if ((c->nout = read_sizes(rows, buf, MAX_OUT, "outputs")) < 0) goto fail;
+    for (i = 0; i < c->nout; ++i) c->rows[i] = buf[i];
+    if ((n = read_sizes(cols, buf, MAX_OUT, "outputs")) != c->nout) goto fail;
+    for (i = 0; i < n; ++i) c->cols[i] = buf[i];
+    if ((n = read_sizes(kinds, buf, MAX_OUT, "outputs")) != c->nout) goto fail;
+    for (i = 0; i < n; ++i) c->kind[i] = (int)buf[i];
+    if ((c->nunit = read_sizes(ustart, c->unit_start, MAX_UNIT, "unit-norm slices")) < 0) goto fail;
+    if (read_sizes(ustop, c->unit_stop, MAX_UNIT, "unit-norm slices") != c->nunit) goto fail;
+    if (c->nin + c->nout + 1 > 16) { PyErr_SetString(PyExc_ValueError, "more than 16 arguments"); goto fail; }
+    return (PyObject *)c;
+fail:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "inconsistent kernel layout");
+    Py_DECREF(c);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"Caller", make_caller, METH_VARARGS, "Caller(fn, in_sizes, rows, cols, kinds, work, q, unit_start, "
+                                          "unit_stop, unit_tol)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rbdgen_fastcall", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit_rbdgen_fastcall(void)
+{
+    import_array();
+    if (PyType_Ready(&CallerType) < 0) return NULL;
+    return PyModule_Create(&module);
+}
