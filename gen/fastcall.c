@@ -39,6 +39,7 @@ typedef struct {
     Py_ssize_t work;
     Py_ssize_t unit_start[MAX_UNIT], unit_stop[MAX_UNIT];
     double unit_tol;                    /* on |norm^2 - 1| */
+    int lanes;                          /* a batched kernel's N (0: one state per call) */
 } Caller;
 
 /* a float64 vector of n entries whose memory the C can read as it is */
@@ -124,6 +125,95 @@ static int unit_norms_ok(const Caller *c, const double *q)
     return 1;
 }
 
+/* a (k, n) C-contiguous float64 stack of k states */
+static const double *as_stack(PyObject *o, Py_ssize_t n, npy_intp *k)
+{
+    PyArrayObject *a;
+    if (!PyArray_Check(o)) return NULL;
+    a = (PyArrayObject *)o;
+    if (PyArray_TYPE(a) != NPY_DOUBLE || PyArray_NDIM(a) != 2 || PyArray_DIM(a, 1) != n || PyArray_DIM(a, 0) < 1
+        || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a))
+        return NULL;
+    if (*k < 0) *k = PyArray_DIM(a, 0);
+    return PyArray_DIM(a, 0) == *k ? (const double *)PyArray_DATA(a) : NULL;
+}
+
+/* Batched kernels: k stacked states through the N-lane function, N at a time (the last
+   call padded with copies of the last state), lanes packed and unpacked here (element i
+   of lane l at [i*N + l]).  Outputs: (k, rows) vectors, (k, rows, cols) matrices with
+   each state's matrix F-ordered, (k,) iterations (int64) and residuals.  [rc, first
+   state of the failing call] on a non-zero code. */
+static PyObject *batch_call(Caller *c, PyObject *const *args)
+{
+    const double *x[MAX_IN];
+    double *p[MAX_IN + MAX_OUT + 1], *dst[MAX_OUT], *buf = NULL;
+    PyObject *outs[MAX_OUT] = {NULL}, *result = NULL;
+    npy_intp k = -1, j0, j;
+    Py_ssize_t total = 0, size[MAX_OUT], e, l, i;
+    int o, rc = 0, N = c->lanes;
+
+    for (i = 0; i < c->nin; ++i) {
+        if (!(x[i] = as_stack(args[i], c->in_size[i], &k))) Py_RETURN_NONE;
+        total += c->in_size[i];
+    }
+    if (c->q >= 0)
+        for (j = 0; j < k; ++j)
+            if (!unit_norms_ok(c, x[c->q] + j * c->in_size[c->q])) Py_RETURN_NONE;
+    for (o = 0; o < c->nout; ++o) {
+        npy_intp dims[3] = {k, c->rows[o], c->cols[o]};
+        size[o] = c->rows[o] * c->cols[o];
+        total += size[o];
+        if (c->kind[o]) {
+            outs[o] = PyArray_SimpleNew(1, dims, c->kind[o] == 1 ? NPY_INT64 : NPY_DOUBLE);
+        } else if (c->cols[o] == 1) {
+            outs[o] = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+        } else {
+            npy_intp strides[3] = {(npy_intp)(size[o] * sizeof(double)), sizeof(double),
+                                   (npy_intp)(c->rows[o] * sizeof(double))};
+            outs[o] = PyArray_New(&PyArray_Type, 3, dims, NPY_DOUBLE, strides, NULL, 0, 0, NULL);
+        }
+        if (!outs[o]) goto done;
+        dst[o] = (double *)PyArray_DATA((PyArrayObject *)outs[o]);
+    }
+    buf = (double *)PyMem_RawMalloc((size_t)(total * N + (c->work > 0 ? c->work : 1)) * sizeof(double));
+    if (!buf) { PyErr_NoMemory(); goto done; }
+    p[0] = buf;
+    for (i = 1; i < c->nin + c->nout + 1; ++i)
+        p[i] = p[i - 1] + (i - 1 < c->nin ? c->in_size[i - 1] : size[i - 1 - c->nin]) * N;
+    Py_BEGIN_ALLOW_THREADS
+    for (j0 = 0; j0 < k && rc == 0; j0 += N) {
+        for (i = 0; i < c->nin; ++i)
+            for (l = 0; l < N; ++l) {
+                const double *s = x[i] + (j0 + l < k ? j0 + l : k - 1) * c->in_size[i];
+                for (e = 0; e < c->in_size[i]; ++e) p[i][e * N + l] = s[e];
+            }
+        rc = call_kernel(c->fn, c->nin + c->nout + 1, p);
+        for (o = 0; o < c->nout; ++o) {
+            const double *r = p[c->nin + o];
+            for (l = 0; l < N && j0 + l < k; ++l) {
+                if (c->kind[o] == 1) ((npy_int64 *)dst[o])[j0 + l] = (npy_int64)r[l];
+                else if (c->kind[o] == 2) dst[o][j0 + l] = r[l];
+                else for (e = 0; e < size[o]; ++e) dst[o][(j0 + l) * size[o] + e] = r[e * N + l];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        result = Py_BuildValue("[in]", rc, (Py_ssize_t)(j0 - N));
+        goto done;
+    }
+    if (c->nout == 1) {
+        result = outs[0];
+        outs[0] = NULL;
+    } else if ((result = PyTuple_New(c->nout))) {
+        for (o = 0; o < c->nout; ++o) { PyTuple_SET_ITEM(result, o, outs[o]); outs[o] = NULL; }
+    }
+done:
+    PyMem_RawFree(buf);
+    for (o = 0; o < c->nout; ++o) Py_XDECREF(outs[o]);
+    return result;
+}
+
 static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Caller *c = (Caller *)self;
@@ -133,6 +223,10 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
     int i, rc;
 
     if (nargs != c->nin) Py_RETURN_NONE;
+    if (c->lanes) {
+        if (kwnames) Py_RETURN_NONE;
+        return batch_call(c, args);
+    }
     if (kwnames) {
         if (PyTuple_GET_SIZE(kwnames) != 1 || !PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0))
             || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0)
@@ -224,7 +318,7 @@ static int read_sizes(PyObject *seq, Py_ssize_t *out, int max, const char *what)
     return (int)n;
 }
 
-/* Caller(fn, in_sizes, rows, cols, kinds, work, q, unit_start, unit_stop, unit_tol) */
+/* Caller(fn, in_sizes, rows, cols, kinds, work, q, unit_start, unit_stop, unit_tol, lanes) */
 static PyObject *make_caller(PyObject *mod, PyObject *args)
 {
     unsigned long long fn;
@@ -232,9 +326,11 @@ static PyObject *make_caller(PyObject *mod, PyObject *args)
     Py_ssize_t work, buf[MAX_OUT];
     int q, i, n;
     double tol;
+    int lanes;
     Caller *c;
     (void)mod;
-    if (!PyArg_ParseTuple(args, "KOOOOniOOd", &fn, &ins, &rows, &cols, &kinds, &work, &q, &ustart, &ustop, &tol))
+    if (!PyArg_ParseTuple(args, "KOOOOniOOdi", &fn, &ins, &rows, &cols, &kinds, &work, &q, &ustart, &ustop, &tol,
+                          &lanes))
         return NULL;
     c = PyObject_New(Caller, &CallerType);
     if (!c) return NULL;
@@ -243,6 +339,7 @@ static PyObject *make_caller(PyObject *mod, PyObject *args)
     c->work = work;
     c->q = q;
     c->unit_tol = tol;
+    c->lanes = lanes;
     if ((c->nin = read_sizes(ins, c->in_size, MAX_IN, "inputs")) < 0) goto fail;
     if ((c->nout = read_sizes(rows, buf, MAX_OUT, "outputs")) < 0) goto fail;
     for (i = 0; i < c->nout; ++i) c->rows[i] = buf[i];
@@ -262,7 +359,7 @@ fail:
 
 static PyMethodDef methods[] = {
     {"Caller", make_caller, METH_VARARGS, "Caller(fn, in_sizes, rows, cols, kinds, work, q, unit_start, "
-                                          "unit_stop, unit_tol)"},
+                                          "unit_stop, unit_tol, lanes)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rbdgen_fastcall", NULL, -1, methods, NULL, NULL, NULL, NULL};

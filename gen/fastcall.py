@@ -68,14 +68,15 @@ reason = ""
 
 
 def caller(ffi, lib, symbol: str, inputs, outputs, scalar_kinds, work: int, q_index: int | None,
-           unit_slices, unit_tol: float):
+           unit_slices, unit_tol: float, lanes: int = 0):
     """A ``Caller`` for ``lib.symbol`` (module docstring), or None without the extension.
     ``inputs``: sizes; ``outputs``: ``(rows, cols)``; ``scalar_kinds``: per output 0 (an
-    array), 1 (an int) or 2 (a float); ``unit_tol`` on ``|norm^2 - 1|``."""
+    array), 1 (an int) or 2 (a float); ``unit_tol`` on ``|norm^2 - 1|``; ``lanes``: a
+    batched kernel's N (its calls then take ``(k, n)`` C-contiguous stacks)."""
     mod = module()
     if mod is None or len(inputs) + len(outputs) + 1 > 16:
         return None
     fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, symbol)))
     return mod.Caller(fn, list(inputs), [r for r, _ in outputs], [c for _, c in outputs], list(scalar_kinds),
                       int(work), -1 if q_index is None else int(q_index),
-                      [a for a, _ in unit_slices], [b for _, b in unit_slices], float(unit_tol))
+                      [a for a, _ in unit_slices], [b for _, b in unit_slices], float(unit_tol), int(lanes))

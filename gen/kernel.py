@@ -80,9 +80,9 @@ class Kernel:
         self._fb = self.ffi.from_buffer
         self._scalars = any(name in SCALAR_OUTPUTS for name, _, _ in self._outputs)
         kinds = [{"iterations": 1, "residual": 2}.get(name, 0) for name, _, _ in self._outputs]
-        self._fast = None if self.batch else fastcall.caller(
+        self._fast = fastcall.caller(
             self.ffi, self.lib, self.symbol, [n for _, n in self._inputs], [(r, c) for _, r, c in self._outputs],
-            kinds, self.work_size, self._q, self._unit, 1.9 * UNIT_NORM_TOL)
+            kinds, self.work_size, self._q, self._unit, 1.9 * UNIT_NORM_TOL, self.batch or 0)
 
     @property
     def header_path(self):
@@ -182,11 +182,14 @@ class Kernel:
         return self._c(*ins, *outs, w)
 
     def __call__(self, *inputs, out=None):
-        if self._fast is not None:
+        if self._fast is not None and not (self.batch and out is not None):
             r = self._fast(*inputs) if out is None else self._fast(*inputs, out=_as_tuple(out))
             if r is not None:
                 if r.__class__ is not list:
                     return r
+                if self.batch:          # the state the failing call started at explains it
+                    self._check_states(self._stacks(inputs))
+                    self._refuse([s[r[1]] for s in self._stacks(inputs)], r[0])
                 return self._fast_failed(r[0], inputs, r[1])
         if self.batch:
             return self._call_batch(inputs, out)
@@ -279,6 +282,10 @@ class Kernel:
         N = self.batch
         stacks = self._stacks(inputs)
         self._check_states(stacks)
+        if self._fast is not None and out is None:
+            r = self._fast(*[np.ascontiguousarray(s) for s in stacks])
+            if r is not None and r.__class__ is not list:
+                return r
         k = stacks[0].shape[0]
         chunks = -(-k // N)
         pad = chunks * N - k
