@@ -1,0 +1,150 @@
+"""Verification that holds on other CPUs (issue 32 §1).
+
+* ARM: the default kernels of the named robots (every unconstrained algorithm, one
+  constrained solver per robot), emitted by ``gen.emit.emit`` as ``gen.build`` emits
+  them, cross-compiled for aarch64 by Debian's ``aarch64-linux-gnu-gcc`` and run under
+  ``qemu-aarch64`` (:mod:`cross_aarch64`), equal NumPy on random states within the
+  tolerance ``rbdgen verify`` applies.  Skipped, with the Debian packages to install,
+  where the cross tools are absent.
+* Another x86-64 CPU: the README's commands (``rbdgen demo``, ``rbdgen verify``) pass with
+  the kernels compiled for x86-64-v2 (SSE4.2: no AVX, no fused multiply-add) and NumPy,
+  OpenBLAS and glibc's libm held to their baseline x86-64 code paths
+  (:func:`test_portable.baseline_env`).
+
+Both are ``slow``: each kernel is traced and compiled again.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import load_or_skip, needs_robots, rel_err
+from cross_aarch64 import cross_compile, missing_tools, run_states
+from test_portable import baseline_env
+
+from gen.algorithms import ALGORITHMS
+from gen.api import check_inputs, get_algorithm, run
+from gen.cli import DEMO_CONSTRAINTS
+from gen.emit import emit
+from gen.verify import VERIFY_TOL, kappas, random_inputs, tolerances
+
+
+# --- ARM (aarch64 under qemu-user) ------------------------------------------------------------
+
+UNCONSTRAINED = tuple(name for name, row in ALGORITHMS.items() if not row.constrained)
+#: one bilateral solver per robot, so that the four robots cover the four solvers
+ARM_SOLVER = {"panda": ("prox_ltl", "6D:panda_hand_tcp"),
+              "ur5": ("prox_pv", "3D:tool0"),
+              "solo12": ("constrained_aba", DEMO_CONSTRAINTS["solo12"]),
+              "talos": ("prox_ltls", "6D:left_sole_link,6D:right_sole_link")}
+ARM_CASES = [(robot, name, None) for robot in ARM_SOLVER for name in UNCONSTRAINED] + \
+            [(robot, name, spec) for robot, (name, spec) in ARM_SOLVER.items()]
+#: random states per kernel, all evaluated by one emulator run (rbdgen verify: 10)
+ARM_STATES = 16
+ARM_SEED = 32
+
+CROSS_MISSING = missing_tools()
+needs_cross = pytest.mark.skipif(CROSS_MISSING is not None, reason=f"aarch64 cross tools: {CROSS_MISSING}")
+
+
+def arm_tolerance(model, algorithm: str, cset, manifest: dict, states) -> float:
+    """The relative tolerance of the C-vs-NumPy comparison on ARM, the one ``rbdgen
+    verify`` applies (:func:`gen.verify.tolerances`): its default rtol floored by the
+    registry row, with the worst condition numbers over ``states`` where the row's floor
+    is conditioned."""
+    options = dict(manifest.get("options") or {})
+    route = (manifest.get("route") or {}).get("used")
+    worst: dict = {}
+    for state in states:
+        for kind, k in kappas(algorithm, model, cset, state[0].reshape(-1), options, route).items():
+            worst[kind] = max(worst.get(kind, 1.0), k)
+    return tolerances(algorithm, VERIFY_TOL, worst, route)["c_numpy"]
+
+
+def c_outputs(manifest: dict, flat: list[np.ndarray]) -> list[np.ndarray]:
+    """The C outputs of one state shaped as ``gen.run`` returns them (matrices are
+    column-major in C)."""
+    specs = manifest["functions"][0]["outputs"]
+    return [o if s["cols"] == 1 else o.reshape(s["rows"], s["cols"], order="F") for o, s in zip(flat, specs)]
+
+
+@pytest.mark.slow
+@needs_robots
+@needs_cross
+@pytest.mark.parametrize("robot, algorithm, constraints", ARM_CASES,
+                         ids=[f"{r}-{a}" for r, a, _ in ARM_CASES])
+def test_aarch64_kernel_equals_numpy(tmp_path, robot, algorithm, constraints):
+    model = load_or_skip(robot)
+    algo = get_algorithm(algorithm)
+    cset = algo.constraint_set(model, constraints)
+    folder = emit(model, algorithm, cset, out_dir=tmp_path / "folder")
+    manifest, options = folder.manifest, dict(folder.manifest.get("options") or {})
+    exe = tmp_path / "kernel.aarch64"
+    cross_compile(folder.path, manifest, exe)
+
+    rng = np.random.default_rng(ARM_SEED)
+    states = [check_inputs(model, algo, random_inputs(model, algorithm, rng, cset), cset, options)
+              for _ in range(ARM_STATES)]
+    codes, outputs = run_states(exe, manifest, states)
+    assert list(codes) == [0] * ARM_STATES, f"{manifest['functions'][0]['symbol']} return codes {codes}"
+
+    worst = 0.0
+    for state, flat in zip(states, outputs):
+        ref = run(model, algorithm, *state, constraints=cset, **options)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        got = c_outputs(manifest, flat)
+        assert len(got) == len(ref)
+        worst = max(worst, *(rel_err(g, r) for g, r in zip(got, ref)))
+    tol = arm_tolerance(model, algorithm, cset, manifest, states)
+    assert worst <= tol, f"{robot}/{algorithm} on aarch64: {worst:.3g} from NumPy, tolerance {tol:.3g}"
+
+
+# --- another x86-64 CPU ------------------------------------------------------------------------
+
+#: compiler flags of a CPU without AVX and FMA (x86-64-v2: up to SSE4.2)
+OTHER_CPU_CFLAGS = "-O2 -march=x86-64-v2"
+TALOS_FEET = "6D:left_sole_link,6D:right_sole_link"
+SOLO12_FEET = DEMO_CONSTRAINTS["solo12"]
+#: the constrained derivatives: 100k-operation kernels on talos, the slowest to build (80 s
+#: each), verified on solo12 and the arms
+CONSTRAINED_DERIVATIVES = ("constrained_derivatives", "impulse_derivatives")
+#: every constrained row that applies to a fixed-base arm (caba_osimf splits the Delassus
+#: matrix at a floating base and refuses an arm)
+ARM_CONSTRAINED = ",".join(n for n, row in ALGORITHMS.items() if row.constrained and n != "caba_osimf")
+TALOS_ALGORITHMS = ",".join(n for n, row in ALGORITHMS.items() if n not in CONSTRAINED_DERIVATIVES)
+#: the README's two commands on the named robots, every algorithm on each robot (the
+#: demo is solo12's with its four feet, without the constrained derivatives, which the
+#: solo12 row adds) but talos's constrained derivatives
+OTHER_CPU_COMMANDS = {
+    "demo": ["demo"],
+    "verify-solo12": ["verify", "solo12", "-a", ",".join(CONSTRAINED_DERIVATIVES), "-c", SOLO12_FEET],
+    "verify-panda": ["verify", "panda", "-a", "all"],
+    "verify-panda-constrained": ["verify", "panda", "-a", ARM_CONSTRAINED, "-c", "6D:panda_hand_tcp"],
+    "verify-ur5": ["verify", "ur5", "-a", "all"],
+    "verify-ur5-constrained": ["verify", "ur5", "-a", ARM_CONSTRAINED, "-c", "3D:tool0"],
+    "verify-talos": ["verify", "talos", "-a", TALOS_ALGORITHMS, "-c", TALOS_FEET],
+}
+
+
+def rbdgen_command() -> list[str]:
+    """The ``rbdgen`` console script next to this interpreter (as a user runs it), else
+    ``python -m gen.cli``."""
+    script = Path(sys.executable).with_name("rbdgen")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "gen.cli"]
+
+
+@pytest.mark.slow
+@needs_robots
+@pytest.mark.parametrize("command", list(OTHER_CPU_COMMANDS))
+def test_readme_commands_pass_on_another_cpu(tmp_path, command):
+    env = {**baseline_env(), "RBDGEN_CFLAGS": OTHER_CPU_CFLAGS, "RBDGEN_CACHE": str(tmp_path / "cache")}
+    args = OTHER_CPU_COMMANDS[command]
+    if args[0] == "demo":
+        args = [*args, "--out", str(tmp_path / "demo")]
+    done = subprocess.run([*rbdgen_command(), *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "rbdgen: PASS:" in done.stderr, \
+        f"rbdgen {' '.join(args)} exited with {done.returncode}:\n{done.stdout}\n{done.stderr[-3000:]}"
+    assert f"({OTHER_CPU_CFLAGS})" in done.stderr, "the kernels were not compiled with the other CPU's flags"
