@@ -187,3 +187,14 @@ def test_batch_fast_call_equals_the_cffi_path_bit_for_bit():
         k._fast = fast_caller
     for f, s in zip(fast, slow):
         assert f.shape == s.shape and f.dtype == s.dtype and np.array_equal(f, s)
+
+
+def test_the_calls_benchmark_runs_and_reports():
+    """python -m gen.bench.calls: one row per case with every column it can measure here
+    (a smoke test of the benchmark, not a timing threshold)."""
+    load_or_skip("solo12")
+    from gen.bench.calls import COLUMNS, measure
+    row = measure("solo12", "aba", number=20, repeat=2, casadi=False)
+    assert set(row) <= set(COLUMNS)
+    for col in ("c_us", "floor_us", "call_us", "out_us", "batch_us"):
+        assert row[col] > 0, col

@@ -1,0 +1,140 @@
+"""The way in, measured: microseconds per call of a kernel reached from Python, beside its
+C function and Pinocchio's own Python binding, in one run (``python -m gen.bench.calls``).
+
+Columns (medians over ``--repeat`` timings of ``--number`` calls each, one state cycled):
+
+* ``c_us``: the C function, timed in C by the benchmark harness (:mod:`gen.bench.harness`);
+* ``call_us``: ``kernel(*inputs)`` (:mod:`gen.kernel`, the fast call where it compiled);
+* ``out_us``: ``kernel(*inputs, out=...)`` into caller arrays;
+* ``batch_us``: per state, ``kernel(Q, V, T)`` of a ``batch=8`` kernel on 256 states;
+* ``pin_us``: Pinocchio's Python binding of the same algorithm (``pinocchio.aba``,
+  ``computeABADerivatives``, ``constraintDynamics`` with the kernel's damping and
+  iterations, ``computeConstraintDynamicsDerivatives`` after it);
+* ``casadi_map_us``: per evaluation, the kernel as ``gen.casadi_external`` inside
+  ``F.map(1000)``.
+
+Overheads are ``call_us - c_us`` and ``out_us - c_us``; ``floor_us`` is a bare cffi call of
+the C function with pointers cast beforehand, the least any Python call can cost here.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import timeit
+
+import numpy as np
+
+from .. import pinref
+from ..build import build
+from ..constraint_spec import parse_constraints
+from ..robots import load_robot
+from ..table import render_table
+from .harness import benchmark
+
+FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
+#: (robot, algorithm, constraints) measured by default
+CASES = [("panda", "aba", None), ("panda", "aba_derivatives", None), ("solo12", "aba", None),
+         ("solo12", "aba_derivatives", None), ("talos", "aba", None), ("talos", "aba_derivatives", None),
+         ("solo12", "prox_ltl", FEET), ("solo12", "constrained_derivatives", FEET)]
+COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "batch_us", "pin_us", "casadi_map_us"]
+
+
+def _time(f, number: int, repeat: int) -> float:
+    """Median over ``repeat`` timings of ``number`` calls, in microseconds per call."""
+    return float(np.median(timeit.repeat(f, number=number, repeat=repeat))) / number * 1e6
+
+
+def _pinocchio_call(model, algorithm, cset, kernel, ins):
+    """A zero-argument function calling Pinocchio's Python binding of ``algorithm`` on
+    ``ins``, or None where there is none here."""
+    if not pinref.available():
+        return None
+    import pinocchio as pin
+    pm = pinref.pin_model(model)
+    pd = pm.createData()
+    if algorithm == "aba":
+        return lambda: pin.aba(pm, pd, *ins)
+    if algorithm == "aba_derivatives":
+        return lambda: pin.computeABADerivatives(pm, pd, *ins)
+    from ..algorithms.pinocchio import fixed_iterations, rigid_constraints
+    from ..algorithms.proximal import DEFAULT_MU
+    cms, cds = rigid_constraints(pin, pm, cset)
+    options = dict(kernel.manifest.get("options") or {})
+    pin.initConstraintDynamics(pm, pd, cms)
+    settings = pin.ProximalSettings(0.0, float(options.get("mu") or DEFAULT_MU), fixed_iterations(options))
+    if algorithm == "prox_ltl":
+        return lambda: pin.constraintDynamics(pm, pd, *ins, cms, cds, settings)
+    if algorithm == "constrained_derivatives":
+        def both():
+            pin.constraintDynamics(pm, pd, *ins, cms, cds, settings)
+            pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, settings)
+        return both
+    return None
+
+
+def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 3) -> float | None:
+    """Per evaluation, ``gen.casadi_external`` inside ``F.map(n)`` (None where it fails)."""
+    from ..casadi_api import casadi_external
+    try:
+        f = casadi_external(model, algorithm, cset)
+    except Exception:                           # noqa: BLE001  (a row without an external: no column)
+        return None
+    fm = f.map(n)
+    args = [np.tile(np.reshape(x, (-1, 1)), (1, n)) for x in ins]
+    return _time(lambda: fm(*args), 1, repeat) / n
+
+
+def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000, repeat: int = 7,
+            casadi: bool = True) -> dict:
+    """One row of the table (module docstring)."""
+    model = load_robot(robot)
+    cset = parse_constraints(model, constraints) if constraints else None
+    kernel = build(model, algorithm, cset)
+    rng = np.random.default_rng(0)
+    ins = [model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)]
+    c = benchmark(model, algorithm, cset, against=(), rounds=repeat)["implementations"]["specialized"]["median_ns"]
+    row = {"robot": robot, "algorithm": algorithm, "c_us": c / 1e3}
+    outs = kernel(*ins)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    fb = kernel.ffi.from_buffer
+    bufs = [o if isinstance(o, np.ndarray) else np.empty(1) for o in outs]
+    ptrs = [fb("double[]", x) for x in ins] + [fb("double[]", b if b.flags.c_contiguous else b.T) for b in bufs]
+    ptrs.append(kernel._work())
+    row["floor_us"] = _time(lambda: kernel._c(*ptrs), number, repeat)
+    row["call_us"] = _time(lambda: kernel(*ins), number, repeat)
+    if all(isinstance(o, np.ndarray) for o in outs):
+        out = tuple(np.empty_like(o, order="F") for o in outs)
+        row["out_us"] = _time(lambda: kernel(*ins, out=out), number, repeat)
+    k8 = build(model, algorithm, cset, batch=8) if constraints is None or algorithm == "prox_ltl" else None
+    if k8 is not None:
+        n = 256
+        stacks = [np.stack([model.random_q(rng) for _ in range(n)]), rng.normal(size=(n, model.nv)),
+                  rng.normal(size=(n, model.nv))]
+        row["batch_us"] = _time(lambda: k8(*stacks), max(1, number // n), repeat) / n
+    pin_call = _pinocchio_call(model, algorithm, cset, kernel, ins)
+    row["pin_us"] = _time(pin_call, number, repeat) if pin_call else None
+    row["casadi_map_us"] = _casadi_map(model, algorithm, cset, ins) if casadi else None
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m gen.bench.calls", description=__doc__.split("\n\n")[0])
+    p.add_argument("--case", action="append", metavar="ROBOT:ALGORITHM[:CONSTRAINTS]",
+                   help="a case to measure (repeatable; default: the module's CASES)")
+    p.add_argument("--number", type=int, default=20000)
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--no-casadi", action="store_true")
+    p.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    args = p.parse_args(argv)
+    cases = [tuple(c.split(":", 2)) + (None,) * (3 - len(c.split(":", 2))) for c in args.case] if args.case else CASES
+    rows = []
+    for robot, algorithm, constraints in cases:
+        print(f"calls: {robot} {algorithm} {constraints or ''}", file=sys.stderr, flush=True)
+        rows.append(measure(robot, algorithm, constraints, number=args.number, repeat=args.repeat,
+                            casadi=not args.no_casadi))
+    print(render_table(rows, COLUMNS, args.format))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
