@@ -25,7 +25,10 @@ import timeit
 import numpy as np
 
 from .. import pinref
+from ..algorithms.pinocchio import fixed_iterations, rigid_constraints
+from ..algorithms.proximal import DEFAULT_MU
 from ..build import build
+from ..casadi_api import casadi_external
 from ..constraint_spec import parse_constraints
 from ..robots import load_robot
 from ..table import render_table
@@ -56,8 +59,6 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
         return lambda: pin.aba(pm, pd, *ins)
     if algorithm == "aba_derivatives":
         return lambda: pin.computeABADerivatives(pm, pd, *ins)
-    from ..algorithms.pinocchio import fixed_iterations, rigid_constraints
-    from ..algorithms.proximal import DEFAULT_MU
     cms, cds = rigid_constraints(pin, pm, cset)
     options = dict(kernel.manifest.get("options") or {})
     pin.initConstraintDynamics(pm, pd, cms)
@@ -74,7 +75,6 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
 
 def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 3) -> float | None:
     """Per evaluation, ``gen.casadi_external`` inside ``F.map(n)`` (None where it fails)."""
-    from ..casadi_api import casadi_external
     try:
         f = casadi_external(model, algorithm, cset)
     except Exception:                           # noqa: BLE001  (a row without an external: no column)
