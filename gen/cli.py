@@ -65,9 +65,10 @@ class _Progress:
 
 # --- helpers -------------------------------------------------------------------------------
 
-def _algorithms(spec: str, constraints=None) -> list[str]:
+def _algorithms(spec: str, constraints=None, model=None) -> list[str]:
     """The algorithms of ``-a`` (names, comma lists, ``all``).  ``all`` without a
-    constraint set leaves the constrained algorithms out and says so on stderr."""
+    constraint set leaves the constrained algorithms out, and with one the rows that do
+    not apply to it (the row's ``refuses``), and says so on stderr."""
     names = []
     for name in spec.split(","):
         name = name.strip()
@@ -77,6 +78,12 @@ def _algorithms(spec: str, constraints=None) -> list[str]:
                 left = [a for a, alg in ALGORITHMS.items() if alg.constrained]
                 print(f"rbdgen: note: -a all without -c leaves out the constrained algorithms "
                       f"({', '.join(left)}); give a constraint set to include them", file=sys.stderr)
+            elif model is not None:
+                for a in [a for a in names if ALGORITHMS[a].refuses]:
+                    why = ALGORITHMS[a].refuses(model, constraints)
+                    if why:
+                        names.remove(a)
+                        print(f"rbdgen: note: -a all leaves out {a}: {why}", file=sys.stderr)
         else:
             names.append(get_algorithm(name).name)
     return list(dict.fromkeys(names))
@@ -230,7 +237,7 @@ def cmd_opcount(args) -> int:
         print(render_opcount(model, [choice.chosen], args.format, constraints=cset,
                              options_of={choice.chosen: choice.options}))
         return 0
-    algorithms = _algorithms(args.algorithm, cset)
+    algorithms = _algorithms(args.algorithm, cset, model)
     print(render_opcount(model, algorithms, args.format, constraints=cset, options_of=_options_of(algorithms, args)))
     return 0
 
@@ -285,7 +292,7 @@ def cmd_verify(args) -> int:
     progress = _Progress(args.quiet)
     model = _load(args)
     cset = constraint_set(model, args)
-    algorithms = _algorithms(args.algorithm, cset)
+    algorithms = _algorithms(args.algorithm, cset, model)
     rows = _verify_rows(model, algorithms, cset, args, progress)
     cols = ["algorithm", "err_c_numpy", "err_c_pinocchio", "err_numpy_pinocchio", "err_c_mujoco", "kappa", "rtol",
             "rtol_pinocchio", "status", "note"]
@@ -328,7 +335,7 @@ def cmd_demo(args) -> int:
              f"build folders under {args.out}")
     t0 = time.perf_counter()
     cset = constraint_set(model, args)
-    algorithms = _algorithms("all", cset)
+    algorithms = _algorithms("all", cset, model)
     # the derivatives of the constrained solve and of the impact map are kernels of 100k+
     # operations whose -O3 compile takes minutes: the demo names them instead of building
     slow = [a for a in algorithms if ALGORITHMS[a].ad is not None and ALGORITHMS[a].constrained]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import pinocchio as pin_ref
 from .aba import aba
 from .aba_derivatives import aba_derivatives, pinocchio_aba_derivatives
-from .caba_osim import caba_osim, caba_osimf
+from .caba_osim import caba_osim, caba_osimf, floating_roots_only
 from .constrained_aba import constrained_aba
 from .constrained_derivatives import (
     constrained_derivatives,
@@ -266,7 +266,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               # floating base that is eq. 41's split
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13),
                                anchored_only=True),
-              floor=ALM_FLOOR, pin_peer="delassus_inv"),
+              floor=ALM_FLOOR, pin_peer="delassus_inv", refuses=floating_roots_only),
     Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
               "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),

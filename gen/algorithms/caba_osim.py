@@ -99,6 +99,18 @@ def caba_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_pa
                       split_roots=False)
 
 
+def floating_roots_only(model: Model, cset) -> str | None:
+    """Why caba_osimf does not apply to ``cset`` on ``model`` (a root of the constrained tree
+    that is not a free-flyer: eq. 41 splits at a floating base), or None."""
+    for con in cset.constraints:
+        for b in (con.body1, con.body2):
+            if b >= 0:
+                root = model.ancestors(b)[-1]
+                if model.bodies[root].kind != "free":
+                    return f"the constrained tree's root joint '{model.bodies[root].name}' is not a free-flyer"
+    return None
+
+
 def caba_osimf(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
     """``Lambda_mu`` as :func:`caba_osim`, split at each free-flyer root (eq. 41)."""
     cset = delassus_set(model, cset, "caba_osimf")
