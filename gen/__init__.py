@@ -1,6 +1,6 @@
 """rbdgen: a symbolic code-generation compiler for rigid-body dynamics.
 
-Public API (DESIGN §4): :func:`load_robot`, :func:`run`, :func:`opcount`, :func:`build`,
+Public API (docs/DESIGN.md §4): :func:`load_robot`, :func:`run`, :func:`opcount`, :func:`build`,
 :func:`casadi_function`, :func:`casadi_external`, :class:`RbdgenError`.
 """
 from .build import Kernel, build  # noqa: E402  gen.build(): trace, emit, compile (gen/build.py)
@@ -8,7 +8,7 @@ from .choose import (  # gen.run / gen.opcount, accepting -a auto, auto_osim (ge
     opcount,
     run,
 )
-from .constraint_spec import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (DESIGN §4)
+from .constraint_spec import parse_constraints  # noqa: F401  gen.parse_constraints(robot, spec) (docs/DESIGN.md §4)
 from .errors import RbdgenError
 from .robots import load_robot
 from .version import __version__
@@ -23,7 +23,7 @@ CASADI_API = ("casadi_function", "casadi_external")
 
 def __getattr__(name: str):
     """Lazy facade attributes (PEP 562): :data:`CASADI_API`.  (``gen.opcount``, the op
-    counter's API, DESIGN §4, is :func:`gen.choose.opcount`, imported above.)"""
+    counter's API, docs/DESIGN.md §4, is :func:`gen.choose.opcount`, imported above.)"""
     if name in CASADI_API:
         from . import casadi_api
         return getattr(casadi_api, name)

@@ -1,4 +1,4 @@
-"""The Python API of DESIGN §4: ``run`` (the NumPy reference path) and its input checks."""
+"""The Python API of docs/DESIGN.md §4: ``run`` (the NumPy reference path) and its input checks."""
 from __future__ import annotations
 
 import warnings

@@ -1,4 +1,4 @@
-"""The narrow numeric interface algorithms are written against (DESIGN §3.1).
+"""The narrow numeric interface algorithms are written against (docs/DESIGN.md §3.1).
 
 Two implementations: :data:`NUMPY` (float64, the reference path) and :class:`SXBackend`
 (CasADi SX, the tracing path).  Every quantity is 2-D so ``@``, ``.T`` and ``[i, j]``

@@ -1,4 +1,4 @@
-"""Building: a build folder compiled with cffi into an importable extension (DESIGN §1, §4).
+"""Building: a build folder compiled with cffi into an importable extension (docs/DESIGN.md §1, §4).
 
 ``gen.build(robot, algorithm)`` traces, emits (:mod:`gen.emit`) and compiles, and returns
 a :class:`Kernel`: callable on NumPy arrays with the same inputs and outputs as

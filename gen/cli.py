@@ -1,4 +1,4 @@
-"""The ``rbdgen`` command line (DESIGN §4).
+"""The ``rbdgen`` command line (docs/DESIGN.md §4).
 
 Commands: ``robots`` (list; ``--frames ROBOT`` lists a robot's frames), ``opcount``,
 ``build``, ``verify`` (compiled C vs NumPy vs Pinocchio on random states) and ``demo``

@@ -34,7 +34,7 @@ SPEC_HELP = ("comma-separated TYPE:FRAME or TYPE:FRAME_A~FRAME_B with TYPE 3D or
 
 def parse_constraints(robot, spec, *, Kp: float = 0.0, Kd: float = 0.0, Kv: float = 0.0, weights=None,
                       reference_q=None) -> ConstraintSet:
-    """Parse a constraint spec (DESIGN §4) for ``robot`` (a Model or anything
+    """Parse a constraint spec (docs/DESIGN.md §4) for ``robot`` (a Model or anything
     ``gen.load_robot`` accepts).  ``Kp``, ``Kd``: Baumgarte gains of the position
     constraints; ``Kv``: stabilisation gain of the velocity constraints (``3Dv``, ``6Dv``).  ``weights``: one positive weight per constraint
     (default 1).  ``reference_q``: anchor each world-anchored constraint at the frame's

@@ -1,4 +1,4 @@
-"""Kinematic constraints: the :class:`ConstraintSet` and its rows (DESIGN §4); the spec
+"""Kinematic constraints: the :class:`ConstraintSet` and its rows (docs/DESIGN.md §4); the spec
 parser is :mod:`gen.constraint_spec`.
 
 Spec syntax: comma-separated tokens ``TYPE:FRAME`` (the frame is held fixed in the world)

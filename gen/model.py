@@ -1,6 +1,6 @@
 """The robot model: topology as plain ints, physics as NumPy constants.
 
-Conventions are Pinocchio's (DESIGN §4) so arrays move between rbdgen and Pinocchio
+Conventions are Pinocchio's (docs/DESIGN.md §4) so arrays move between rbdgen and Pinocchio
 unchanged:
 
 * bodies are numbered in Pinocchio's joint order (depth-first as its URDF loader

@@ -1,4 +1,4 @@
-"""Pinocchio as an independent reference for ``rbdgen verify`` (DESIGN §4, §6e).
+"""Pinocchio as an independent reference for ``rbdgen verify`` (docs/DESIGN.md §4, §6e).
 
 :func:`pin_model` builds the Pinocchio model of a robot from what the rbdgen model was
 built from, never by its name: for a model loaded from a URDF (named robots included),

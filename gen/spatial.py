@@ -1,4 +1,4 @@
-"""Spatial algebra over a backend, in Pinocchio's conventions (DESIGN §4).
+"""Spatial algebra over a backend, in Pinocchio's conventions (docs/DESIGN.md §4).
 
 A transform is a pair ``(R, p)`` (``x_parent = R x_child + p``); motions and forces
 are 6x1 columns ``[linear; angular]``.  Transforms act through their rotation and
@@ -88,7 +88,7 @@ def const_transform(M, be):
 # --- joints --------------------------------------------------------------------------
 
 def _axis_index(axis: np.ndarray) -> int | None:
-    """k if ``axis == +e_k``, else None (exploit axis-aligned joints, DESIGN §3.2)."""
+    """k if ``axis == +e_k``, else None (exploit axis-aligned joints, docs/DESIGN.md §3.2)."""
     for k in range(3):
         e = np.zeros(3)
         e[k] = 1.0

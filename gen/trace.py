@@ -1,4 +1,4 @@
-"""Tracing: run a registered algorithm on CasADi SX symbols (DESIGN §1).
+"""Tracing: run a registered algorithm on CasADi SX symbols (docs/DESIGN.md §1).
 
 ``trace(model, "aba")`` gives a :class:`Trace`: the symbolic inputs, the output
 expressions after common-subexpression elimination, and the phase marks recorded by the
@@ -16,7 +16,7 @@ the operations of the emitted C, those the products' loops run at a tenth, as me
 manifest carries it).
 
 ``trace_driver(model, "prox_ltl", cset, tol=1e-10, max_iter=50)`` traces a proximal
-solver for the early-exit C driver (DESIGN §3.3) as three functions, see
+solver for the early-exit C driver (docs/DESIGN.md §3.3) as three functions, see
 :class:`DriverTrace`.
 """
 from __future__ import annotations
@@ -359,7 +359,7 @@ def retrace(tr: Trace, model: Model, extra: tuple[str, ca.SX]) -> Trace:
 
 @dataclass
 class DriverTrace:
-    """A proximal solver traced for the early-exit C driver (DESIGN §3.3), as three
+    """A proximal solver traced for the early-exit C driver (docs/DESIGN.md §3.3), as three
     :class:`Trace` objects sharing one packing of the solver's ``const`` and loop state:
 
     * ``setup``: the algorithm's inputs -> ``const`` (``const_size``), ``state`` (the

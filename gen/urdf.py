@@ -1,6 +1,6 @@
 """URDF loader producing a :class:`~gen.model.Model` in Pinocchio's conventions.
 
-The result matches ``pinocchio.buildModelFromUrdf`` (DESIGN §4) so arrays move between
+The result matches ``pinocchio.buildModelFromUrdf`` (docs/DESIGN.md §4) so arrays move between
 rbdgen and Pinocchio unchanged:
 
 * **tree and joint order** — urdfdom stores joints in a ``std::map`` keyed by name, so

@@ -1,5 +1,5 @@
 """The rbdgen op counter: walks CasADi SX instruction tapes and counts operations by
-class (add, mul, div, sqrt, trig, neg, other) and by algorithm phase (DESIGN §3.8).
+class (add, mul, div, sqrt, trig, neg, other) and by algorithm phase (docs/DESIGN.md §3.8).
 
 ``count_function(f)`` for any SX ``casadi.Function``; ``count_trace(tr)`` for a
 :class:`gen.trace.Trace` (phases from the algorithm's ``be.mark`` calls);

@@ -1,4 +1,4 @@
-"""``gen.opcount(robot, algorithm, constraints=None, **options)`` (DESIGN §4)."""
+"""``gen.opcount(robot, algorithm, constraints=None, **options)`` (docs/DESIGN.md §4)."""
 from __future__ import annotations
 
 from gen.api import get_algorithm

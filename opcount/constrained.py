@@ -1,5 +1,5 @@
 """Op-count reports of the four proximal constrained-dynamics solvers on the named
-constraint sets (DESIGN §3.8), as Sathya 2024 Fig. 1: each solver traced with K = 1 and
+constraint sets (docs/DESIGN.md §3.8), as Sathya 2024 Fig. 1: each solver traced with K = 1 and
 K = 3 unrolled proximal iterations, counted in total, by op class and by phase (the
 phases are whatever the solvers close with ``be.mark``; nothing here names them).
 

@@ -1,4 +1,4 @@
-"""Operation counting on CasADi SX instruction tapes (DESIGN §3.8, §4 "Op classes").
+"""Operation counting on CasADi SX instruction tapes (docs/DESIGN.md §3.8, §4 "Op classes").
 
 :func:`count_function` walks the instruction tape of a ``casadi.Function`` built from SX
 (``f.n_instructions()``, ``f.instruction_id(k)``) and sorts every instruction into one

@@ -1,5 +1,5 @@
 """Op-count reports: tables per robot (md, csv, json), a summary, the Featherstone 2005
-Table 1 check, and stacked-by-phase bar charts (DESIGN §3.8).
+Table 1 check, and stacked-by-phase bar charts (docs/DESIGN.md §3.8).
 
 ``python -m opcount.report [OUT_DIR]`` regenerates the committed reports in
 ``opcount/reports/``:

@@ -1,4 +1,4 @@
-"""Identities between independent algorithms on random branched trees (DESIGN §6a):
+"""Identities between independent algorithms on random branched trees (docs/DESIGN.md §6a):
 ABA = CRBA + LTDL solve, RNEA(ABA(tau)) = tau, L^T D L = M with no fill-in outside the
 branch-induced pattern, L^T L = M, the L products against dense algebra."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""The benchmark harness and the Pinocchio shim (gen/bench; DESIGN §5).
+"""The benchmark harness and the Pinocchio shim (gen/bench; docs/DESIGN.md §5).
 
 Benchmarks are not tests: nothing here checks a wall-clock number, only that the harness
 runs, cross-checks the implementations and writes a well-formed report, and that the

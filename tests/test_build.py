@@ -1,4 +1,4 @@
-"""Compiled kernels (gen/build.py): compiled C = NumPy (DESIGN §6c) on synthetic and
+"""Compiled kernels (gen/build.py): compiled C = NumPy (docs/DESIGN.md §6c) on synthetic and
 named robots, the error codes, the exact workspace, and the compile cache."""
 import os
 

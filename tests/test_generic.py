@@ -1,5 +1,5 @@
 """The hand-written generic C library (gen/generic) against the NumPy reference
-(DESIGN §6c): every algorithm on synthetic trees, a prismatic + continuous model, random
+(docs/DESIGN.md §6c): every algorithm on synthetic trees, a prismatic + continuous model, random
 branched trees (free joints mid-tree; spherical, planar and helical joints among every
 kind, to 1e-12) and the named robots; NaN/inf inputs return RBG_EINPUT; the workspace the
 API asks for is enough (canaries after it stay untouched); model_to_c embeds a model in a

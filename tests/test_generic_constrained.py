@@ -1,5 +1,5 @@
 """The generic C proximal solvers (gen/generic/rbg_constrained.c) against the NumPy
-reference (DESIGN §6c): rbg_prox_ltl, rbg_prox_ltls, rbg_constrained_aba and rbg_prox_pv
+reference (docs/DESIGN.md §6c): rbg_prox_ltl, rbg_prox_ltls, rbg_constrained_aba and rbg_prox_pv
 give gen.run's (ddq, lam, iterations, residual) with the same options, on the named
 robots, humanoid30, the four-bar loop, loops between two moving bodies and random trees
 with spherical, planar and helical joints among every kind; with

@@ -1,5 +1,5 @@
 """The generic C Delassus matrix and damped Delassus inverses (gen/generic/rbg_delassus.c)
-against the NumPy reference (DESIGN §6c): rbg_delassus, rbg_ltl_osim, rbg_kkt_osim and
+against the NumPy reference (docs/DESIGN.md §6c): rbg_delassus, rbg_ltl_osim, rbg_kkt_osim and
 rbg_caba_osim (also bound as caba_osimf) give gen.run's m x m matrix, exactly symmetric, on
 ur5 6D:tool0, solo12's four feet, talos' soles and humanoid30's feet and hands; with
 weights, frames A held by the world, free-flyers mid-tree and loops between two moving

@@ -1,4 +1,4 @@
-"""Golden files (DESIGN §3.7, §6d): the committed C under ``generated/`` equals what the
+"""Golden files (docs/DESIGN.md §3.7, §6d): the committed C under ``generated/`` equals what the
 current code emits for the reference set (ur5, solo12, talos x rnea, crba, aba).
 
 A difference means the emitted C changed: review it, then update the committed files

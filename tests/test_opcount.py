@@ -1,4 +1,4 @@
-"""The op counter (DESIGN §3.8): op classes on toy expressions counted by hand, exact
+"""The op counter (docs/DESIGN.md §3.8): op classes on toy expressions counted by hand, exact
 phase attribution, and Featherstone 2005 Table 1 reproduced exactly by the traced
 LTDL / LTL factorisations and substitutions on structural JSIMs."""
 from types import SimpleNamespace

@@ -1,4 +1,4 @@
-"""Committed op-count reports are up to date (DESIGN §3.7-3.8, §6d golden files), and
+"""Committed op-count reports are up to date (docs/DESIGN.md §3.7-3.8, §6d golden files), and
 the report renderers used by ``rbdgen opcount`` work."""
 import csv
 import io

@@ -1,4 +1,4 @@
-"""Pinocchio as the reference on every named robot (DESIGN §6e): topology, frames,
+"""Pinocchio as the reference on every named robot (docs/DESIGN.md §6e): topology, frames,
 RNEA, NLE, CRBA, ABA and the LOCAL frame kinematics (placement, Jacobian, velocity,
 spatial and classical drift) at random states with nonzero velocity."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""An independent oracle (DESIGN §6f): sympy.physics.mechanics (Kane's method) derivations
+"""An independent oracle (docs/DESIGN.md §6f): sympy.physics.mechanics (Kane's method) derivations
 of a planar double pendulum's mass matrix and bias, compared with CRBA and NLE, and of the
 four-bar linkage's loop-closure dynamics (ddq and the constraint force), compared with the
 four proximal constrained-dynamics solvers."""

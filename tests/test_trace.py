@@ -1,5 +1,5 @@
 """The same algorithm traced with CasADi SX and evaluated numerically equals the NumPy
-run (DESIGN §6b), for every unconstrained algorithm in the registry."""
+run (docs/DESIGN.md §6b), for every unconstrained algorithm in the registry."""
 import numpy as np
 import pytest
 from random_trees import random_state, random_tree

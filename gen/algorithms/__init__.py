@@ -1,4 +1,4 @@
-"""The one registry of algorithms (DESIGN §3.10): :data:`ALGORITHMS`, name -> row.
+"""The one registry of algorithms (docs/DESIGN.md §3.10): :data:`ALGORITHMS`, name -> row.
 
 A row (:class:`~gen.algorithms.registry.Algorithm`) holds every per-algorithm fact:
 the function written once over the backend, inputs and outputs with shapes and docs,

@@ -2,7 +2,7 @@
 the matrix inversion lemma on the augmented inertia, in maximal coordinates.
 
 Sathya & Carpentier, "Constrained Articulated Body Dynamics Algorithms", 2024
-(``../shared/papers/sathya2024-...``), §VI, Algorithm 5 (PV-OSIMr structure) and eq. 41,
+(docs/REFERENCES.md), §VI, Algorithm 5 (PV-OSIMr structure) and eq. 41,
 in LOCAL frames.  With ``W = R^-1 = diag(weight / mu)`` (Sathya's penalty ``mu_S = 1/mu``
 per row; damping conventions in :mod:`gen.algorithms.delassus`), eq. 40::
 

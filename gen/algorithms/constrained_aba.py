@@ -2,7 +2,7 @@
 principle in maximal coordinates, O(n + m) per iteration.
 
 Sathya & Carpentier, "Constrained Articulated Body Dynamics Algorithms", 2024
-(``../shared/papers/sathya2024-...``), Algorithms 1-3, in LOCAL frames, Pinocchio's sign
+(docs/REFERENCES.md), Algorithms 1-3, in LOCAL frames, Pinocchio's sign
 (``M ddq + b = tau + J^T lam``) and Pinocchio's damping ``rho = mu / weight`` (the
 paper's penalty is ``1/rho``).  Each constraint is ``K a_b = k`` on the (gravity-offset)
 spatial acceleration of its body (eq. 20c), ``k = K a0_b + a_rest`` (see

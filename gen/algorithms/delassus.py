@@ -2,7 +2,7 @@
 pieces shared by the Delassus / operational-space-inertia (OSIM) algorithms
 (``delassus``, ``kkt_delassus``, ``ltl_osim``, ``kkt_osim``, ``caba_osim``, ``caba_osimf``).
 
-**The method** (Featherstone 2005 §5, ``../shared/papers/featherstone2005-...``): CRBA,
+**The method** (Featherstone 2005 §5, docs/REFERENCES.md): CRBA,
 then ``M = L^T D L`` (:func:`ltdl.ltdl_factor`, no fill-in), so that::
 
     J M^-1 J^T = (J L^-1) D^-1 (J L^-1)^T = Z D^-1 Z^T,    z_r = L^-T j_r.

@@ -1,7 +1,7 @@
 """The impact map: post-impact velocity and constraint impulse, by the constrained
 articulated-body algorithm's proximal (augmented-Lagrangian) iterations.
 
-Tedrake 2012 §3.2 (``../shared/papers/tedrake2012-...``): integrating
+Tedrake 2012 §3.2 (docs/REFERENCES.md): integrating
 ``M ddq + b = tau + J^T lam`` over an instantaneous impact (q, tau and ``b`` bounded,
 so they integrate to zero)::
 

@@ -1,6 +1,6 @@
 """The OSIM and the inverse OSIM read from the sparse factorisation of the KKT matrix.
 
-Carpentier, Budhiraja, Mansard, RSS 2021 (``../shared/papers/carpentier2021-...``),
+Carpentier, Budhiraja, Mansard, RSS 2021 (docs/REFERENCES.md),
 §IV-C to §IV-E.  With the constraint rows first (Pinocchio's sign, ``x = -lam``)::
 
     K_mu = [[-R, J], [J^T, M]] = [[I, J M^-1], [0, I]] diag(-Lambda_mu^-1, M) [[I, 0], [M^-1 J^T, I]]

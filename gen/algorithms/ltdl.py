@@ -1,7 +1,7 @@
 """Sparse factorisations of the joint-space inertia matrix for branched trees.
 
 Featherstone, "Efficient Factorization of the Joint-Space Inertia Matrix for Branched
-Kinematic Trees", IJRR 2005 (``../shared/papers/featherstone2005-...``), §4-5.  With the
+Kinematic Trees", IJRR 2005 (docs/REFERENCES.md), §4-5.  With the
 expanded parent array λ over dofs (``Model.dof_parents``), ``H = L^T D L`` (LTDL) or
 ``H = L^T L`` (LTL) where L is unit (resp. general) lower triangular with the same
 sparsity as the lower triangle of H: no fill-in.  Loops run over λ at trace time, so

@@ -4,7 +4,7 @@ inverse.
 
 The standard joint-space method that Sathya & Carpentier 2024 benchmark cABA-OSIM
 against (§VIII-C, "LTL-OSIM"; the inverse is formed, not only the Cholesky factor, as
-in their comparison), in Featherstone 2005's reversed form (``../shared/papers/``):
+in their comparison), in Featherstone 2005's reversed form (docs/REFERENCES.md):
 
 1. CRBA, ``M = L^T L`` (Featherstone 2005 Table 2 right, no fill-in);
 2. ``Y = J L^-1``: each row ``y_r = L^-T j_r`` by back-substitution over the dofs that

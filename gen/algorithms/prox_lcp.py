@@ -1,7 +1,7 @@
 """proxLCP: forward dynamics with unilateral constraints, the linear complementarity
 problem solved by projected proximal iterations on the sparse KKT factorisation.
 
-Tedrake 2012 §3.1 (``../shared/papers/tedrake2012-...``): a unilateral constraint
+Tedrake 2012 §3.1 (docs/REFERENCES.md): a unilateral constraint
 ``phi(q) >= 0`` (a contact normal, a joint limit) holds with a force ``lam >= 0`` that
 vanishes when the constraint accelerates away.  With Baumgarte stabilisation the
 condition is on ``w = J ddq - a_c*`` (Tedrake's ``alpha``), and mixed with bilateral

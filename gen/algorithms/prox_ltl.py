@@ -2,7 +2,7 @@
 matrix with the constraint rows first.
 
 Carpentier, Budhiraja, Mansard, "Proximal and Sparse Resolution of Constrained Dynamic
-Equations", RSS 2021 (``../shared/papers/carpentier2021-...``):
+Equations", RSS 2021 (docs/REFERENCES.md):
 
 * the proximal KKT system, eq. (18), in Pinocchio's sign (``x = -lam``)::
 

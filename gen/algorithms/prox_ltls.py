@@ -2,7 +2,7 @@
 of the augmented joint-space inertia matrix.
 
 Sathya & Carpentier, "Constrained Articulated Body Dynamics Algorithms", 2024
-(``../shared/papers/sathya2024-...``), §II-D2 and §II-F, in Pinocchio's sign and with
+(docs/REFERENCES.md), §II-D2 and §II-F, in Pinocchio's sign and with
 Pinocchio's damping ``rho = mu / weight`` (Sathya's penalty is ``1/rho``):
 
 * ALM iterations, eq. (16)::

@@ -1,7 +1,7 @@
 """proxPV: the Popov-Vereshchagin algorithm with proximal iterations on its dual.
 
 Sathya & Carpentier, "Constrained Articulated Body Dynamics Algorithms", 2024
-(``../shared/papers/sathya2024-...``), Algorithm 4, in LOCAL frames, Pinocchio's sign
+(docs/REFERENCES.md), Algorithm 4, in LOCAL frames, Pinocchio's sign
 (``M ddq + b = tau + J^T lam``) and Pinocchio's damping ``rho = mu / weight``:
 
 1. forward sweep: velocities, ``c_i``, ``IA_i = I_i``, ``pA_i = v x* I v``; each

@@ -238,7 +238,7 @@ class Iterate:
 
 @dataclass(frozen=True)
 class ProximalSolver:
-    """A proximal solver as ``setup`` + ``step`` (DESIGN §3.3), called like any registered
+    """A proximal solver as ``setup`` + ``step`` (docs/DESIGN.md §3.3), called like any registered
     algorithm: ``solver(model, *inputs, be, cset, iterations=, mu=, tol=, max_iter=,
     **own)`` with the inputs of its registry row (``q, v, tau`` for forward dynamics).
 

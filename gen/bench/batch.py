@@ -7,7 +7,7 @@ from :func:`gen.bench.harness.benchmark`'s run of the scalar kernel against it.
 ``bench/reports/2026-11-25-batched-kernels.md`` (default: talos aba, rnea and
 constrained_aba with K = 3 on both soles).
 
-Timing (DESIGN §5): ``n_states`` random states (fixed seed, :func:`harness.make_states`),
+Timing (docs/DESIGN.md §5): ``n_states`` random states (fixed seed, :func:`harness.make_states`),
 ``warmup`` states per implementation, then ``rounds`` rounds; a round times
 ``per_sample`` states through each implementation (one call per state for the scalar
 kernel, one call per N states for a batched one), order rotating; a sample is its time

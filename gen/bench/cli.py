@@ -1,4 +1,4 @@
-"""``rbdgen bench``: time the specialised C against the generic C and Pinocchio (DESIGN §5).
+"""``rbdgen bench``: time the specialised C against the generic C and Pinocchio (docs/DESIGN.md §5).
 
 ::
 

@@ -1,4 +1,4 @@
-"""The timing harness (DESIGN §5): one C program per benchmark, all implementations in the
+"""The timing harness (docs/DESIGN.md §5): one C program per benchmark, all implementations in the
 same process and the same run, interleaved.
 
 :func:`benchmark` builds the specialised kernel (:func:`gen.build`), renders

@@ -167,7 +167,7 @@ int pinshim_eigen_align(void) { return EIGEN_MAX_ALIGN_BYTES; }
 /* Append a constraint: type 3 (CONTACT_3D) or 6 (CONTACT_6D) between frame 1,
  * rigidly attached to joint1 at placement M1, and frame 2 on joint2 at M2 (joint2 = 0:
  * the world).  M = 12 doubles: rotation row-major, then translation.  Expressed in
- * frame 1's LOCAL axes (rbdgen DESIGN §4).  kp, kd: Baumgarte gains. */
+ * frame 1's LOCAL axes (rbdgen docs/DESIGN.md §4).  kp, kd: Baumgarte gains. */
 int pinshim_add_constraint(pinshim *s, int type, int joint1, const double *M1, int joint2,
                            const double *M2, double kp, double kd)
 {

@@ -1,4 +1,4 @@
-"""Build and bind the Pinocchio C++ shim (``pin_shim.cpp``) for the benchmarks (DESIGN §5).
+"""Build and bind the Pinocchio C++ shim (``pin_shim.cpp``) for the benchmarks (docs/DESIGN.md §5).
 
 **How the model gets into C++, and why.**  The ``pin`` wheel ships its headers and a
 shared library built for baseline x86-64.  Two hazards follow for code compiled with
@@ -9,7 +9,7 @@ shared library built for baseline x86-64.  Two hazards follow for code compiled 
    alignment of fixed-size members of ``pinocchio::Model`` / ``Data``.  Handing an object
    built by ``libpinocchio_*.so`` (e.g. by its URDF loader) to an algorithm compiled with
    ``-march=native`` -- or the reverse -- reads misaligned, mis-laid-out memory: the crash
-   DESIGN §5 warns about.
+   docs/DESIGN.md §5 warns about.
 2. With ``PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION`` (what the wheel's CMake config would
    add) the algorithms themselves resolve to the library's *baseline* instantiations, so
    we would time Pinocchio compiled for another CPU than our own code.
@@ -71,7 +71,7 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "pin_shim.cpp"
 
 #: flags shared by every piece of C/C++ the benchmarks compile (rbdgen's kernels, the
-#: generic C, the harness and this shim): DESIGN §5 "same compiler flags".
+#: generic C, the harness and this shim): docs/DESIGN.md §5 "same compiler flags".
 BENCH_FLAGS = ("-O3", "-march=native", "-DNDEBUG")
 CXX_EXTRA = ("-std=c++17", "-fPIC", "-g0", "-w")
 #: Pinocchio's interface definitions (from its CMake config), minus the template
@@ -286,7 +286,7 @@ def _se3_flat(M) -> np.ndarray:
 def constraint_rows(cset) -> list[tuple]:
     """``(type, joint1, M1[12], joint2, M2[12])`` per constraint of an rbdgen
     :class:`~gen.constraints.ConstraintSet`: Pinocchio joint ids are body index + 1
-    (0 = the world), placements are the frames in their bodies (DESIGN §4 conventions:
+    (0 = the world), placements are the frames in their bodies (docs/DESIGN.md §4 conventions:
     ``RigidConstraintModel(type, model, joint1, M1, joint2, M2, LOCAL)``)."""
     rows = []
     for c in cset.constraints:

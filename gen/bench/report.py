@@ -2,7 +2,7 @@
 
 A *result* is the dict :func:`gen.bench.harness.benchmark` returns; a *suite* is
 ``{"date", "machine", "method", "results": [result | {"robot", "algorithm", "error"}]}``.
-Tables quote ratios first (DESIGN §5: "quote ratios, not absolute times"); absolute
+Tables quote ratios first (docs/DESIGN.md §5: "quote ratios, not absolute times"); absolute
 medians with p10-p90 follow for reference.
 """
 from __future__ import annotations
@@ -137,7 +137,7 @@ def suite_markdown(suite: dict, targets_md: tuple[str, str] = ("", "")) -> str:
            "Specialized C (rbdgen's robot-specific kernels) against the generic C (rbdgen's "
            "hand-written model-as-data library) and Pinocchio's C++ (header-only, compiled here), "
            "all in one process per benchmark, interleaved, same compiler and flags "
-           "(DESIGN §5).", "",
+           "(docs/DESIGN.md §5).", "",
            "## Machine and build", "",
            f"- CPU: {m['cpu']} ({m['cores']} logical cores; {m.get('isa', '')}), {m['os']}"
            + (f"; load average at start {m['loadavg']}" if m.get("loadavg") else "")

@@ -1,5 +1,5 @@
 """The benchmark suite: every named robot × (rnea, crba, aba, nle), specialised C vs
-generic C vs Pinocchio, written as a dated report under ``bench/reports/`` (DESIGN §5)."""
+generic C vs Pinocchio, written as a dated report under ``bench/reports/`` (docs/DESIGN.md §5)."""
 from __future__ import annotations
 
 import datetime as _dt

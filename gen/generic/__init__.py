@@ -1,5 +1,5 @@
 """The hand-written generic C implementation (model passed as data) and its binding:
-the baseline the specialised C is benchmarked against (DESIGN §5).
+the baseline the specialised C is benchmarked against (docs/DESIGN.md §5).
 
 * ``rbg.h`` / ``rbg.c``: C99 library, ``rbg_model`` struct, ``rbg_<algo>`` functions,
   ``rbg_work_size`` (see :data:`HEADER`, :data:`SOURCES`); every joint kind of

@@ -13,7 +13,7 @@
  * product instead of a force transform per ancestor.  The analytical derivatives
  * (rbg_rnea_derivatives, rbg_aba_derivatives) run in world coordinates too (RSS 2018).
  *
- * Conventions are Pinocchio's (rbdgen DESIGN §4):
+ * Conventions are Pinocchio's (rbdgen docs/DESIGN.md §4):
  *   - bodies numbered parents first, parent[i] < i, -1 = world; body i moves with
  *     joint i and the joint frame is the body frame;
  *   - an SE3 (R, p) maps child to parent coordinates, x_parent = R x_child + p;
@@ -274,7 +274,7 @@ int rbg_aba_derivatives(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTR
 /* ===================================================================== */
 
 /*
- * A constraint set, with the conventions of rbdgen (DESIGN §4) = Pinocchio's
+ * A constraint set, with the conventions of rbdgen (docs/DESIGN.md §4) = Pinocchio's
  * RigidConstraintModel with reference frame LOCAL: constraint l holds frame A (on body1,
  * at placement M1 in it) to frame B (on body2 at M2; body2 = -1: M2 is an anchor in
  * the world).  Rows are expressed in frame A's LOCAL axes:

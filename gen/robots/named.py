@@ -1,4 +1,4 @@
-"""Named robots from the ``example-robot-data`` package (DESIGN §4).
+"""Named robots from the ``example-robot-data`` package (docs/DESIGN.md §4).
 
 Each entry is ``name -> (URDF path under the package's robots folder, floating_base,
 lock_joints, description)``; :func:`load_named` builds the model exactly as

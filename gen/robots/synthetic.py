@@ -1,4 +1,4 @@
-"""Built-in synthetic trees (DESIGN §4): ``chain:N``, ``bintree:N``, ``humanoid30``,
+"""Built-in synthetic trees (docs/DESIGN.md §4): ``chain:N``, ``bintree:N``, ``humanoid30``,
 ``fourbar``, ``fourbar_cut``, ``closed_leg``.  Links are uniform rods, so every model is deterministic and physically
 plausible (positive-definite inertias, realistic mass ratios)."""
 from __future__ import annotations
