@@ -185,16 +185,26 @@ def lane_type(width: int) -> str:
 
 
 def vector_types(widths) -> str:
-    """The vector types of ``widths`` (:func:`lane_type`) and their unaligned loads and
-    stores, behind a one-line error for compilers without GCC's vector extensions."""
+    """The vector types of ``widths`` (:func:`lane_type`) and their loads and stores at
+    any double-aligned address, behind a one-line error for compilers without GCC's
+    vector extensions.
+
+    Loads and stores are macros on a twin type that may sit at any double-aligned address
+    and alias anything (GCC's ``aligned`` on a typedef lowers the alignment, ``may_alias``
+    exempts it from type-based aliasing; "Common Type Attributes" of the GCC manual,
+    honoured by Clang): no function of the kernel files takes or returns a vector, so
+    no calling convention for vectors is involved.  Functions returning a vector of 4
+    doubles made gcc and clang warn ``AVX vector return without AVX enabled changes the
+    ABI`` (``-Wpsabi``, on by default) at the folder's own flags (no ``-march``), and
+    clang ``unused function`` for the widths a kernel did not use."""
     lines = ["#if !defined(__GNUC__)", "#error \"rbdgen: this kernel uses GCC vector extensions (vector_size): "
              "build it with GCC or Clang\"", "#endif"]
     for w in sorted(set(widths)):
         t = lane_type(w)
         lines += [f"typedef double {t} __attribute__((vector_size({8 * w})));",
-                  f"static inline {t} rbdgen_load{w}(const double *p) {{ {t} v; __builtin_memcpy(&v, p, sizeof v); "
-                  f"return v; }}",
-                  f"static inline void rbdgen_store{w}(double *p, {t} v) {{ __builtin_memcpy(p, &v, sizeof v); }}"]
+                  f"typedef double {t}u __attribute__((vector_size({8 * w}), aligned(8), may_alias));",
+                  f"#define rbdgen_load{w}(p) (*(const {t}u *)(p))",
+                  f"#define rbdgen_store{w}(p, v) (*({t}u *)(p) = (v))"]
     return "\n".join(lines)
 
 
@@ -455,17 +465,58 @@ class Written:
     scheduled: bool = False
     #: the lane widths of its vector work slots (:mod:`gen.lanes`); empty: all doubles
     widths: dict = field(default_factory=dict)
+    #: the doubles of the temporaries an unoptimised build keeps for its vector
+    #: statements (:func:`o0_temporaries`, :func:`stack_bytes`)
+    o0_doubles: int = 0
+
+
+#: the stack one call takes beyond STACK_FACTOR x its locals' bytes (the wrapper's and the
+#: helpers' frames, the pointer arrays, the frames' alignment)
+STACK_SLACK = 4096
+#: an optimised build (-O1 and above, gcc or clang) takes at most this many times the bytes
+#: of the locals the writer declares: the compilers allocate registers and stack slots
+#: anew, and spill.  Measured with -fstack-usage (wrapper and kernel frames; gcc 12 and
+#: clang 14 at -O1, -O2, -O3, -O3 -march=native, -O2 -ffast-math; 19 kernels of every code
+#: shape): at most 1.53x (solo12 constrained_aba with run-time parameters, gcc -O1), 1.25x
+#: on talos aba; tests/test_stack.py checks the bound
+STACK_FACTOR = 2
+#: at -O0 the compilers keep what each vector statement computes and its operands in stack
+#: slots of their own, and gcc the pieces it splits a vector wider than the machine's
+#: registers into (4 doubles without AVX): per double a vector statement assigns, up to
+#: this many doubles of temporaries, by width (a vector of 2 is one SSE2 or NEON register).
+#: Measured at -O0 (gcc 12, clang 14): up to 2.0 for widths 4 and 8 (solo12
+#: constrained_aba with run-time parameters, gcc), 0.34 for width 2 (talos aba, clang)
+O0_TEMPORARIES = {1: 0, 2: 1}
+O0_TEMPORARIES_WIDE = 4
+
+
+def o0_temporaries(width: int, count: int = 1) -> int:
+    """The doubles of temporaries an unoptimised build may keep for ``count`` vector
+    statements of ``width`` lanes (:data:`O0_TEMPORARIES`)."""
+    return count * width * O0_TEMPORARIES.get(width, O0_TEMPORARIES_WIDE)
+
+
+def stack_bytes(stack_doubles: int, o0_doubles: int = 0) -> tuple[int, int]:
+    """``(optimised, unoptimised)``: bounds of the stack one call of a kernel takes, in
+    bytes, from the doubles of its locals (``stack_doubles``, the header's
+    ``STACK_DOUBLES``) and of its vector statements' temporaries at -O0
+    (:attr:`Written.o0_doubles`): ``STACK_FACTOR * 8 * stack_doubles + STACK_SLACK`` for
+    builds with optimisation, ``8 * (stack_doubles + o0_doubles) + STACK_SLACK`` at -O0.
+    The C library's functions the kernel calls (sin, cos, atan2, sqrt) come on top."""
+    return STACK_FACTOR * 8 * stack_doubles + STACK_SLACK, 8 * (stack_doubles + o0_doubles) + STACK_SLACK
 
 
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
                    part_size: int | None = None, order: str = "auto", calls: dict | None = None,
-                   lanes=None) -> Written:
+                   lanes=None, static: bool = False) -> Written:
     """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
     to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
     ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers the live
     values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots); ``calls``: see
     :func:`_steps`; ``lanes``: a lane plan of ``f`` (:func:`gen.lanes.plan`; not with
-    ``avoid_stack``), written by :func:`_lane_steps` instead."""
+    ``avoid_stack``), written by :func:`_lane_steps` instead; ``static``: the function
+    is ``static`` (called from code after it in the same file, as a product kernel's
+    head: only the documented entry points are global)."""
     split_above = SPLIT_ABOVE if split_above is None else split_above
     part_size = min(PART_SIZE if part_size is None else part_size, split_above)
     widths: dict[int, int] = {}
@@ -490,18 +541,20 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
             f"{f.n_instructions()} instructions */")
     slot = (lambda s: f"w[{s}]") if avoid_stack else _local
     doubles = sum(widths.get(k, 1) for k in range(slots))
+    o0 = sum(o0_temporaries(widths[st.writes]) for st in steps if st.writes in widths)
     if len(steps) <= split_above:
         used = {s for st in steps for s in _slots(st)}
         body = [f"    {_render(st, slot, slot)}" for st in steps]
         unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in fills + body)]
-        lines = [head, f"void {name}({params})", "{", *([] if avoid_stack else _declare(used, widths)), *unused,
-                 *fills, *body, "}"]
-        return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths)
-    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths)
-    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths)
+        lines = [head, f"{'static ' if static else ''}void {name}({params})", "{",
+                 *([] if avoid_stack else _declare(used, widths)), *unused, *fills, *body, "}"]
+        return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths, o0)
+    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths, static)
+    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0)
 
 
-def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths=None) -> Written:
+def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths=None,
+           static: bool = False) -> Written:
     """``name`` as parts of ``part_size`` steps and the entry point calling them (the
     module docstring, "Splitting"), which first runs ``fills``."""
     chunks = [steps[i:i + part_size] for i in range(0, len(steps), part_size)]
@@ -538,7 +591,7 @@ def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, width
         sig = ", ".join(decl[p] for p in used) or "void"
         parts += [f"static RBDGEN_PART void {pname}({sig})", "{", *_declare(local, widths), *body, "}", ""]
         calls.append(f"    {pname}({', '.join(used)});")
-    top = [head, f"void {name}({params})", "{"]
+    top = [head, f"{'static ' if static else ''}void {name}({params})", "{"]
     if crossing:
         top.append(f"    double x[{size}];   /* values crossing a part boundary */")
     lines = [f"/* {name} in {len(chunks)} parts of at most {part_size} instructions */", *parts,
@@ -587,17 +640,21 @@ PART_MACROS = """#if defined(__GNUC__)
 
 def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
                     part_size: int | None = None, order: str = "auto", calls: dict | None = None,
-                    preamble: str = "", lanes: list | None = None, vector_widths=()) -> tuple[str, list[Written]]:
+                    preamble: str = "", lanes: list | None = None, vector_widths=(),
+                    static: bool = False) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
     (the routines ``calls`` names), the vector types (:func:`vector_types`) of the
     functions' lanes and of ``vector_widths`` (those the caller's code after them uses),
     and, when any is split, :data:`PART_MACROS`), and each one's :class:`Written`;
-    ``lanes``: per function a lane plan or None."""
+    ``lanes``: per function a lane plan or None; ``static``: the functions are
+    internal to the file (see :func:`write_function`)."""
     lanes = lanes or [None] * len(funcs)
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
-                              order=order, calls=calls, lanes=plan) for f, plan in zip(funcs, lanes)]
+                              order=order, calls=calls, lanes=plan, static=static) for f, plan in zip(funcs, lanes)]
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
-    head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble else []) + \
+    # the routines only where a function calls one (an unused static function is a warning)
+    called = any(fmt.split("(")[0] in w.code for fmt in (calls or {}).values() for w in written)
+    head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble and called else []) + \
         ([vector_types(widths), ""] if widths else []) + \
         ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
     return "\n".join(head + ["\n\n".join(w.code for w in written)]), written

@@ -27,12 +27,33 @@ Output is deterministic: no timestamps, no absolute paths; emitting twice gives 
 bytes (the CasADi and rbdgen versions are recorded, so upgrading either may change them).
 
 Symbols: every exported symbol of a folder starts with ``P``: the public functions
-(``P``, ``P_opts`` for a driver) and the math's entry points (``P_kernel``, or
-``P_setup``, ``P_step``, ``P_finish`` for a driver; ``void f(const double **arg, double
-**res)``, plus ``double *w`` with ``avoid_stack``); everything else is ``static``.  So
-kernels of different robots and algorithms link together into one program, and no
-helper of a code generator is exported (issue 12 §6: CasADi's ``CodeGenerator`` added
-~17 global functions per kernel, ``_checkout``, ``_n_in``, ``_sparsity_in``, ``_work``...).
+(``P``, ``P_opts`` for a driver, ``P_status`` for a batched kernel) and the math's entry
+points (``P_kernel``, or ``P_setup``, ``P_step``, ``P_finish`` for a driver; ``void
+f(const double **arg, double **res)``, plus ``double *w`` with ``avoid_stack``);
+everything else is ``static`` (a product kernel's head, the parts of a split function,
+the sin/cos routines, the loops) or a macro (vector loads, stores, tests).  So kernels of
+different robots and algorithms link together into one program, and no helper of a code
+generator is exported (issue 12 §6: CasADi's ``CodeGenerator`` added ~17 global
+functions per kernel, ``_checkout``, ``_n_in``, ``_sparsity_in``, ``_work``...).  Options
+that change the ABI change the symbol: the variant hash (:func:`symbol_prefix`) covers
+the traced options, the gains and ``avoid_stack`` (another work size), so a default and
+an ``avoid_stack`` build of one kernel link together (issue 32 §7).
+
+Compilers and flags (issue 32 §6, §7): the C compiles without a warning under ``-Wall
+-Wextra -pedantic`` with gcc and clang, with or without ``-march``: no function takes or
+returns a GCC vector (loads, stores and tests are macros, sin/cos take pointers), since a
+vector of 4 doubles crossing a function boundary draws ``-Wpsabi`` ("AVX vector return
+without AVX enabled changes the ABI") at the folder's own flags.  Under ``-ffast-math``
+the results are the plain build's up to rounding: every test of inf and NaN (inputs,
+outputs, run-time parameters, ``tol``, a batch's lanes) reads the bits, which
+``-ffinite-math-only`` cannot fold away as it folds ``isfinite`` and ``!(x >= 0)``, and
+the vectorised sin/cos rounds 2x/pi by an integer conversion, where
+``-fassociative-math`` folds ``(t + 1.5*2^52) - 1.5*2^52`` to ``t``.
+
+Stack: the header states ``P_STACK_DOUBLES`` (the locals as written) and two bounds of
+what a call takes, ``P_STACK_BYTES`` for optimised builds and ``P_STACK_BYTES_O0`` at
+-O0 (:func:`gen.cwriter.stack_bytes`, tested against ``-fstack-usage`` and a painted
+thread stack in tests/test_stack.py).
 
 Early-exit driver
 -----------------
@@ -43,15 +64,22 @@ loop state), ``step`` (``const``, state -> next state, residual) and ``finish``
 (``q, v, tau -> ddq, lam, iterations, residual``) and loops in C::
 
     setup(q, v, tau -> const, s)
-    for k = 1, 2, ...:  step(const, s -> s', residual)
-                        stop if residual <= T or k == K;  s <-> s'
-    finish(const, s -> ddq, lam);  iterations = k
+    for k = 1, 2, ...:  step(const, s -> s', test)
+                        if test <= T or k == K:
+                            finish(const, s -> ddq, lam, r)      (iterate k, true residual)
+                            stop if r <= T or k == K or r >= the last finished r
+                        s <-> s'
+    iterations = k
 
-so it returns the first iterate whose test value is ``<= T`` (the test of
-``gen.run(..., tol=T, max_iter=K)``), else iterate K; ``finish`` also returns the true
-constraint residual ``|J ddq - a_c*|_inf`` of the returned ``ddq`` (the reported
-``residual``).  The call returns ``RBDGEN_OK`` when that residual is ``<= T``, else
-``RBDGEN_ERR_NOT_CONVERGED`` (-4) with every output written.  ``P_opts(..., work, tol,
+``finish`` returns the true constraint residual ``|J ddq - a_c*|_inf`` of the returned
+``ddq`` (the reported ``residual``); the step's test value may be another expression of
+it (proxLTL and proxPV test the dual difference ``rho (lam_{k-1} - lam_k)``, equal in
+exact arithmetic), which can pass while the true residual is still above ``T`` (issue
+32 §7: solo12 proxLTL at ``T`` = 1e-13).  The iteration then goes on while the true
+residual falls, so the call returns the first finished iterate with ``r <= T``, else the
+one where ``r`` stopped falling, else iterate K.  It returns ``RBDGEN_OK`` when that
+residual is ``<= T``, else ``RBDGEN_ERR_NOT_CONVERGED`` (-4) with every output written.
+(``gen.run(..., tol=T)`` stops at the first passing test.)  ``P_opts(..., work, tol,
 max_iter, int *n_iter)`` is the same loop with ``tol`` and ``max_iter`` given at run time
 (``P`` calls it with ``P_TOL``, ``P_MAX_ITER``; out of range: ``RBDGEN_ERR_INVALID_ARGUMENT``,
 -3) and the iteration count as an int; ``mu`` stays compile-time (it is folded into the
@@ -78,7 +106,9 @@ vectorised (:func:`_batch_trig_code`, within 2.3e-16 of glibc) or, with
 ``batch_trig="libm"``, glibc per lane; ``scalar_trig="vector"`` gives the scalar kernel
 the same routine (:func:`_one_lane_trig`), so that with ``-ffp-contract=off`` on both
 every lane is bit for bit the scalar kernel.  The wrapper (``wrapper_batch.c.j2``) voids only
-the lanes whose inputs are not finite.  Fixed iteration counts only (no early-exit
+the lanes whose inputs are not finite, and gives each lane its own code: ``P_status(...,
+work, int *status)`` writes them to ``status[lane]``; ``P`` returns -1 if any lane has
+-1, else -2 if any has -2 (one code for N lanes cannot say more).  Fixed iteration counts only (no early-exit
 driver), locals only (no ``avoid_stack``).  Measured on talos (gen.bench.batch,
 ``bench/reports/2026-11-25-batched-kernels.md``): aba 4.6x (N = 4) and 8.1x (N = 8) the
 scalar kernel's throughput per state.
@@ -113,10 +143,12 @@ that is a different run, the real comparison belongs to ``gen.bench``.)
   intermediate to memory it must assume aliases the outputs.  The price is stack:
   ``-fstack-usage`` gives 7.7 kB for talos aba with locals, 1.2 kB with the work array
   (plus the 6.5 kB work buffer).  Default: locals; ``work_size`` is then 0 and the
-  header states the bound ``P_STACK_DOUBLES`` (CasADi's ``sz_w``, the number of locals;
-  for a split kernel the deepest part's locals plus the boundary array).
-  ``avoid_stack=True`` is kept for small-stack targets: ``work_size`` is then exactly
-  ``sz_w`` and the kernel uses the caller's buffer.
+  header states ``P_STACK_DOUBLES`` (the locals as written: the work slots; for a split
+  kernel the deepest part's locals plus the boundary array; a product kernel's scratch
+  and loop accumulators) and the bounds ``P_STACK_BYTES`` / ``P_STACK_BYTES_O0`` of the
+  real use (see "Stack" above).  ``avoid_stack=True`` is kept for small-stack targets:
+  ``work_size`` is then exactly ``sz_w`` and the kernel uses the caller's buffer; it has
+  its own symbol (the variant hash).
 * Splitting (issue 15 §3, :mod:`gen.cwriter`): a tape longer than
   ``gen.cwriter.SPLIT_ABOVE`` instructions becomes ``static`` parts of ``PART_SIZE``
   instructions, so gcc's time and memory grow linearly with the kernel; the manifest's
@@ -144,6 +176,7 @@ import logging
 import math
 import os
 import re
+import struct
 import tempfile
 import time
 from contextlib import contextmanager
@@ -161,7 +194,7 @@ from .algorithms import in_report
 from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
-from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, op_name, write_functions
+from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, o0_temporaries, op_name, stack_bytes, write_functions
 from .errors import RbdgenError
 from .model import Model
 from .lanes import manifest as lanes_manifest, plan as lane_plan, trace_plan
@@ -411,7 +444,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                           "weights built in (runtime_params off)")
     tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else \
         ("_vtrig" if scalar_trig == "vector" else "")
-    prefix = prefix or symbol_prefix(model.name, algo.name, spec, variant(tr)) + tag
+    # avoid_stack changes the ABI (the work size): its own symbol, so both builds link together
+    prefix = prefix or symbol_prefix(model.name, algo.name, spec,
+                                     {**variant(tr), **({"avoid_stack": True} if avoid_stack else {})}) + tag
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
     options = _jsonable(tr.options)
@@ -451,6 +486,10 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                "checked": [tr.outputs[o][0] for o in checked_outputs(tr)] if loops and not batch else []})
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
+    # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles
+    # (at most one per instruction), plus its sin/cos routine's few dozen
+    o0 = o0_temporaries(batch, funcs[0].n_instructions() + 64) if batch else max(w.o0_doubles for w in written)
+    fn["stack_bytes"], fn["stack_bytes_o0"] = stack_bytes(fn["stack_doubles"], o0)
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
              "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
@@ -487,6 +526,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                        "outputs": [{"name": y["name"], "size": y["size"], "rows": y["rows"], "cols": y["cols"]}
                                    for y in fn["outputs"]],
                        "work_size": fn["work_size"], "stack_doubles": fn["stack_doubles"],
+                       "stack_bytes": fn["stack_bytes"], "stack_bytes_o0": fn["stack_bytes_o0"],
+                       **({"lane_status": f"{fn['symbol']}_status"} if batch else {}),
                        "opcount": fn["opcount_raw"]}],
     }
     return {
@@ -626,16 +667,24 @@ def _pi_over_2_parts() -> tuple[float, float, float]:
 
 
 def _batch_trig_code(p: str, lanes: int) -> str:
-    """``static`` C of ``<p>_sin`` and ``<p>_cos`` on a vector of ``lanes`` doubles.
+    """``static`` C of ``void <p>_trig(const <p>_v *x, <p>_v *y, int cosine)``: ``*y`` =
+    sin or cos of each of the ``lanes`` doubles of ``*x`` (which ``y`` may be).
 
-    x = k pi/2 + r with k = round(2x/pi) (rounded by adding 1.5 * 2^52, whose low mantissa
-    bits then hold k mod 4) and r = ((x - k C1) - k C2) - k C3 (:func:`_pi_over_2_parts`;
-    x - k C1 is exact by Sterbenz' lemma), |r| <= pi/4; sin r and cos r by their Taylor
-    series to r^17 and r^18 (the first term left out is below 1e-19 on |r| <= pi/4),
-    Horner's scheme; the quadrant k mod 4 picks +-sin r or +-cos r by bit masks (cos x =
-    sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin and cos
-    (tests/test_batch.py): within 2.3e-16 absolute on |x| <= 1e6.  Lanes with |x| >
-    :data:`TRIG_LIMIT`, inf or NaN take libm's value."""
+    x = k pi/2 + r with k = round(2x/pi) as an integer (``__builtin_convertvector`` of
+    2x/pi +- 1/2, truncated; its low bits are k mod 4) and r = ((x - k C1) - k C2) - k C3
+    (:func:`_pi_over_2_parts`; x - k C1 is exact by Sterbenz' lemma), |r| <= pi/4; sin r
+    and cos r by their Taylor series to r^17 and r^18 (the first term left out is below
+    1e-19 on |r| <= pi/4), Horner's scheme; the quadrant k mod 4 picks +-sin r or +-cos r
+    by bit masks (cos x = sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin
+    and cos (tests/test_batch.py): within 2.3e-16 absolute on |x| <= 1e6.  Lanes with
+    |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits) take libm's value; the
+    reduction sees 0 there, so the conversion is always in range.
+
+    Immune to ``-ffast-math``: k is an integer conversion, where rounding by adding and
+    subtracting 1.5 * 2^52 is folded away by ``-fassociative-math`` (then sin(0.3) = 0),
+    and the range test is on the bits, which ``-ffinite-math-only`` cannot assume away;
+    reassociating the reduction there costs a few ulps of r.  Vectors pass by pointer:
+    no function takes or returns one (:func:`gen.cwriter.vector_types`)."""
     c1, c2, c3 = _pi_over_2_parts()
     sin_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(3, 18, 2)]     # r^3 .. r^17
     cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
@@ -649,45 +698,50 @@ def _batch_trig_code(p: str, lanes: int) -> str:
     def splat(c):
         return "{" + ", ".join([c] * lanes) + "}"
 
-    v, u = f"{p}_v", f"{p}_u64"
+    v, u, i32, i64 = f"{p}_v", f"{p}_u64", f"{p}_i32", f"{p}_i64"
+    limit_bits = f"0x{struct.unpack('<Q', struct.pack('<d', TRIG_LIMIT))[0]:016x}ULL"
     return f"""/* sin and cos of each lane (see rbdgen's gen/emit.py, _batch_trig_code): Cody-Waite
- * reduction by pi/2 in three parts, Taylor series on |r| <= pi/4, quadrant by bit masks;
- * |x| > {TRIG_LIMIT:g}, inf and NaN lanes through libm. */
-static {v} {p}_trig({v} x, int cosine)
+ * reduction by pi/2 in three parts with k = round(2x/pi) an integer conversion, Taylor
+ * series on |r| <= pi/4, quadrant by bit masks; |x| > {TRIG_LIMIT:g}, inf and NaN lanes through
+ * libm.  No rounding trick and no test that -ffast-math folds away. */
+static void {p}_trig(const {v} *xp, {v} *yp, int cosine)
 {{
-    const {v} magic = {splat("0x1.8p+52")}, limit = {splat(c_double(TRIG_LIMIT))};
-    const {u} sign = {splat("0x8000000000000000ULL")};
-    {v} t = x * {c_double(2 / math.pi)} + magic;   /* low mantissa bits: k = round(2x/pi) */
-    {v} k = t - magic;
-    {v} r = ((x - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
+    const {u} sign = {splat("0x8000000000000000ULL")}, limit = {splat(limit_bits)};
+    const {u} half = {splat("0x3fe0000000000000ULL")};     /* the bits of 0.5 */
+    const {v} x = *xp;
+    {u} near = ({u})((({u})x & ~sign) <= limit);  /* all ones where |x| <= limit (NaN: no) */
+    {v} xr = ({v})(({u})x & near);               /* 0 in the lanes libm takes */
+    {v} kd = xr * {c_double(2 / math.pi)};
+    {i32} ki = __builtin_convertvector(kd + ({v})((({u})kd & sign) | half), {i32});
+    {v} k = __builtin_convertvector(ki, {v});
+    {v} r = ((xr - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
     {v} r2 = r * r;
     {v} s = r + (r * r2) * ({horner(sin_c)});
     {v} c = (1.0 - 0.5 * r2) + (r2 * r2) * ({horner(cos_c)});
-    {u} q = ({u})t + ({u}){splat("(unsigned long long)cosine")};
+    {u} q = ({u})__builtin_convertvector(ki, {i64}) + ({u}){splat("(unsigned long long)cosine")};
     {u} odd = -(q & 1);                         /* all ones in odd quadrants: +-cos r */
     {u} y = (({u})s & ~odd) | (({u})c & odd);
-    {v} out, ax = ({v})(({u})x & ~sign);
-    {u} far = ({u})(ax <= limit);                /* all ones where the reduction applies */
+    {v} out;
     int l, any = 0;
     y ^= (q & 2) << 62;                         /* quadrants 2, 3: -sin r, -cos r */
     out = ({v})y;
-    for (l = 0; l < {lanes}; ++l) any |= far[l] == 0;
+    for (l = 0; l < {lanes}; ++l) any |= near[l] == 0;
     if (any)
         for (l = 0; l < {lanes}; ++l)
-            if (far[l] == 0) out[l] = cosine ? cos(x[l]) : sin(x[l]);
-    return out;
+            if (near[l] == 0) out[l] = cosine ? cos(x[l]) : sin(x[l]);
+    *yp = out;
 }}
-
-static inline {v} {p}_sin({v} x) {{ return {p}_trig(x, 0); }}
-static inline {v} {p}_cos({v} x) {{ return {p}_trig(x, 1); }}
 """
 
 
 def _vector_types(p: str, lanes: int) -> list[str]:
-    """C typedefs of ``<p>_v`` (``lanes`` doubles) and ``<p>_u64`` (as many 64-bit
-    integers, for :func:`_batch_trig_code`'s bit masks)."""
+    """C typedefs of ``<p>_v`` (``lanes`` doubles), ``<p>_u64``, ``<p>_i64`` and
+    ``<p>_i32`` (as many 64- and 32-bit integers, for :func:`_batch_trig_code`'s bit masks
+    and its integer k)."""
     return [f"typedef double {p}_v __attribute__((vector_size({8 * lanes})));",
-            f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));"]
+            f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));",
+            f"typedef long long {p}_i64 __attribute__((vector_size({8 * lanes})));",
+            f"typedef int {p}_i32 __attribute__((vector_size({4 * lanes})));"]
 
 
 def _one_lane_trig(p: str) -> dict:
@@ -695,9 +749,9 @@ def _one_lane_trig(p: str) -> dict:
     cos are :func:`_batch_trig_code`'s routine on a vector of one double: the same IEEE
     operations in the same order as every lane of a batched kernel."""
     routine = "\n".join([*_vector_types(p, 1), "", _batch_trig_code(p, 1),
-                         f"static inline double {p}_sin1(double x) {{ return {p}_sin(({p}_v){{x}})[0]; }}",
-                         f"static inline double {p}_cos1(double x) {{ return {p}_cos(({p}_v){{x}})[0]; }}"])
-    return {"calls": {ca.OP_SIN: f"{p}_sin1({{0}})", ca.OP_COS: f"{p}_cos1({{0}})"}, "preamble": routine}
+                         f"static double {p}_trig1(double x, int cosine) {{ {p}_v v = {{x}}; {p}_trig(&v, &v, cosine); "
+                         "return v[0]; }"])
+    return {"calls": {ca.OP_SIN: f"{p}_trig1({{0}}, 0)", ca.OP_COS: f"{p}_trig1({{0}}, 1)"}, "preamble": routine}
 
 
 def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "vector") -> str:
@@ -742,7 +796,7 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
                 line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_TRIG_OPS[op]}({arg});"
             elif op in _TRIG_OPS:
                 uses_trig = True
-                line = f"w{r} = {p}_{_TRIG_OPS[op]}({args[0]});"
+                line = f"{p}_trig(&{args[0]}, &w{r}, {int(op == ca.OP_COS)});"
             else:
                 line = f"w{r} = {VECTOR_OPS[op].format(*args)};"
         elif op in LIBM_OPS:
@@ -754,13 +808,12 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
         used.add(r)
         body.append(line)
     decl = ", ".join(f"w{r}" for r in sorted(used))
-    head = [_vector_types(p, lanes)[0],
-            "/* the same for loads and stores at any double-aligned address */",
+    head = [*_vector_types(p, lanes),
+            "/* the same at any double-aligned address, for loads and stores (macros: no vector crosses",
+            "   a function boundary, see gen/cwriter.py, vector_types) */",
             f"typedef double {p}_m __attribute__((vector_size({8 * lanes}), aligned(8), may_alias));",
-            _vector_types(p, lanes)[1],
-            "",
-            f"static inline {v} {p}_load(const double *x) {{ return *(const {p}_m *)x; }}",
-            f"static inline void {p}_store(double *x, {v} y) {{ *({p}_m *)x = y; }}",
+            f"#define {p}_load(x) (*(const {p}_m *)(x))",
+            f"#define {p}_store(x, y) (*({p}_m *)(x) = (y))",
             ""]
     if uses_trig:
         head += _batch_trig_code(p, lanes).splitlines() + [""]

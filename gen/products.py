@@ -25,9 +25,11 @@ kernel is then two steps in one C function:
   with ``avoid_stack``);
 * the loops, column by column of each ``X`` (:func:`column_loop`, one per column
   length): the column's sums are held in up to :data:`ACCUMULATORS` vector registers
-  while its nonzeros stream by, one vector FMA per 8 rows and nonzero, and ``Y[:, c]``
-  is read and written once (talos aba_derivatives: 21.7 -> 18.0 us against loops that
-  updated ``Y`` in memory once per nonzero, row by row of ``X``; solo12: 2.40 -> 2.15).
+  while its nonzeros stream by, one vector FMA per register of rows (8 with AVX-512,
+  4 with AVX, 2 otherwise: :data:`LOOP_WIDTH`, chosen when the C is compiled) and
+  nonzero, and ``Y[:, c]`` is read and written once (talos aba_derivatives: 21.7 ->
+  18.0 us against loops that updated ``Y`` in memory once per nonzero, row by row of
+  ``X``; solo12: 2.40 -> 2.15).
   The first term's loops assign ``Y`` (an empty column zero), the base's entries are
   added to theirs, the later terms' loops add to ``Y``: every entry is stored by a
   loop, so the head fills no output with zeros first, and each loop tests the values it
@@ -60,7 +62,7 @@ from bisect import bisect_left
 
 import casadi as ca
 
-from .cwriter import Written, lane_type, write_functions
+from .cwriter import Written, lane_type, o0_temporaries, write_functions
 from .lanes import trace_plan
 from .trace import SYMMETRIC_BLOCK, Trace, deferred, head
 
@@ -84,26 +86,42 @@ def _table(name: str, values: list[int]) -> list[str]:
     return [f"        static const int {name}[{len(values)}] = {{", *[f"            {r}," for r in rows], "        };"]
 
 
-#: accumulators of one pass down a column (each a vector of 8 or 4 doubles or a double):
-#: enough independent sums to hide the FMA latency; 32 AVX-512 registers hold them with
-#: room to spare, AVX2's 16 (a vector of 8 is two there) only while a pass has at most
-#: 7 vectors of 8 (columns up to 56 rows, talos' 50 included); longer passes spill there
+#: accumulators of one pass down a column (each a vector of the machine's width, or
+#: narrower for the rows left over): enough independent sums to hide the FMA latency;
+#: the machine's 16 (SSE2, AVX2) or 32 (AVX-512) vector registers hold them
 ACCUMULATORS = 8
-#: the widths of the vector types the loops use (:func:`gen.cwriter.vector_types`; the
-#: compiler lowers a vector of 8 to the machine's widest: one AVX-512 register, two AVX2
-#: ones, four SSE2 ones; a vector of 2 for two rows left over, one SSE2 register: talos
-#: aba_derivatives' 50 rows, 14.15 -> 13.95 us against two scalar rows)
+#: the widths of the vector types the loops use (:func:`gen.cwriter.vector_types`): the
+#: machine's (:data:`LOOP_WIDTH`) and the narrower ones for the rows left over (a vector
+#: of 2 for two rows, one SSE2 register: talos aba_derivatives' 50 rows, 14.15 -> 13.95 us
+#: against two scalar rows)
 VECTOR_WIDTHS = (2, 4, 8)
+#: the loops' widest vector, chosen by the compiler's target (``RBDGEN_LOOP_WIDTH``): one
+#: register of the machine, 8 doubles with AVX-512, 4 with AVX, else 2 (SSE2, NEON).  A
+#: vector wider than the registers is no help: gcc keeps a vector of 8 doubles in memory
+#: without AVX-512 and moves it piece by piece (talos aba_derivatives, gcc 12 -O3: 76 us
+#: without -march, 89 us at -march=x86-64-v3, against 16 us at -march=native on AVX-512;
+#: clang 14 at x86-64-v3: 15.6 us).  Every width forms each row's sum in the same order.
+LOOP_WIDTH = """/* the product loops' widest vector: one register of the target (gen/products.py) */
+#if defined(__AVX512F__)
+#define RBDGEN_LOOP_WIDTH 8
+#elif defined(__AVX__)
+#define RBDGEN_LOOP_WIDTH 4
+#else
+#define RBDGEN_LOOP_WIDTH 2
+#endif"""
+#: the values RBDGEN_LOOP_WIDTH takes, widest first (the #if chain of :func:`column_loops`)
+LOOP_WIDTHS = (8, 4, 2)
 
 
-def _pieces(rows: int) -> list[list[tuple[int, int]]]:
+def _pieces(rows: int, width: int = 8) -> list[list[tuple[int, int]]]:
     """The rows of a column as passes of at most :data:`ACCUMULATORS` pieces
-    ``(first row, width)``, widths 8, then at most one each of 4, 2 and 1."""
+    ``(first row, width)``, vectors of ``width`` doubles, then at most one each of the
+    narrower widths (4, 2, 1)."""
     pieces, r = [], 0
-    for width in (8, 4, 2, 1):          # after the 8s fewer than 8 rows are left
-        while rows - r >= width:
-            pieces.append((r, width))
-            r += width
+    for w in (8, 4, 2, 1):              # after the widest, fewer than `width` rows are left
+        while w <= width and rows - r >= w:
+            pieces.append((r, w))
+            r += w
     return [pieces[i:i + ACCUMULATORS] for i in range(0, len(pieces), ACCUMULATORS)]
 
 
@@ -119,32 +137,45 @@ EXPONENT = "0x7ff0000000000000LL"
 def nonfinite_tests() -> str:
     """C of the loops' test of the values they store: ``rbdgen_nonfinite<w>(v)``, all
     bits set in each lane of ``v`` that is inf or NaN (every exponent bit set), on the
-    bits (as the wrapper's ``all_finite``: it holds under ``-ffast-math`` too)."""
+    bits (as the wrapper's ``all_finite``: it holds under ``-ffast-math`` too).  Macros,
+    like the loads and stores (:func:`gen.cwriter.vector_types`): no vector crosses a
+    function boundary."""
     lines = []
     for w in VECTOR_WIDTHS:
         bits = f"rbdgen_bits{w}"
         lines += [f"typedef long long {bits} __attribute__((vector_size({8 * w})));",
-                  f"static inline {bits} rbdgen_nonfinite{w}({lane_type(w)} v) "
-                  f"{{ const {bits} e = ({bits}){{0}} + {EXPONENT}; return (({bits})v & e) == e; }}"]
-    lines.append("static inline long long rbdgen_nonfinite1(double v) { long long b; __builtin_memcpy(&b, &v, sizeof b); "
-                 f"return (b & {EXPONENT}) == {EXPONENT}; }}")
+                  f"#define rbdgen_nonfinite{w}(v) (({bits})((({bits})(v) & (({bits}){{0}} + {EXPONENT})) "
+                  f"== (({bits}){{0}} + {EXPONENT})))"]
+    lines.append("#define rbdgen_nonfinite1(v) (((((union { double d; long long b; }){(v)}).b) & "
+                 f"{EXPONENT}) == {EXPONENT})")
     return "\n".join(lines)
 
 
-def column_loop(rows: int, ld: int | None = None, assign: bool = False) -> str:
+def column_loops(rows: int, ld: int | None = None, assign: bool = False) -> str:
+    """:func:`column_loop` for each machine width of :data:`LOOP_WIDTHS`, the one the
+    compiler's target has chosen by ``RBDGEN_LOOP_WIDTH`` (:data:`LOOP_WIDTH`)."""
+    out = []
+    for n, width in enumerate(LOOP_WIDTHS):
+        test = f"#if RBDGEN_LOOP_WIDTH == {width}" if n == 0 else \
+            f"#elif RBDGEN_LOOP_WIDTH == {width}" if n < len(LOOP_WIDTHS) - 1 else "#else"
+        out += [test, column_loop(rows, ld, assign, width)]
+    return "\n".join(out + ["#endif"])
+
+
+def column_loop(rows: int, ld: int | None = None, assign: bool = False, width: int = 8) -> str:
     """C of ``rbdgen_[assign_]columns_<rows>[_of_<ld>]`` (:func:`loop_name`): ``Y[:, c] +=
     sign * sum_j A[:, k[j]] x[j]`` (with ``assign``: ``Y[:, c] =``, an empty column
     zero) over the nonzeros ``j = start[c] .. start[c+1]-1`` of column c of a sparse X
     (k ascending), column by column, for ``rows`` rows of columns ``ld`` apart (default
     ``rows``); each pass down the column holds its sums in registers (one vector FMA per
-    8 rows and nonzero, ``Y`` read and written once per column), the order of the sums the
-    trace's (:meth:`gen.backend.SXBackend.product`).  It returns 1 if a value it stored is
-    inf or NaN (:func:`nonfinite_tests`), else 0."""
+    ``width`` rows and nonzero, ``Y`` read and written once per column), the order of the
+    sums the trace's (:meth:`gen.backend.SXBackend.product`).  It returns 1 if a value it
+    stored is inf or NaN (:func:`nonfinite_tests`), else 0."""
     ld = rows if ld is None else ld
     kind = {w: lane_type(w) for w in VECTOR_WIDTHS} | {1: "double"}
-    widths = sorted({w for passes in _pieces(rows) for _, w in passes}, reverse=True)
+    widths = sorted({w for passes in _pieces(rows, width) for _, w in passes}, reverse=True)
     body = []
-    for passes in _pieces(rows):
+    for passes in _pieces(rows, width):
         decl = [f"{kind[w]} s{n} = {{0}};" if w > 1 else f"double s{n} = 0.0;" for n, (_, w) in enumerate(passes)]
         acc = [f"s{n} += rbdgen_load{w}(a + {r}) * xj;" if w > 1 else f"s{n} += a[{r}] * xj;"
                for n, (r, w) in enumerate(passes)]
@@ -187,7 +218,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
                  order: str = "auto", calls: dict | None = None, preamble: str = "",
                  lanes: bool = False) -> tuple[str, Written, list]:
     """C of the scalar kernel ``int name(arg, res[, w])`` of a trace with products: the
-    head (``name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``,
+    head (``static name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``,
     its isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`)
     and the loops, returning 1 if an output a product forms holds an inf or NaN (the
     wrapper then checks only the other outputs, :func:`checked_outputs`), else 0; its
@@ -199,7 +230,8 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
         (f, plan), lane = head_function(f"{name}_head", tr), None
     plans = [lane]
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
-                                    calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS)
+                                    calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS,
+                                    static=True)
     sizes = [int(f.numel_out(i)) for i in range(len(tr.outputs), f.n_out())]   # an intermediate's Y: empty
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)
@@ -207,7 +239,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     loops = sorted({(term["rows"] - first, term["rows"], t == 0)
                     for p in plan for t, term in enumerate(p["terms"])
                     for first in (_blocks(term["rows"]) if p["symmetric"] else [0])}, reverse=True)
-    lines = ["", nonfinite_tests() + "\n", *[column_loop(*loop) + "\n" for loop in loops],
+    lines = ["", nonfinite_tests() + "\n", LOOP_WIDTH + "\n", *[column_loops(*loop) + "\n" for loop in loops],
              f"/* {name}: the head writes the outputs no product forms and {len(sizes)} scratch arrays, the loops "
              f"form the products; 1 if an output they form holds an inf or NaN */",
              f"int {name}(const double **arg, double **res{', double *w' if avoid_stack else ''})", "{"]
@@ -254,9 +286,15 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
                 lines += ["        }", "    }"]
     lines += ["    return bad;", "}"]
     text = code + "\n" + "\n".join(lines)
-    stack = 0 if avoid_stack else head.stack_doubles + total
+    # the loops' accumulators and the values they store are locals too (also with
+    # avoid_stack); at -O0 each loop keeps temporaries for its three vector statements per
+    # piece (sum, value, test)
+    passes = [p for rows, _, _ in loops for width in LOOP_WIDTHS for p in _pieces(rows, width)]
+    accumulators = 2 * max((sum(w for _, w in p) for p in passes), default=0)
+    o0 = max((sum(o0_temporaries(w, 3) for _, w in p) for p in passes), default=0)
+    stack = (0 if avoid_stack else head.stack_doubles + total) + accumulators
     slots = head.slots + total if avoid_stack else head.slots
-    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths), plans
+    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths, head.o0_doubles + o0), plans
 
 
 def checked_outputs(tr: Trace) -> list[int]:

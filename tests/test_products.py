@@ -2,6 +2,8 @@
 op count, which outputs the trace defers to C loops, and the compiled kernels (locals,
 avoid_stack, split head) against NumPy."""
 import ctypes
+import platform
+import subprocess
 
 import casadi as ca
 import numpy as np
@@ -11,7 +13,8 @@ import gen
 from gen import cwriter
 from gen import trace as trace_module
 from gen.backend import NUMPY, SXBackend
-from gen.products import VECTOR_WIDTHS, column_loop, head_function, loop_name, nonfinite_tests
+from gen.products import (LOOP_WIDTH, LOOP_WIDTHS, VECTOR_WIDTHS, column_loop, head_function, loop_name,
+                          nonfinite_tests)
 from gen.robots import load_robot
 from gen.trace import _products, same_nodes, trace
 from opcount.counter import count_expr
@@ -186,7 +189,9 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
     if variant == "every_product":                   # loops also for the short (m-row, ur5) products
         monkeypatch.setattr(trace_module, "LOOP_ROWS", 1)
     model = load_robot(robot)
-    kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k")
+    # a module constant patched is not part of a build's cache key: those variants build in a cache of their own
+    private = {"cache": tmp_path / "cache"} if variant in ("split", "every_product") else {}
+    kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k", **private)
     names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]
     if variant == "every_product":
         assert names == (["Minv", "ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
@@ -207,17 +212,17 @@ def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, ro
             assert np.array_equal(out[2], out[2].T)
 
 
-def _loop_library(tmp_path, flags: str, loops: list[tuple[int, int, bool]]):
-    """The product loops ``(rows, ld, assign)`` of gen.products, each exported as
-    ``int t_<rows>_<ld>_<assign>(...)``, compiled with ``flags``."""
+def _loop_library(tmp_path, flags: str, loops: list[tuple[int, int, bool]], width: int = 8):
+    """The product loops ``(rows, ld, assign)`` of gen.products on vectors of ``width``,
+    each exported as ``int t_<rows>_<ld>_<assign>(...)``, compiled with ``flags``."""
     code = [cwriter.vector_types(VECTOR_WIDTHS), nonfinite_tests()]
     for rows, ld, assign in loops:
-        code += [column_loop(rows, ld, assign),
+        code += [column_loop(rows, ld, assign, width),
                  f"int t_{rows}_{ld}_{int(assign)}(int cols, const int *start, const int *k, const double *x, "
                  "double sign, const double *A, double *Y)",
                  f"{{ return {loop_name(rows, ld, assign)}(cols, start, k, x, sign, A, Y); }}"]
-    return compile_shared(tmp_path, "\n".join(code) + "\n", "loops",
-                          ["-std=c99", "-Wall", "-Wno-psabi", "-Werror", *flags.split()])
+    return compile_shared(tmp_path, "\n".join(code) + "\n", f"loops{width}",
+                          ["-std=c99", "-Wall", "-Wextra", "-Werror", *flags.split()])
 
 
 def _run_loop(lib, rows, ld, assign, X, sign, A, Y):
@@ -233,15 +238,17 @@ def _run_loop(lib, rows, ld, assign, X, sign, A, Y):
               A.ctypes.data_as(dp), Y.ctypes.data_as(dp))
 
 
+@pytest.mark.parametrize("width", LOOP_WIDTHS)
 @pytest.mark.parametrize("flags", ["-O2", "-O3 -march=native", "-O3 -march=native -ffast-math"])
-def test_the_loops_assign_or_add_and_flag_every_non_finite_value_they_store(tmp_path, flags):
-    """Each loop forms ``Y[:rows, c] (+)= sign A[:rows] X[:, c]`` (assign: an empty column
-    zero), leaves the rows below ``rows`` of its ``ld``-row columns alone, and returns 1
-    exactly when a value it stored is inf or NaN, in a vector piece or a scalar row (15
-    rows: pieces of 8, 4, 2, 1; 50: six of 8, one of 2; 42 of 50: a symmetric block's, five
-    of 8, one of 2), also under -ffast-math (the test is on the bits)."""
+def test_the_loops_assign_or_add_and_flag_every_non_finite_value_they_store(tmp_path, flags, width):
+    """Each loop, at each machine width, forms ``Y[:rows, c] (+)= sign A[:rows] X[:, c]``
+    (assign: an empty column zero), leaves the rows below ``rows`` of its ``ld``-row
+    columns alone, and returns 1 exactly when a value it stored is inf or NaN, in a vector
+    piece or a scalar row (15 rows: pieces of 8, 4, 2, 1 at width 8; 50: six of 8, one of
+    2; 42 of 50: a symmetric block's, five of 8, one of 2), also under -ffast-math (the
+    test is on the bits)."""
     shapes = [(15, 15), (50, 50), (42, 50)]
-    lib = _loop_library(tmp_path, flags, [(r, ld, a) for r, ld in shapes for a in (False, True)])
+    lib = _loop_library(tmp_path, flags, [(r, ld, a) for r, ld in shapes for a in (False, True)], width)
     rng = np.random.default_rng(11)
     for rows, ld in shapes:
         inner, cols = 9, 7
@@ -285,3 +292,34 @@ def test_a_kernel_with_products_returns_a_non_finite_output_error():
         outs = [np.zeros(model.nv * model.nv) for _ in range(3)]
         assert kernel.call_raw([q, v, np.full(model.nv, tau)], outs) == rc
         assert all(np.all(np.isfinite(o)) for o in outs) == (rc == 0)
+
+
+#: x86-64 targets and the loop width each must select (one register: SSE2 2, AVX 4, AVX-512 8)
+TARGETS = [("-march=x86-64", 2), ("-march=x86-64-v3", 4), ("-march=x86-64-v4", 8)]
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 targets")
+@pytest.mark.parametrize("march, width", TARGETS)
+def test_the_loops_take_one_register_of_the_target(tmp_path, march, width):
+    """RBDGEN_LOOP_WIDTH is one vector register of the compiler's target: a vector wider
+    than the registers is kept in memory by gcc (talos aba_derivatives 5.4x slower at
+    x86-64-v3 with vectors of 8 than at -march=native on AVX-512)."""
+    src = tmp_path / "width.c"
+    src.write_text(LOOP_WIDTH + "\nint width(void) { return RBDGEN_LOOP_WIDTH; }\n")
+    lib = tmp_path / f"libwidth{width}.so"
+    subprocess.run(["cc", march, "-shared", "-fPIC", str(src), "-o", str(lib)], check=True, capture_output=True)
+    assert ctypes.CDLL(str(lib)).width() == width
+
+
+@pytest.mark.parametrize("flags", ["-O2", "-O2 -march=x86-64-v3"])
+def test_a_products_kernel_at_each_loop_width_equals_numpy(flags):
+    """solo12 aba_derivatives built without -march (vectors of 2 in the loops) and for
+    AVX2 (4): the values of the loops at each width (at -march=native: the other tests)."""
+    if "x86-64" in flags and platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("an x86-64 target")
+    model = load_robot("solo12")
+    kernel = gen.build(model, "aba_derivatives", flags=flags)
+    rng = np.random.default_rng(8)
+    q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    for got, ref in zip(kernel(q, v, tau), gen.run(model, "aba_derivatives", q, v, tau)):
+        assert rel_err(got, ref) <= C_TOL
