@@ -261,6 +261,10 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
     rc = call_kernel(c->fn, c->nin + c->nout + 1, p);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(p[c->nin + c->nout]);
+    if (rc != 0 && rc != -4) {      /* refused: Python explains the code; the outputs are not read */
+        for (k = 0; k < c->nout; ++k) Py_XDECREF(outs[k]);
+        return Py_BuildValue("[iO]", rc, Py_None);
+    }
 
     for (i = 0; i < c->nout; ++i) {
         if (given) {

@@ -187,9 +187,8 @@ class Kernel:
             if r is not None:
                 if r.__class__ is not list:
                     return r
-                if self.batch:          # the state the failing call started at explains it
-                    self._check_states(self._stacks(inputs))
-                    self._refuse([s[r[1]] for s in self._stacks(inputs)], r[0])
+                if self.batch:
+                    self._batch_refuse(self._stacks(inputs), r[1])
                 return self._fast_failed(r[0], inputs, r[1])
         if self.batch:
             return self._call_batch(inputs, out)
@@ -275,6 +274,22 @@ class Kernel:
             j = int(np.argmax(bad))
             check_inputs(self.model, self.algorithm, [s[j] for s in stacks], self.cset, self.options)
 
+    def _batch_refuse(self, stacks, start: int):
+        """A batched call starting at state ``start`` returned non-zero: an input ``gen.run``
+        refuses gets its message; otherwise the call is repeated through
+        ``<symbol>_status`` and every failing state named with its own code."""
+        self._check_states(stacks)
+        N, k, fb = self.batch, stacks[0].shape[0], self._fb
+        idx = [min(j, k - 1) for j in range(start, start + N)]
+        args = [np.ascontiguousarray(s[idx].T) for s in stacks]          # lanes innermost
+        outs = [np.empty(rows * cols * N) for _, rows, cols in self._outputs]
+        status = self.ffi.new("int[]", N)
+        getattr(self.lib, f"{self.symbol}_status")(*[fb("double[]", a) for a in args],
+                                                     *[fb("double[]", o) for o in outs], self._work(), status)
+        bad = [(start + lane, status[lane]) for lane in range(N) if start + lane < k and status[lane]]
+        raise RbdgenError(f"{self.symbol}: " + "; ".join(f"state {j}: {RETURN_CODES.get(c, f'error {c}')}"
+                                                         for j, c in bad))
+
     def _call_batch(self, inputs, out=None):
         """k stacked states through the N-lane C function, N at a time (the last call padded
         with copies of the last state): outputs ``(k, size)`` for vectors, ``(k, rows,
@@ -286,6 +301,8 @@ class Kernel:
             r = self._fast(*[np.ascontiguousarray(s) for s in stacks])
             if r is not None and r.__class__ is not list:
                 return r
+            if r is not None:
+                self._batch_refuse(stacks, r[1])
         k = stacks[0].shape[0]
         chunks = -(-k // N)
         pad = chunks * N - k
@@ -297,7 +314,7 @@ class Kernel:
         for j in range(chunks):
             rc = c(*[fb("double[]", p[j]) for p in packed], *[fb("double[]", r[j]) for r in raw], w)
             if rc:
-                self._refuse([s[min(j * N, k - 1)] for s in stacks], rc)
+                self._batch_refuse(stacks, j * N)
         result = []
         for r, (name, rows, cols) in zip(raw, self._outputs):
             flat = r.transpose(0, 2, 1).reshape(chunks * N, rows * cols)[:k]

@@ -198,3 +198,17 @@ def test_the_calls_benchmark_runs_and_reports():
     assert set(row) <= set(COLUMNS)
     for col in ("c_us", "floor_us", "call_us", "out_us", "batch_us"):
         assert row[col] > 0, col
+
+
+def test_a_batch_names_each_failing_state_with_its_own_code():
+    """A state whose output overflows (-2) is named with its code, beside the states that
+    pass (the per-lane status of <symbol>_status)."""
+    model = load_or_skip("solo12")
+    k8 = gen.build(model, "aba", batch=8)
+    rng = np.random.default_rng(11)
+    Q = np.stack([model.random_q(rng) for _ in range(12)])
+    V, T = rng.normal(size=(12, model.nv)), rng.normal(size=(12, model.nv))
+    T[9] = 1.7e308                                      # finite input, overflowing output
+    with pytest.raises(RbdgenError, match=r"state 9: an output is NaN or inf") as e:
+        k8(Q, V, T)
+    assert "state 8" not in str(e.value) and "state 10" not in str(e.value)

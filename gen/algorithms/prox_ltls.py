@@ -54,16 +54,18 @@ class Const(NamedTuple):
 
 
 class State(NamedTuple):
-    """The loop state of iterate k: the previous iterate and its dynamics residual."""
+    """The loop state of iterate k: the previous iterate and its residuals."""
 
     ddq: object         # ddq_{k-1} (nv x 1)
     lam: object         # lam_{k-1} (m x 1)
     r_d: object         # tau - b + J^T lam_{k-1} - M ddq_{k-1} (nv x 1)
+    r_c: object         # J ddq_{k-1} - a_c* (m x 1)
 
 
 def start(const: Const, m: int, be) -> State:
-    """Iterate 0: ``ddq_0 = 0``, ``lam_0 = 0``, so ``r_d = tau - b``."""
-    return State(be.zeros(const.base.shape[0], 1), be.zeros(m, 1), const.base)
+    """Iterate 0: ``ddq_0 = 0``, ``lam_0 = 0``, so ``r_d = tau - b``, ``r_c = -a_c*``."""
+    return State(be.zeros(const.base.shape[0], 1), be.zeros(m, 1), const.base,
+                 -const.a_star if m else be.zeros(0, 1))
 
 
 def setup(model: Model, q, v, tau, prox, be):
@@ -93,8 +95,7 @@ def step(model: Model, pattern, const: Const, state: State, prox, be) -> Iterate
     m, n = prox.cset.m, model.nv
     rhs = state.r_d
     if m:
-        r_c = const.J @ state.ddq - const.a_star
-        rhs = state.r_d - const.J.T @ be.vcat([r_c[r, 0] * (1.0 / prox.rho[r]) for r in range(m)])
+        rhs = state.r_d - const.J.T @ be.vcat([state.r_c[r, 0] * (1.0 / prox.rho[r]) for r in range(m)])
     ddq = state.ddq + column(ldl_solve(pattern, const.dinv, const.L, [rhs[i, 0] for i in range(n)]), be)
     if not m:
         return Iterate(state, be.zeros(0, 1), be.zeros(0, 1), lambda: ddq)
@@ -102,7 +103,7 @@ def step(model: Model, pattern, const: Const, state: State, prox, be) -> Iterate
     lam = column([state.lam[i, 0] - r[i, 0] * (1.0 / prox.rho[i]) for i in range(m)], be)
     force = const.J.T @ lam
     r_d = const.base + force - const.M @ ddq
-    return Iterate(State(ddq, lam, r_d), lam, be.vcat([r, relative_residual(r_d, [const.tau, force], be)]),
+    return Iterate(State(ddq, lam, r_d, r), lam, be.vcat([r, relative_residual(r_d, [const.tau, force], be)]),
                    lambda: ddq)
 
 

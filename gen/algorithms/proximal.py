@@ -294,13 +294,22 @@ class ProximalSolver:
         prox, own, inputs = self.start(model, cset, be, options, inputs)
         plan, const, state = self.setup(model, *inputs, prox, be, **own)
         m = prox.cset.m
+        last = None
         while True:
             it = self.step(model, plan, const, state, prox, be)
             if not m:
                 break
             be.mark(f"iteration_{prox.k + 1}", it.lam, it.r)
             if prox.step(it.r):
-                break
+                if prox.tol is None or be.symbolic or prox.k >= prox.n:
+                    break
+                # the test passed: stop when the true residual of this iterate is <= tol
+                # or did not fall below the previous tested iterate's (the C driver's rule)
+                ddq, true_r = returned(it, prox, be)
+                res = norm_inf(it.r if true_r is None else true_r, be)
+                if res <= prox.tol or (last is not None and not res < last):
+                    return prox.outputs(ddq, it.lam, true_r)
+                last = res
             state = it.state
         ddq, true_r = returned(it, prox, be)
         return prox.outputs(ddq, it.lam if m else None, true_r)

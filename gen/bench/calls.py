@@ -61,7 +61,7 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
         return lambda: pin.computeABADerivatives(pm, pd, *ins)
     cms, cds = rigid_constraints(pin, pm, cset)
     options = dict(kernel.manifest.get("options") or {})
-    pin.initConstraintDynamics(pm, pd, cms)
+    pin.initConstraintDynamics(pm, pd, cms, cds)
     settings = pin.ProximalSettings(0.0, float(options.get("mu") or DEFAULT_MU), fixed_iterations(options))
     if algorithm == "prox_ltl":
         return lambda: pin.constraintDynamics(pm, pd, *ins, cms, cds, settings)
