@@ -90,3 +90,16 @@ def load_or_skip(name: str, **options):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test outside the fast tier (deselect with -m 'not slow')")
+
+
+def row_floor(algorithm, model, constraints, q, options=None, tol=0.0):
+    """``tol``, or the rounding floor of ``algorithm``'s row at ``q`` where larger: its
+    fixed floors and, for a conditioned row (the augmented-Lagrangian solvers, the KKT
+    derivatives), ``slack eps kappa`` of what it factorises at the damping it runs at
+    (gen.conditioning)."""
+    from gen.algorithms import ALGORITHMS
+    from gen.conditioning import floor_at, kernel_mu
+    row = ALGORITHMS[algorithm]
+    cset = row.constraint_set(model, constraints) if row.constrained else None
+    mu = kernel_mu(row, options or {})
+    return max(tol, row.floor.c_numpy, row.floor.pinocchio, floor_at(algorithm, model, cset, np.ravel(q), mu))

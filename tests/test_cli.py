@@ -242,8 +242,8 @@ def test_the_ad_route_is_held_to_its_value_algorithms_floor():
     kappa = {"augmented": 1e10, "delassus": 1e3}
     analytical = tolerances("constrained_derivatives", 1e-9, kappa)
     ad = tolerances("constrained_derivatives", 1e-9, kappa, route="ad")
-    assert analytical == {"c_numpy": 1e-9, "c_pinocchio": 1e-9, "numpy_pinocchio": 1e-9}
-    assert ad == {"c_numpy": EPS * 1e10, "c_pinocchio": EPS * 1e10, "numpy_pinocchio": 1e-9}
+    assert analytical == {"c_numpy": 1e-9, "c_pinocchio": 1e-9, "numpy_pinocchio": 1e-9, "c_mujoco": 1e-9}
+    assert ad == {"c_numpy": EPS * 1e10, "c_pinocchio": EPS * 1e10, "numpy_pinocchio": 1e-9, "c_mujoco": EPS * 1e10}
     bad = tolerances("constrained_derivatives", 1e-9, {"delassus": 1e8})
     assert bad["c_numpy"] == pytest.approx(CONDITION_SLACK * EPS * 1e8)
     assert tolerances("rnea_derivatives", 1e-9, route="ad") == tolerances("rnea_derivatives", 1e-9)

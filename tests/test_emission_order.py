@@ -25,6 +25,6 @@ def test_tape_and_schedule_are_measured_and_agree():
         assert row["max_abs_diff"] <= AGREE_TOL
     assert crba["auto"]["stack"] < crba["tape"]["stack"]          # fewer spills and reloads
     assert aba["auto"]["instructions"] == aba["tape"]["instructions"]   # the same C
-    assert doc["ghz"] is None or 0.5 < doc["ghz"] < 10
+    assert doc["ghz"] is None or doc["ghz"] > 0      # a measurement: its value depends on the load
     md = emission_order.markdown(doc, "extra note")
     assert "| talos crba | " in md and "| panda aba | " in md and md.rstrip().endswith("extra note")

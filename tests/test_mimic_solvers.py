@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import needs_pin, rel_err, richardson
+from conftest import row_floor, needs_pin, rel_err, richardson
 from random_trees import random_inertia, random_state
 from test_joint_types import MIMIC_URDF, mimic_tree
 
@@ -397,7 +397,7 @@ def test_mimic_early_exit_driver(gripper, tmp_path, algorithm):
     k = gen.build(gripper, algorithm, "3D:tip", out_dir=tmp_path / algorithm, **opts)
     args = _inputs(gripper, algorithm, "3D:tip", np.random.default_rng(17))
     got, ref = k(*args), gen.run(gripper, algorithm, *args, constraints="3D:tip", **opts)
-    tol = max(C_TOL, ALGORITHMS[algorithm].floor.c_numpy)
+    tol = row_floor(algorithm, gripper, "3D:tip", args[0], opts, tol=C_TOL)
     for g, r in zip(got[:2], ref[:2]):
         assert rel_err(g, r) < tol, algorithm
     assert got[3] <= opts["tol"], "residual"
