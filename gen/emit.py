@@ -1,4 +1,4 @@
-"""Emission: a traced kernel becomes a self-contained C build folder (DESIGN §3.6-3.9, §4).
+"""Emission: a traced kernel becomes a self-contained C build folder (docs/DESIGN.md §3.6-3.9, §4).
 
 ``emit(robot, algorithm, out_dir=...)`` (or :func:`emit_trace` on a
 :class:`gen.trace.Trace`) writes, for a kernel prefix ``P`` such as ``rbd_talos_aba``:
@@ -131,7 +131,7 @@ work array, -O2            3.52 / 4.65      1.94 / 2.01      2.97 / 3.04      12
 work array, -O3            3.54 / 3.75      1.96 / 2.03      2.97 / 3.06      13.6 s
 ========================  ===============  ===============  ===============  =========
 
-(For scale, DESIGN §5 quotes Pinocchio at 10.2 / 5.2 / 3.0 µs on this machine kind;
+(For scale, docs/DESIGN.md §5 quotes Pinocchio at 10.2 / 5.2 / 3.0 µs on this machine kind;
 that is a different run, the real comparison belongs to ``gen.bench``.)
 
 (Measured with CasADi's code generator, which wrote the same statements as

@@ -79,8 +79,7 @@ def exact_kkt(M, J, rhs_dyn, rhs_con):
     return x[:nv], x[nv:]
 
 
-#: the solvers whose reported residual is the KKT residual (prox_ltls always, the others
-#: with tol): the constraint residual and the dynamics residual M ddq + b - tau - J^T lam
+#: the solvers whose reported residual with tol is the KKT residual: the constraint residual and the dynamics residual M ddq + b - tau - J^T lam
 #: relative to max(1, |tau|, |J^T lam|)
 KKT_RESIDUAL = ("prox_ltls", "constrained_aba", "impulse")
 
@@ -135,15 +134,14 @@ def test_reported_residual_is_the_true_residual(robot, spec, alg):
     """At a fixed point of the iteration (tol = 0, 40 steps) and at a first iterate far from
     convergence: the reported residual is |J ddq - a_c*|_inf of the returned ddq (and for the
     augmented-Lagrangian solvers the relative dynamics residual of the returned (ddq, lam),
-    recomputed here with CRBA's M and RNEA's b: prox_ltls always, constrained_aba and the
-    impact map with tol), within rounding (a factor 10 at the 1e-14 level), never below it."""
+    recomputed here with CRBA's M and RNEA's b, with tol), within rounding (a factor 10 at the 1e-14 level), never below it."""
     model = load(robot)
     cset = parse_constraints(model, spec)
     for q, v, tau in states(model, 7, n=2, cset=cset):
         _, residual_of = reference(model, cset, alg, q, v, tau)
         for opts in (dict(tol=0.0, max_iter=40), dict(iterations=1, mu=1e-1)):
             out = run(model, alg, q, v, tau, cset, **opts)
-            dynamics = alg == "prox_ltls" or "tol" in opts
+            dynamics = "tol" in opts
             true = float(np.max(np.abs(residual_of(out[0], out[1], dynamics))))
             rep = out[3]
             assert true / 10 <= rep <= 10 * true + 1e-13, \

@@ -1,6 +1,6 @@
 """Emission (gen/emit.py, templates/): build-folder contents, determinism, the manifest
 contract, symbol hygiene, and the folder building on its own with make / cmake into a
-C program whose results equal the NumPy reference (DESIGN §4 "Generated C", §6c)."""
+C program whose results equal the NumPy reference (docs/DESIGN.md §4 "Generated C", §6c)."""
 import json
 import re
 import shutil

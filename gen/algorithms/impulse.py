@@ -120,12 +120,12 @@ def mimic_setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     cset = prox.cset
     J = cset.jacobian(model, q, be=be)
     a_star = -(1.0 + restitution) * (J @ v_minus)
-    (M,) = crba(model, q, be=Unmarked(be))
+    (M,) = crba(model, q, be=Unmarked(be)) if prox.tol is not None else (None,)
     be.mark("kinematics", J, a_star)
     pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, J, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
     inner = LtlsConst(dinv, L, be.zeros(model.nv, 1), J, a_star, M, be.zeros(model.nv, 1))
-    return pattern, Const(inner, v_minus), ltls_start(inner, cset.m, be)
+    return pattern, Const(inner, v_minus), ltls_start(inner, cset.m, prox, be)
 
 
 def mimic_step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:

@@ -62,27 +62,53 @@ class State(NamedTuple):
     r_c: object         # J ddq_{k-1} - a_c* (m x 1)
 
 
-def start(const: Const, m: int, be) -> State:
-    """Iterate 0: ``ddq_0 = 0``, ``lam_0 = 0``, so ``r_d = tau - b``, ``r_c = -a_c*``."""
+def start(const: Const, m: int, prox, be):
+    """Iterate 0: ``lam_0 = 0``; with ``tol`` (correction form) also ``ddq_0 = 0``, so
+    ``r_d = tau - b``, ``r_c = -a_c*``."""
+    if prox.tol is None:
+        return be.zeros(m, 1)
     return State(be.zeros(const.base.shape[0], 1), be.zeros(m, 1), const.base,
                  -const.a_star if m else be.zeros(0, 1))
 
 
 def setup(model: Model, q, v, tau, prox, be):
-    """``b``, ``J``, ``a_c*``, ``M`` (the plain CRBA, for the dynamics residual), ``M_mu``
-    (eq. 24) and its factor; plan: the pattern of the factor; state: iterate 0."""
+    """``b``, ``J``, ``a_c*``, with ``tol`` ``M`` (the plain CRBA, for the dynamics
+    residual), ``M_mu`` (eq. 24) and its factor; plan: the pattern of the factor; state:
+    iterate 0."""
     cset, m = prox.cset, prox.cset.m
     (b,) = nle(model, q, v, be=Unmarked(be))
     ev = cset.evaluate(model, q, v, be=be) if m else None
-    (M,) = crba(model, q, be=Unmarked(be)) if m else (None,)
+    (M,) = crba(model, q, be=Unmarked(be)) if m and prox.tol is not None else (None,)
     be.mark("kinematics", b, *([ev.J, ev.a_star] if m else []))
     pattern, dinv, L = augmented_factor(model, cset, q, prox.rho, ev.J if m else None, be)
     be.mark("factorisation", column(dinv, be), column([L[e] for e in sorted(L)], be))
     const = Const(dinv, L, tau - b, ev.J if m else None, ev.a_star if m else None, M, tau)
-    return pattern, const, start(const, m, be)
+    return pattern, const, start(const, m, prox, be)
 
 
-def step(model: Model, pattern, const: Const, state: State, prox, be) -> Iterate:
+def step(model: Model, pattern, const: Const, state, prox, be) -> Iterate:
+    """eq. (16): plain for a fixed-K run (the K-th iterate at the least cost, Pinocchio's),
+    in correction form with ``tol`` (:func:`correction_step`)."""
+    if prox.tol is None:
+        return plain_step(model, pattern, const, state, prox, be)
+    return correction_step(model, pattern, const, state, prox, be)
+
+
+def plain_step(model: Model, pattern, const: Const, lam, prox, be) -> Iterate:
+    """eq. (16): ``M_mu ddq_k = tau - b + J^T (lam_{k-1} + rho^-1 a_c*)``,
+    ``r_k = J ddq_k - a_c*``, ``lam_k = lam_{k-1} - rho^-1 r_k``."""
+    m, n = prox.cset.m, model.nv
+    rhs = const.base
+    if m:
+        w = be.vcat([lam[r, 0] + const.a_star[r, 0] * (1.0 / prox.rho[r]) for r in range(m)])
+        rhs = const.base + const.J.T @ w
+    ddq = column(ldl_solve(pattern, const.dinv, const.L, [rhs[i, 0] for i in range(n)]), be)
+    r = const.J @ ddq - const.a_star if m else be.zeros(0, 1)
+    new = column([lam[i, 0] - r[i, 0] * (1.0 / prox.rho[i]) for i in range(m)], be)
+    return Iterate(new, new, r, lambda: ddq)
+
+
+def correction_step(model: Model, pattern, const: Const, state: State, prox, be) -> Iterate:
     """eq. (16) in correction form (iterative refinement against the KKT residual): from
     iterate ``k-1`` with dynamics residual ``r_d = tau - b + J^T lam - M ddq`` and
     constraint residual ``r_c = J ddq - a_c*``, ``M_mu d = r_d - J^T rho^-1 r_c``,

@@ -40,8 +40,9 @@ augmented-Lagrangian solvers also test and report the dynamics equation's residu
 ``M ddq_k + b - tau - J^T lam_k`` relative to ``max(1, |tau|_inf, |J^T lam_k|_inf)``
 (:func:`relative_residual`): the ALM iterate satisfies it only to the augmented matrix's
 rounding, so their residual is the KKT residual of the returned ``(ddq, lam)``.
-prox_ltls has it every iteration (its correction form carries it); constrained_aba and
-the impact map compute it with ``tol`` for the returned iterate, by RNEA with the
+All three do so with ``tol`` only (a fixed-K run returns Pinocchio's K-th iterate at the
+least cost, its residual the constraint one): prox_ltls every iteration (its correction
+form carries it), constrained_aba and the impact map for the returned iterate, by RNEA with the
 constraint forces as external forces (:func:`dynamics_residual`).  The dual solvers
 satisfy it by construction (``ddq`` is the forward dynamics of ``tau + J^T lam``, a
 backward-stable solve with ``M``).  A run with ``tol`` is converged iff the reported
@@ -55,7 +56,7 @@ residual is ``<= tol``; otherwise ``gen.run`` and compiled kernels warn
 The augmented-Lagrangian ones (``prox_ltls``, ``constrained_aba``, and the impact map)
 add ``J^T J / mu`` to the inertia, so rounding in the directions the constraints leave
 free enters at ~``c eps / mu`` with ``c ~ |J|^2 / lambda_min(M)``; verification holds them
-to ``eps |M_mu| |M^-1|`` (:mod:`gen.conditioning`).  prox_ltls iterates in correction form
+to ``eps |M_mu| |M^-1|`` (:mod:`gen.conditioning`).  With ``tol`` prox_ltls iterates in correction form
 (iterative refinement against the KKT residual, :func:`.prox_ltls.step`), so the solve's
 rounding falls on each correction instead of the iterate; the multiplier update
 ``lam - rho^-1 r`` keeps a floor ``~eps |a_c*| / rho`` in ``lam``.  Consequences: (1)
