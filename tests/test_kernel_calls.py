@@ -127,6 +127,16 @@ def test_call_raw_checks_sizes_and_takes_f_ordered_outputs(solo_daba):
         k.call_raw([q[:5], v, tau], outs)
 
 
+def both_paths(k, *args):
+    """``k(*args)`` through the fast call and through the cffi path."""
+    fast = k(*args)
+    fast_caller, k._fast = k._fast, None
+    try:
+        return fast, k(*args)
+    finally:
+        k._fast = fast_caller
+
+
 def test_the_fast_call_and_the_cffi_path_agree_bit_for_bit(solo_daba):
     """gen/fastcall.c (compiled here: the test machine has a compiler and Python's headers)
     and the pure-Python cffi path give the same bits, through out= too."""
@@ -134,13 +144,7 @@ def test_the_fast_call_and_the_cffi_path_agree_bit_for_bit(solo_daba):
     model, k = solo_daba
     assert fastcall.module() is not None, fastcall.reason
     assert k._fast is not None
-    q, v, tau = state(model, 8)
-    fast = k(q, v, tau)
-    fast_kernel, k._fast = k._fast, None
-    try:
-        slow = k(q, v, tau)
-    finally:
-        k._fast = fast_kernel
+    fast, slow = both_paths(k, *state(model, 8))
     for f, s in zip(fast, slow):
         assert np.array_equal(f, s) and f.flags.f_contiguous
 
@@ -179,12 +183,7 @@ def test_batch_fast_call_equals_the_cffi_path_bit_for_bit():
     Q = np.stack([model.random_q(rng) for _ in range(n)])
     V, T = rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nv))
     assert k._fast is not None
-    fast = k(Q, V, T)
-    fast_caller, k._fast = k._fast, None
-    try:
-        slow = k(Q, V, T)
-    finally:
-        k._fast = fast_caller
+    fast, slow = both_paths(k, Q, V, T)
     for f, s in zip(fast, slow):
         assert f.shape == s.shape and f.dtype == s.dtype and np.array_equal(f, s)
 

@@ -117,14 +117,10 @@ def model_path(name, local_dir) -> str:
 
 
 def full_inertia(m, d) -> np.ndarray:
-    """MuJoCo's dense M (armature included): ``mj_fullM(m, d, M)`` in MuJoCo >= 4,
-    ``mj_fullM(m, M, d.qM)`` before."""
-    M = np.zeros((m.nv, m.nv))
-    try:
-        mujoco.mj_fullM(m, d, M)
-    except TypeError:
-        mujoco.mj_fullM(m, M, d.qM)
-    return M
+    """MuJoCo's dense M (armature included), as gen.mujocoref reads it."""
+    import mujoco
+    from gen.mujocoref import _full_inertia
+    return _full_inertia(mujoco, m, d)
 
 
 def velocity_map(model, q) -> np.ndarray:
