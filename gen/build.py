@@ -160,18 +160,40 @@ def _import(modname: str, path: Path):
     return mod
 
 
+#: seconds after which a build's default progress starts printing (a quick build stays silent)
+PATIENCE = 2.0
+
+
+class Patient:
+    """The default progress of :func:`build`: messages are held for the first
+    :data:`PATIENCE` seconds of the build, then printed to stderr (``rbdgen: ...``), the
+    held ones first, so that only a build a user waits for speaks."""
+
+    def __init__(self, t0: float):
+        self.t0, self.held = t0, []
+
+    def __call__(self, msg: str) -> None:
+        if time.perf_counter() - self.t0 < PATIENCE:
+            self.held.append(msg)
+            return
+        for m in self.held + [msg]:
+            print(f"rbdgen: {m}", file=sys.stderr, flush=True)
+        self.held = []
+
+
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
           avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
-          scalar_trig: str = "libm", lanes: bool = True, **options) -> Kernel:
+          scalar_trig: str = "libm", lanes: bool = True, quiet: bool = False, **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``, or find it in the cache before
     tracing (module docstring); returns a :class:`Kernel`.
 
     ``out_dir``: a folder that receives the build folder's files too (the kernel's
     folder; default: the cache's ``<cache>/build/<prefix>-<digest>``);
     ``flags``: compiler flags (default ``-O3 -march=native`` or ``$RBDGEN_CFLAGS``);
-    ``cache``: the cache directory; ``progress``: a ``str -> None`` callback;
-    ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
+    ``cache``: the cache directory; ``progress``: a ``str -> None`` callback (default: a
+    build that takes more than :data:`PATIENCE` seconds prints its progress to stderr,
+    as the CLI does, unless ``quiet``); ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
     per call (a batched kernel, see the module docstring), ``batch_trig`` its sin and cos
     ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`), ``scalar_trig`` the scalar kernel's
     ("libm", default, or "vector": the batched kernels' routine, so that with
@@ -200,6 +222,8 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
         (progress or log.info)(f"build {model.name}/{kernel.algorithm.name} (cached: {entry.folder}): "
                                f"{time.perf_counter() - t0:.2f} s")
         return kernel
+    if progress is None and not quiet:
+        progress = Patient(t0)
     folder, files, tr = _trace_and_emit(model, algorithm, constraints, options, codegen, root, progress)
     cached = folder
     if out_dir is not None:            # written before compiling: a compiler error leaves the files to look at

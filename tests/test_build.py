@@ -234,3 +234,17 @@ def test_batched_iterations_and_residual_have_one_entry_per_state(cache):
     for j, ins in enumerate(states):
         _, _, ref_it, ref_res = gen.run(model, "prox_ltl", *ins, constraints=SOLVED, iterations=4)
         assert it[j] == ref_it and abs(res[j] - ref_res) <= RESIDUAL_TOL
+
+
+def test_a_long_build_reports_its_progress_unless_quiet(capsys, monkeypatch, tmp_path):
+    """gen.build with no progress callback: a build longer than PATIENCE seconds prints
+    the CLI's progress lines (trace, codegen with its size, compile) to stderr; quiet=True
+    and a cached build print nothing."""
+    import importlib
+    monkeypatch.setattr(importlib.import_module("gen.build"), "PATIENCE", 0.0)   # gen.build is also a function
+    gen.build("chain:3", "rnea", cache=tmp_path / "c1", flags="-O0")
+    err = capsys.readouterr().err
+    assert "rbdgen: trace" in err and "rbdgen: compile" in err and "kB of C" in err, err
+    gen.build("chain:3", "rnea", cache=tmp_path / "c2", flags="-O0", quiet=True)
+    gen.build("chain:3", "rnea", cache=tmp_path / "c1", flags="-O0")
+    assert capsys.readouterr().err == ""
