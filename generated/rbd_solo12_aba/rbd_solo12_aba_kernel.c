@@ -12,8 +12,9 @@
 #error "rbdgen: this kernel uses GCC vector extensions (vector_size): build it with GCC or Clang"
 #endif
 typedef double rbdgen_v4 __attribute__((vector_size(32)));
-static inline rbdgen_v4 rbdgen_load4(const double *p) { rbdgen_v4 v; __builtin_memcpy(&v, p, sizeof v); return v; }
-static inline void rbdgen_store4(double *p, rbdgen_v4 v) { __builtin_memcpy(p, &v, sizeof v); }
+typedef double rbdgen_v4u __attribute__((vector_size(32), aligned(8), may_alias));
+#define rbdgen_load4(p) (*(const rbdgen_v4u *)(p))
+#define rbdgen_store4(p, v) (*(rbdgen_v4u *)(p) = (v))
 
 /* rbd_solo12_aba_kernel: (q[19], v[18], tau[18]) -> (ddq[18]), 4211 instructions */
 void rbd_solo12_aba_kernel(const double **arg, double **res)

@@ -12,8 +12,9 @@
 #error "rbdgen: this kernel uses GCC vector extensions (vector_size): build it with GCC or Clang"
 #endif
 typedef double rbdgen_v2 __attribute__((vector_size(16)));
-static inline rbdgen_v2 rbdgen_load2(const double *p) { rbdgen_v2 v; __builtin_memcpy(&v, p, sizeof v); return v; }
-static inline void rbdgen_store2(double *p, rbdgen_v2 v) { __builtin_memcpy(p, &v, sizeof v); }
+typedef double rbdgen_v2u __attribute__((vector_size(16), aligned(8), may_alias));
+#define rbdgen_load2(p) (*(const rbdgen_v2u *)(p))
+#define rbdgen_store2(p, v) (*(rbdgen_v2u *)(p) = (v))
 
 /* rbd_talos_aba_kernel: (q[51], v[50], tau[50]) -> (ddq[50]), 16497 instructions */
 void rbd_talos_aba_kernel(const double **arg, double **res)
