@@ -58,11 +58,18 @@ HUMANOID_UNILATERAL = "6D+:left_foot,6D:right_foot,3D+:left_hand,3D+:right_hand"
 WORLD_FRAME_A = "3D:tip9,6D:anchor~tip4,3D:anchor~tip7"     # frames A fixed to the world
 
 
-def compare(name: str, out, ref) -> None:
+def compare(name: str, out, ref, kkt_tol: float | None = None) -> None:
+    """Generic C = NumPy: outputs, iterations, residual.  ``kkt_tol``: an impact map with
+    that tol, where NumPy tests the KKT residual (the dynamics residual too, gen.algorithms
+    .proximal) and the generic library the constraint residual: the library may stop
+    earlier, converged to its own test, and the residuals are not compared."""
     assert [np.shape(o) for o in out] == [np.shape(r) or (1,) for r in ref], f"{name}: output shapes"
     for label, o, r in zip(("first output", "second output"), out, ref):
         err = rel_err(o, r)
         assert err < REL_TOL, f"{name} {label}: generic C vs NumPy rel. error {err:.2e}"
+    if kkt_tol is not None:
+        assert out[2][0] <= ref[2] and out[3][0] <= kkt_tol, f"{name}: {out[2][0]} iterations, NumPy {ref[2]}"
+        return
     assert out[2][0] == ref[2], f"{name}: {out[2][0]} iterations, NumPy {ref[2]}"
     scale = max(1.0, float(np.max(np.abs(ref[1]), initial=0.0)))
     assert abs(out[3][0] - ref[3]) <= RESIDUAL_TOL * scale, f"{name}: residual {out[3][0]} vs {ref[3]}"
@@ -145,7 +152,7 @@ def test_impulse_matches_numpy(robot, spec):
                      {"tol": 1e-11, "max_iter": 100, "restitution": 0.3}):
             ref = gen.run(model, "impulse", q, v, constraints=cset, mu=IMPULSE_MU, **opts)
             out = g.impulse(q, v, mu=IMPULSE_MU, **opts)
-            compare(f"{robot} {spec} impulse {opts}", out, ref)
+            compare(f"{robot} {spec} impulse {opts}", out, ref, opts.get("tol"))
 
 
 def test_without_constraints():
