@@ -221,21 +221,17 @@ class Kernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _fast_failed(self, rc: int, inputs, result):
-        """The fast call's non-zero code: not converged warns and returns the outputs,
-        anything else is refused with gen.run's message (:meth:`_refuse`)."""
-        if rc != NOT_CONVERGED:
-            self._refuse(inputs, rc)
-        outs = list(result) if isinstance(result, tuple) else [result]
-        warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
-                                                          "max_iter": self.manifest["max_iter"]}, outs)
+        """The fast call's non-zero code (:meth:`_failed`); not converged returns its outputs."""
+        self._failed(rc, inputs, list(result) if isinstance(result, tuple) else [result])
         return result
 
     def _failed(self, rc: int, inputs, outs) -> None:
+        """A non-zero code: not converged warns (the outputs are the last iterate, as from
+        ``gen.run``), anything else is refused with gen.run's message (:meth:`_refuse`)."""
         if rc != NOT_CONVERGED:
             self._refuse(inputs, rc)
-        shaped = [float(o.reshape(-1)[0]) if name in SCALAR_OUTPUTS else o for o, (name, _, _) in zip(outs, self._outputs)]
         warn_not_converged(self.symbol, self.model.name, {"tol": self.manifest["tolerance"],
-                                                          "max_iter": self.manifest["max_iter"]}, shaped)
+                                                          "max_iter": self.manifest["max_iter"]}, outs)
 
     def _stacks(self, inputs) -> list[np.ndarray]:
         """Each input as a ``(k, n)`` float64 array (one-line errors otherwise)."""

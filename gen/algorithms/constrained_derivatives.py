@@ -89,7 +89,7 @@ from .aba import aba
 from .aba_derivatives import columns_from, forward_ltdl
 from .dense import sym_product
 from .minv import minv
-from .pinocchio import fixed_iterations, rigid_constraints
+from .pinocchio import proximal_setup
 from .proximal import DEFAULT_ITERATIONS, DEFAULT_MU, Unmarked
 from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor
 from .world import base_coordinates, frame_partials, tau_partials, world_forces, world_pass
@@ -244,8 +244,6 @@ def constrained_derivatives_outputs(model: Model, cset) -> list[tuple[str, int, 
 def pinocchio_constraint_derivatives(pin, pm, pd, q, v, tau, *, cset, options):
     """``constraintDynamics`` (K proximal steps at mu), then
     ``computeConstraintDynamicsDerivatives`` with the same settings."""
-    cms, cds = rigid_constraints(pin, pm, cset)
-    pin.initConstraintDynamics(pm, pd, cms, cds)
-    settings = pin.ProximalSettings(0.0, float(options.get("mu", DEFAULT_MU)), fixed_iterations(options))
+    cms, cds, settings = proximal_setup(pin, pm, pd, cset, options)
     pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, settings)
     return tuple(np.array(x) for x in pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, settings))

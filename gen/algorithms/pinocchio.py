@@ -112,11 +112,19 @@ def fixed_iterations(options: dict) -> int:
     return DEFAULT_ITERATIONS
 
 
-def constraint_dynamics(pin, pm, pd, q, v, tau, *, cset, options):
-    """Pinocchio's K-th proximal iterate (accuracy 0: exactly K steps) at the same mu."""
+def proximal_setup(pin, pm, pd, cset, options: dict):
+    """``(models, datas, settings)`` for ``constraintDynamics`` with ``cset``'s constraints
+    initialised on ``pd`` and ``ProximalSettings(accuracy=0, mu, K)``: exactly K proximal
+    steps at the options' damping (:func:`fixed_iterations`)."""
     cms, cds = rigid_constraints(pin, pm, cset)
     pin.initConstraintDynamics(pm, pd, cms, cds)
-    settings = pin.ProximalSettings(0.0, float(options.get("mu", DEFAULT_MU)), fixed_iterations(options))
+    mu = options.get("mu")
+    return cms, cds, pin.ProximalSettings(0.0, float(DEFAULT_MU if mu is None else mu), fixed_iterations(options))
+
+
+def constraint_dynamics(pin, pm, pd, q, v, tau, *, cset, options):
+    """Pinocchio's K-th proximal iterate (accuracy 0: exactly K steps) at the same mu."""
+    cms, cds, settings = proximal_setup(pin, pm, pd, cset, options)
     ddq = pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, settings)
     return np.array(ddq), np.array(pd.lambda_c)
 

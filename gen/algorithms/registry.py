@@ -197,8 +197,8 @@ class Floor:
     """Verification tolerance floors (relative) and why (:mod:`gen.verify`): ``c_numpy``
     for compiled C vs NumPy, ``pinocchio`` against Pinocchio; ``kappa``: the matrix the
     formulation factorises, whose condition number kappa (computed at every state
-    compared) amplifies rounding — ``"augmented"`` (``M + J^T Rho^-1 J``, the
-    augmented-Lagrangian rows) or ``"delassus"`` (``J M^-1 J^T + Rho``, the KKT
+    compared) amplifies rounding — ``"augmented"`` (``|M + J^T Rho^-1 J| |M^-1|``, the
+    augmented-Lagrangian rows, :func:`gen.conditioning.augmented_condition`) or ``"delassus"`` (``J M^-1 J^T + Rho``, the KKT
     derivatives); every tolerance is then at least ``slack eps kappa``.  The tolerance
     applied is the largest of ``rtol`` and these floors."""
 
@@ -215,10 +215,11 @@ class Floor:
 CONDITION_SLACK = 100.0
 
 
-#: the augmented Lagrangian's normwise bound eps kappa(M + J^T Rho^-1 J) of a backward-stable
-#: solve; measured 1e-3 to 1.2e-2 of it (solo12 four feet, kappa 5e9, with and without FMA)
-ALM_FLOOR = Floor(reason="augmented Lagrangian: 1/mu enters the inertia, rounding grows with the condition "
-                         "number of M + J^T Rho^-1 J (~|J|^2 / (mu lambda_min(M)))", kappa="augmented")
+#: the augmented Lagrangian's normwise bound eps |M + J^T Rho^-1 J| |M^-1| of a backward-stable
+#: solve; measured 1e-3 to 1.2e-2 of it on solo12's four feet (kappa 5e9, with and without
+#: FMA), ~2e-5 of it on talos' soles
+ALM_FLOOR = Floor(reason="augmented Lagrangian: 1/mu enters the inertia, rounding grows with "
+                         "|M + J^T Rho^-1 J| |M^-1| (~|J|^2 / (mu lambda_min(M)))", kappa="augmented")
 KKT_FLOOR = Floor(reason="implicit differentiation through the damped Delassus matrix: rounding grows with "
                          "its condition number", kappa="delassus", slack=CONDITION_SLACK)
 OSIM_FLOOR = Floor(reason="the inverse of the damped Delassus matrix: rounding grows with its condition number",

@@ -25,8 +25,7 @@ import timeit
 import numpy as np
 
 from .. import pinref
-from ..algorithms.pinocchio import fixed_iterations, rigid_constraints
-from ..algorithms.proximal import DEFAULT_MU
+from ..algorithms.pinocchio import proximal_setup
 from ..build import build
 from ..casadi_api import casadi_external
 from ..constraint_spec import parse_constraints
@@ -59,10 +58,7 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
         return lambda: pin.aba(pm, pd, *ins)
     if algorithm == "aba_derivatives":
         return lambda: pin.computeABADerivatives(pm, pd, *ins)
-    cms, cds = rigid_constraints(pin, pm, cset)
-    options = dict(kernel.manifest.get("options") or {})
-    pin.initConstraintDynamics(pm, pd, cms, cds)
-    settings = pin.ProximalSettings(0.0, float(options.get("mu") or DEFAULT_MU), fixed_iterations(options))
+    cms, cds, settings = proximal_setup(pin, pm, pd, cset, dict(kernel.manifest.get("options") or {}))
     if algorithm == "prox_ltl":
         return lambda: pin.constraintDynamics(pm, pd, *ins, cms, cds, settings)
     if algorithm == "constrained_derivatives":
