@@ -17,6 +17,7 @@ import pytest
 
 import gen
 from gen.algorithms import ALGORITHMS, of_family
+from gen.build import cache_dir
 from gen.robots.named import NAMED_ROBOTS, ROBOTS_DIR_ENV
 
 #: kernels compiled by the tests use -O1 (unless $RBDGEN_CFLAGS says otherwise): the tests
@@ -28,6 +29,14 @@ os.environ.setdefault("RBDGEN_CFLAGS", "-O1 -march=native")
 #: pinocchio can be imported (found without importing it here: the tests that load the
 #: Pinocchio shim must do so in a process that has not imported pinocchio)
 HAVE_PIN = importlib.util.find_spec("pinocchio") is not None
+
+
+@pytest.fixture(scope="session")
+def kernel_cache() -> str:
+    """The kernel cache the tests build into: ``$RBDGEN_CACHE``, else gen.build's default
+    (``~/.cache/rbdgen``), shared by every test and worker and kept between runs, so a
+    rerun compiles only what changed (independent of pytest's cache plugin)."""
+    return str(cache_dir())
 
 
 def _have_robots() -> bool:

@@ -3,7 +3,6 @@ an N-state call equals the scalar kernel on that state, the vectorised sin/cos a
 libm, the per-lane return codes, the layout, and the refusals."""
 import json
 import math
-import os
 
 import casadi as ca
 import numpy as np
@@ -24,13 +23,6 @@ FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 SOLES = "6D:left_sole_link,6D:right_sole_link"
 
 
-@pytest.fixture(scope="session")
-def cache(request):
-    env = os.environ.get("RBDGEN_CACHE")
-    return env if env else str(request.config.cache.mkdir("rbdgen-build"))
-
-
-
 def stacked_inputs(model, algorithm, k, rng, cset=None):
     """k random states per input: q a random configuration (with angles far beyond pi for
     revolute joints, to exercise the trigonometric reduction), the others normal."""
@@ -43,13 +35,13 @@ def stacked_inputs(model, algorithm, k, rng, cset=None):
     return out
 
 
-def check_lanes(model, algorithm, lanes, cache, spec=None, k=None, tol=LANE_TOL, flags=None,
+def check_lanes(model, algorithm, lanes, kernel_cache, spec=None, k=None, tol=LANE_TOL, flags=None,
                 batch_trig="vector", scalar_trig="libm", **options):
     """k states (not a multiple of the lanes: the last call is padded) through the batched
     kernel equal the scalar kernel state by state to ``tol``; returns the largest difference."""
     cset = ALGORITHMS[algorithm].constraint_set(model, spec) if spec else None
-    scalar = build(model, algorithm, cset, cache=cache, flags=flags, scalar_trig=scalar_trig, **options)
-    batched = build(model, algorithm, cset, cache=cache, batch=lanes, flags=flags, batch_trig=batch_trig,
+    scalar = build(model, algorithm, cset, cache=kernel_cache, flags=flags, scalar_trig=scalar_trig, **options)
+    batched = build(model, algorithm, cset, cache=kernel_cache, batch=lanes, flags=flags, batch_trig=batch_trig,
                     **options)
     assert batched.batch == lanes and f"_b{lanes}" in batched.symbol
     rng = np.random.default_rng(lanes + len(algorithm))
@@ -72,13 +64,13 @@ def check_lanes(model, algorithm, lanes, cache, spec=None, k=None, tol=LANE_TOL,
 @pytest.mark.parametrize("lanes", [4, 8])
 @pytest.mark.parametrize("robot", ["ur5", "solo12"])
 @pytest.mark.parametrize("algorithm", ["rnea", "aba", "crba"])
-def test_lanes_equal_scalar_kernel(robot, algorithm, lanes, cache):
-    check_lanes(load_or_skip(robot), algorithm, lanes, cache)
+def test_lanes_equal_scalar_kernel(robot, algorithm, lanes, kernel_cache):
+    check_lanes(load_or_skip(robot), algorithm, lanes, kernel_cache)
 
 
 @pytest.mark.parametrize("lanes", [4, 8])
 @pytest.mark.parametrize("robot,spec", [("ur5", "6D:tool0"), ("solo12", FEET)])
-def test_constrained_aba_fixed_iterations(robot, spec, lanes, cache):
+def test_constrained_aba_fixed_iterations(robot, spec, lanes, kernel_cache):
     """constrained_aba (K = 3, mu = 1e-6) amplifies a rounding difference by ~1 / (mu
     lambda_min(M)) (its Floor in the registry; ur5 6D tool0: one ulp in sin/cos or one
     FMA contraction decided differently moves lam by ~1e-10 relative).  Lanes therefore
@@ -88,20 +80,20 @@ def test_constrained_aba_fixed_iterations(robot, spec, lanes, cache):
     (tests/test_build.py ALM_TOL; measured: ur5 6e-11, solo12 4 feet 1.4e-9)."""
     model = load_or_skip(robot)
     for trig in ({"batch_trig": "libm"}, {"scalar_trig": "vector"}):   # one sin/cos in both kernels
-        exact = check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3,
+        exact = check_lanes(model, "constrained_aba", lanes, kernel_cache, spec=spec, iterations=3,
                             flags="-O3 -march=native -ffp-contract=off", **trig)
         assert exact == 0.0
-    check_lanes(model, "constrained_aba", lanes, cache, spec=spec, iterations=3, tol=ALM_LANE_TOL)
+    check_lanes(model, "constrained_aba", lanes, kernel_cache, spec=spec, iterations=3, tol=ALM_LANE_TOL)
 
 
-def test_scalar_kernel_with_the_batched_sin_cos(cache):
+def test_scalar_kernel_with_the_batched_sin_cos(kernel_cache):
     """scalar_trig="vector": the scalar kernel's sin and cos are the batched kernels'
     routine on one lane (symbol ..._vtrig, recorded in the manifest); its results stay
     within the routine's accuracy of the glibc build (solo12 aba); the lanes against it:
     test_constrained_aba_fixed_iterations."""
     model = load_or_skip("solo12")
-    plain = build(model, "aba", cache=cache)
-    vtrig = build(model, "aba", cache=cache, scalar_trig="vector")
+    plain = build(model, "aba", cache=kernel_cache)
+    vtrig = build(model, "aba", cache=kernel_cache, scalar_trig="vector")
     assert vtrig.symbol == plain.symbol + "_vtrig" and vtrig.manifest["scalar_trig"] == "vector"
     assert "scalar_trig" not in plain.manifest
     assert "_trig1(" in (vtrig.path / f"{vtrig.symbol}_kernel.c").read_text()
@@ -110,16 +102,16 @@ def test_scalar_kernel_with_the_batched_sin_cos(cache):
         q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         assert rel_err(vtrig(q, v, tau), plain(q, v, tau)) <= 1e-13
     with pytest.raises(RbdgenError, match="scalar_trig sets the scalar kernel"):
-        build(model, "aba", cache=cache, batch=4, scalar_trig="vector")
+        build(model, "aba", cache=kernel_cache, batch=4, scalar_trig="vector")
     with pytest.raises(RbdgenError, match="scalar_trig='fast': choose from vector, libm"):
-        build(model, "aba", cache=cache, scalar_trig="fast")
+        build(model, "aba", cache=kernel_cache, scalar_trig="fast")
 
 
-def test_talos_aba(cache):
-    check_lanes(load_or_skip("talos"), "aba", 8, cache, k=16)
+def test_talos_aba(kernel_cache):
+    check_lanes(load_or_skip("talos"), "aba", 8, kernel_cache, k=16)
 
 
-def test_vectorised_sin_cos_against_libm(cache):
+def test_vectorised_sin_cos_against_libm(kernel_cache):
     """The kernel's own sin and cos (gen.emit._batch_trig_code) within TRIG_TOL of glibc's
     on |x| <= TRIG_LIMIT, including near multiples of pi/2; libm's value beyond, for inf
     and NaN."""
@@ -129,7 +121,7 @@ def test_vectorised_sin_cos_against_libm(cache):
     code = "#include <math.h>\n" + _batch_code(f, "trigtest", lanes, "trigtest_kernel")
     files = {"trigtest.c": code.encode(), "trigtest.h": b"int trigtest_kernel(const double **arg, double **res);\n"}
     mod = compile_cached("_rbdgen_trigtest", files, "int trigtest_kernel(const double **arg, double **res);",
-                         "trigtest.h", ["trigtest.c"], compile_flags(), cache=cache, what="compiling the trig test")
+                         "trigtest.h", ["trigtest.c"], compile_flags(), cache=kernel_cache, what="compiling the trig test")
     ffi, lib = mod.ffi, mod.lib
     rng = np.random.default_rng(3)
     xs = np.concatenate([rng.uniform(-4, 4, 4000), rng.uniform(-200, 200, 4000),
@@ -153,13 +145,13 @@ def test_vectorised_sin_cos_against_libm(cache):
     assert ds.max() <= TRIG_TOL and dc.max() <= TRIG_TOL, f"sin {ds.max():.3g}, cos {dc.max():.3g}"
 
 
-def test_layout_and_nonfinite_lane(cache):
+def test_layout_and_nonfinite_lane(kernel_cache):
     """Lanes innermost (element i of state l at [i*N + l]); a NaN in one lane's input
     voids that lane only (RBDGEN_ERR_NONFINITE_INPUT), the other lanes are computed."""
     model = load_or_skip("ur5")
     lanes = 4
-    scalar = build(model, "rnea", cache=cache)
-    k = build(model, "rnea", cache=cache, batch=lanes)
+    scalar = build(model, "rnea", cache=kernel_cache)
+    k = build(model, "rnea", cache=kernel_cache, batch=lanes)
     man = k.manifest
     assert man["batch"] == lanes and man["functions"][0]["inputs"][0] == {"name": "q", "size": model.nq}
     header = k.header_path.read_text()
@@ -176,17 +168,17 @@ def test_layout_and_nonfinite_lane(cache):
         assert rel_err(tau[:, lane], scalar(q[lane], v[lane], a[lane])) <= LANE_TOL
 
 
-def test_refusals(cache):
+def test_refusals(kernel_cache):
     model = gen.load_robot("chain:3")
     for bad in (1, 3, 32, "8"):
         with pytest.raises(RbdgenError, match="states per call"):
-            build(model, "aba", cache=cache, batch=bad)
+            build(model, "aba", cache=kernel_cache, batch=bad)
     solo = load_or_skip("solo12")
     with pytest.raises(RbdgenError, match="fixed number of iterations"):
-        build(solo, "prox_ltl", FEET, cache=cache, batch=4, tol=1e-10, max_iter=20)
+        build(solo, "prox_ltl", FEET, cache=kernel_cache, batch=4, tol=1e-10, max_iter=20)
     with pytest.raises(RbdgenError, match="avoid_stack"):
-        build(model, "aba", cache=cache, batch=4, avoid_stack=True)
-    k = build(model, "aba", cache=cache, batch=4)
+        build(model, "aba", cache=kernel_cache, batch=4, avoid_stack=True)
+    k = build(model, "aba", cache=kernel_cache, batch=4)
     with pytest.raises(RbdgenError, match=r"\(k, n\)"):
         k(np.zeros(3), np.zeros(3), np.zeros(3))
 

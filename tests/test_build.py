@@ -1,6 +1,5 @@
 """Compiled kernels (gen/build.py): compiled C = NumPy (docs/DESIGN.md §6c) on synthetic and
 named robots, the error codes, the exact workspace, and the compile cache."""
-import os
 
 import numpy as np
 import pytest
@@ -18,15 +17,6 @@ ALGOS = ["rnea", "nle", "crba", "ltdl", "crba_solve", "aba"]
 SYNTHETIC = ["chain:7", "bintree:15", "humanoid30"]
 CANARY = -7.25e301
 N_CANARY = 16
-
-
-@pytest.fixture(scope="session")
-def cache(request):
-    """A persistent compile cache ($RBDGEN_CACHE, else pytest's cache dir) so reruns
-    only recompile what changed."""
-    env = os.environ.get("RBDGEN_CACHE")
-    return env if env else str(request.config.cache.mkdir("rbdgen-build"))
-
 
 
 def inputs_for(model, algorithm, rng, cset=None):
@@ -54,24 +44,24 @@ def check_against_numpy(kernel, model, algorithm, samples=3, tol=C_TOL, constrai
 
 @pytest.mark.parametrize("algorithm", ALGOS)
 @pytest.mark.parametrize("robot", SYNTHETIC)
-def test_compiled_equals_numpy_synthetic(robot, algorithm, cache):
+def test_compiled_equals_numpy_synthetic(robot, algorithm, kernel_cache):
     model = gen.load_robot(robot)
-    check_against_numpy(gen.build(model, algorithm, cache=cache), model, algorithm)
+    check_against_numpy(gen.build(model, algorithm, cache=kernel_cache), model, algorithm)
 
 
 @pytest.mark.parametrize("algorithm", ALGOS)
 @pytest.mark.parametrize("robot", list(NAMED_ROBOTS))
-def test_compiled_equals_numpy_named(robot, algorithm, cache):
+def test_compiled_equals_numpy_named(robot, algorithm, kernel_cache):
     model = load_or_skip(robot)
-    check_against_numpy(gen.build(model, algorithm, cache=cache), model, algorithm)
+    check_against_numpy(gen.build(model, algorithm, cache=kernel_cache), model, algorithm)
 
 
-def test_compiled_random_tree_with_every_joint_kind(cache):
+def test_compiled_random_tree_with_every_joint_kind(kernel_cache):
     from random_trees import random_tree
 
     model = random_tree(9, 7)
     for algorithm in ("rnea", "crba", "aba"):
-        check_against_numpy(gen.build(model, algorithm, cache=cache), model, algorithm)
+        check_against_numpy(gen.build(model, algorithm, cache=kernel_cache), model, algorithm)
 
 
 CONSTRAINED = {"humanoid30": "6D:left_foot,3D:right_foot", "solo12": "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"}
@@ -80,10 +70,10 @@ CONSTRAINED = {"humanoid30": "6D:left_foot,3D:right_foot", "solo12": "3D:FL_FOOT
 @pytest.mark.parametrize("robot", list(CONSTRAINED))
 @pytest.mark.parametrize("algorithm,tol", [("prox_ltl", C_TOL), ("prox_pv", C_TOL),
                                            ("prox_ltls", ALM_TOL), ("constrained_aba", ALM_TOL)])
-def test_compiled_constrained_equals_numpy(robot, algorithm, tol, cache):
+def test_compiled_constrained_equals_numpy(robot, algorithm, tol, kernel_cache):
     model = load_or_skip(robot)
     spec = CONSTRAINED[robot]
-    k = gen.build(model, algorithm, spec, cache=cache, iterations=4)
+    k = gen.build(model, algorithm, spec, cache=kernel_cache, iterations=4)
     assert k.manifest["iterations"] == 4 and k.manifest["m"] > 0 and k.manifest["constraints"]
     check_against_numpy(k, model, algorithm, tol=tol, constraints=spec, iterations=4)
 
@@ -91,9 +81,8 @@ def test_compiled_constrained_equals_numpy(robot, algorithm, tol, cache):
 # --- the Kernel object ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def aba_kernel(request):
-    env = os.environ.get("RBDGEN_CACHE")
-    return gen.build("humanoid30", "aba", cache=env or str(request.config.cache.mkdir("rbdgen-build")))
+def aba_kernel(kernel_cache):
+    return gen.build("humanoid30", "aba", cache=kernel_cache)
 
 
 def test_kernel_attributes(aba_kernel):
@@ -128,8 +117,8 @@ def test_nonfinite_input_returns_error_code_and_nan_outputs(aba_kernel, bad):
     assert aba_kernel.call_raw([q, v, np.ones(model.nv)], [out]) == 0
 
 
-def test_nonfinite_output_returns_error_code(cache):
-    k = gen.build("chain:3", "rnea", cache=cache)
+def test_nonfinite_output_returns_error_code(kernel_cache):
+    k = gen.build("chain:3", "rnea", cache=kernel_cache)
     model = k.model
     out = np.zeros(model.nv)
     rc = k.call_raw([model.neutral(), np.full(model.nv, 1e200), np.zeros(model.nv)], [out])
@@ -140,10 +129,10 @@ def test_nonfinite_output_returns_error_code(cache):
 
 @pytest.mark.parametrize("avoid_stack", [False, True])
 @pytest.mark.parametrize("algorithm", ["aba", "ltdl"])
-def test_workspace_size_is_honoured(avoid_stack, algorithm, cache, tmp_path):
+def test_workspace_size_is_honoured(avoid_stack, algorithm, kernel_cache, tmp_path):
     """A work buffer exactly work_size long between canaries, outputs between canaries:
     the kernel writes neither past nor before them, and the results are right."""
-    k = gen.build("humanoid30", algorithm, cache=cache, avoid_stack=avoid_stack, out_dir=tmp_path / "k")
+    k = gen.build("humanoid30", algorithm, cache=kernel_cache, avoid_stack=avoid_stack, out_dir=tmp_path / "k")
     ws = k.work_size
     if avoid_stack:
         assert ws > 0
@@ -182,8 +171,8 @@ def test_compile_cache(tmp_path):
     assert np.array_equal(k1(*ins), gen.run("chain:2", "nle", *ins)) or rel_err(k1(*ins), gen.run("chain:2", "nle", *ins)) < C_TOL
 
 
-def test_compile_error_is_a_user_error(tmp_path, cache):
-    k = gen.build("chain:2", "nle", cache=cache, out_dir=tmp_path / "k")
+def test_compile_error_is_a_user_error(tmp_path, kernel_cache):
+    k = gen.build("chain:2", "nle", cache=kernel_cache, out_dir=tmp_path / "k")
     with pytest.raises(RbdgenError, match="compiling"):
         compile_folder(k.path, flags="-fno-such-flag-for-rbdgen", cache=tmp_path / "c")
 
@@ -208,11 +197,11 @@ SOLVED = "3D:link5_tip"
 
 
 @pytest.mark.parametrize("options", [{"iterations": 4}, {"tol": 1e-10, "max_iter": 50}])
-def test_kernel_iterations_and_residual_are_python_numbers(options, cache):
+def test_kernel_iterations_and_residual_are_python_numbers(options, kernel_cache):
     import warnings
 
     model = gen.load_robot("chain:6")
-    k = gen.build(model, "prox_ltl", SOLVED, cache=cache, **options)
+    k = gen.build(model, "prox_ltl", SOLVED, cache=kernel_cache, **options)
     rng = np.random.default_rng(4)
     ins = [model.random_q(rng), rng.normal(size=6), rng.normal(size=6)]
     with warnings.catch_warnings():
@@ -223,9 +212,9 @@ def test_kernel_iterations_and_residual_are_python_numbers(options, cache):
     assert it == ref_it and abs(res - ref_res) <= RESIDUAL_TOL
 
 
-def test_batched_iterations_and_residual_have_one_entry_per_state(cache):
+def test_batched_iterations_and_residual_have_one_entry_per_state(kernel_cache):
     model = gen.load_robot("chain:6")
-    k = gen.build(model, "prox_ltl", SOLVED, cache=cache, batch=2, iterations=4)
+    k = gen.build(model, "prox_ltl", SOLVED, cache=kernel_cache, batch=2, iterations=4)
     rng = np.random.default_rng(6)
     states = [[model.random_q(rng), rng.normal(size=6), rng.normal(size=6)] for _ in range(3)]
     ddq, lam, it, res = k(*[np.stack(x) for x in zip(*states)])

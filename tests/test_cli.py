@@ -3,7 +3,6 @@ each format; user errors print exactly one line ``rbdgen: error: ...`` and exit 
 import csv
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +15,6 @@ import gen
 from gen.cli import main, render_table
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def compile_cache(request, monkeypatch):
-    if not os.environ.get("RBDGEN_CACHE"):
-        monkeypatch.setenv("RBDGEN_CACHE", str(request.config.cache.mkdir("rbdgen-build")))
 
 
 def run(capsys, *argv):

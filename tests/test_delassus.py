@@ -399,19 +399,13 @@ def test_sx_trace_equals_numpy(alg):
         assert rel(np.array(f(q)), run(model, alg, q, cset, mu.get("mu"))) < SX_TOL, f"{alg}: SX vs NumPy"
 
 
-@pytest.fixture(scope="session")
-def cache(request):
-    env = os.environ.get("RBDGEN_CACHE")
-    return env if env else str(request.config.cache.mkdir("rbdgen-build"))
-
-
 @pytest.mark.parametrize("alg", DELASSUS + OSIM)
-def test_compiled_c_equals_numpy(alg, cache):
+def test_compiled_c_equals_numpy(alg, kernel_cache):
     model = humanoid30()
     spec = "6D:left_foot,3D:right_foot"
     cset = parse_constraints(model, spec)
     mu = {} if alg in DELASSUS else {"mu": CABA_MU if alg in CABA else DEFAULT_MU}
-    kernel = gen.build(model, alg, spec, cache=cache, **mu)
+    kernel = gen.build(model, alg, spec, cache=kernel_cache, **mu)
     fn = kernel.manifest["functions"][0]
     assert [x["name"] for x in fn["inputs"]] == ["q"] and fn["outputs"][0]["size"] == 81
     for q in states(model, 11, n=3):

@@ -10,7 +10,6 @@ ones at 1e-4.  Their compiled-vs-NumPy gap is the fixed-K kernel's too: at mu = 
 prox_ltls reaches ~2e-10 on solo12 whatever the compiler flags (eps / (mu lambda_min(M)),
 gen/algorithms/proximal.py "Accuracy"), hence ALM_TOL."""
 import json
-import os
 
 import numpy as np
 import pytest
@@ -56,23 +55,17 @@ def res_tol(alg):
     return RES_TOL if alg in DUAL else ALM_TOL
 
 
-@pytest.fixture(scope="session")
-def cache(request):
-    env = os.environ.get("RBDGEN_CACHE")
-    return env if env else str(request.config.cache.mkdir("rbdgen-build"))
-
-
-def driver(robot, spec, alg, cache, **options):
+def driver(robot, spec, alg, kernel_cache, **options):
     model = load_or_skip(robot)
     opts = {"tol": TOL, "max_iter": MAX_ITER, "mu": MU[alg]} | options
-    return gen.build(model, alg, spec, cache=cache, **opts), model, parse_constraints(model, spec), opts
+    return gen.build(model, alg, spec, cache=kernel_cache, **opts), model, parse_constraints(model, spec), opts
 
 
 # --- compiled driver == NumPy -------------------------------------------------------------------
 
 @pytest.mark.parametrize("robot, spec, alg", CASES, ids=[f"{r}-{a}" for r, _, a in CASES])
-def test_compiled_driver_equals_numpy(robot, spec, alg, cache):
-    k, model, cset, opts = driver(robot, spec, alg, cache)
+def test_compiled_driver_equals_numpy(robot, spec, alg, kernel_cache):
+    k, model, cset, opts = driver(robot, spec, alg, kernel_cache)
     assert k.manifest["tolerance"] == TOL and k.manifest["max_iter"] == MAX_ITER and k.manifest["iterations"] is None
     for q, v, tau in states(model, 51, n=3, cset=cset):
         ddq, lam, it, res = k(q, v, tau)
@@ -86,10 +79,10 @@ def test_compiled_driver_equals_numpy(robot, spec, alg, cache):
 
 
 @pytest.mark.parametrize("alg", SOLVERS)
-def test_unreachable_tolerance_runs_max_iter(alg, cache):
+def test_unreachable_tolerance_runs_max_iter(alg, kernel_cache):
     """tol = 0: the driver stops at max_iter (here the papers' 3; later a dual iterate can
     reach an exact fixed point, residual 0), with the iterate of the fixed-K run."""
-    k, model, cset, opts = driver("solo12", SOLO, alg, cache, tol=0.0, max_iter=3)
+    k, model, cset, opts = driver("solo12", SOLO, alg, kernel_cache, tol=0.0, max_iter=3)
     (q, v, tau), = states(model, 52, n=1, cset=cset)
     ddq, lam, it, res = k(q, v, tau)
     fixed = gen.run(model, alg, q, v, tau, constraints=cset, mu=MU[alg], iterations=3)
@@ -107,7 +100,7 @@ FINE_TOL = 1e-13
 AMBIGUOUS = 1e-18
 
 
-def test_driver_iterates_while_the_true_residual_falls(cache):
+def test_driver_iterates_while_the_true_residual_falls(kernel_cache):
     """proxLTL tests the dual difference rho |lam_{k-1} - lam_k|, which can pass while the
     true residual |J ddq - a_c*| is above tol (issue 32 §7: the driver returned -4 after 3
     of 50 steps).  The driver now finishes each iterate whose test passes and stops when
@@ -116,7 +109,7 @@ def test_driver_iterates_while_the_true_residual_falls(cache):
     iterate j and its residual are what a call with max_iter = j returns (the same C, the
     same arithmetic), its test value is rho |lam_{j-1} - lam_j|_inf (lam_0 = 0)."""
     mu, cap = 1e-6, 50
-    k, model, cset, _ = driver("solo12", SOLO, "prox_ltl", cache, tol=FINE_TOL, max_iter=cap, mu=mu)
+    k, model, cset, _ = driver("solo12", SOLO, "prox_ltl", kernel_cache, tol=FINE_TOL, max_iter=cap, mu=mu)
     opts = getattr(k.lib, f"{k.symbol}_opts")
     n_iter = k.ffi.new("int *")
 
@@ -152,8 +145,8 @@ def test_driver_iterates_while_the_true_residual_falls(cache):
     assert continued, "no state had a passing test with a residual above tol: the case is not exercised"
 
 
-def test_nonfinite_input_returns_error_code(cache):
-    k, model, cset, _ = driver("ur5", "6D:tool0", "prox_ltl", cache)
+def test_nonfinite_input_returns_error_code(kernel_cache):
+    k, model, cset, _ = driver("ur5", "6D:tool0", "prox_ltl", kernel_cache)
     (q, v, tau), = states(model, 53, n=1, cset=cset)
     outs = [np.zeros(o["size"]) for o in k.function["outputs"]]
     assert k.call_raw([q, v, tau], outs) == 0 and outs[2][0] >= 1
@@ -293,12 +286,12 @@ CANARY, N_CANARY = -7.25e301, 16
 
 
 @pytest.mark.parametrize("avoid_stack", [False, True])
-def test_workspace_size_is_honoured(avoid_stack, cache, tmp_path):
+def test_workspace_size_is_honoured(avoid_stack, kernel_cache, tmp_path):
     """const, both loop states (and CasADi's work with avoid_stack) fit in work_size: a
     buffer exactly that long between canaries, outputs between canaries."""
     model = gen.load_robot("humanoid30")
     spec = TRACE_SETS[0][1]
-    k = gen.build(model, "constrained_aba", spec, cache=cache, avoid_stack=avoid_stack, out_dir=tmp_path / "k",
+    k = gen.build(model, "constrained_aba", spec, cache=kernel_cache, avoid_stack=avoid_stack, out_dir=tmp_path / "k",
                   tol=TOL, max_iter=MAX_ITER, mu=MU["constrained_aba"])
     ws = k.work_size
     buf = np.full(ws + 2 * N_CANARY, CANARY)

@@ -263,8 +263,7 @@ def test_header_and_manifest_document_it(solo, tmp_path):
     assert [x["name"] for x in osim.manifest["functions"][0]["inputs"]] == ["q", "mu", "weights"]
 
 
-def test_cli_build_runtime_params(tmp_path, capsys, monkeypatch, request):
-    monkeypatch.setenv("RBDGEN_CACHE", str(request.config.cache.mkdir("rbdgen-build")))
+def test_cli_build_runtime_params(tmp_path, capsys):
     out = tmp_path / "k"
     rc = main(["build", "solo12", "-a", "prox_ltl", "-c", "3D:FL_FOOT,3D:HR_FOOT", "--iterations", "2",
                "--runtime-params", "--baumgarte", "10,2", "--out", str(out), "--quiet", "--format", "json"])

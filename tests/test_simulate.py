@@ -20,7 +20,6 @@ Bounds:
 """
 import dataclasses
 import json
-import os
 
 import numpy as np
 import pytest
@@ -54,12 +53,6 @@ CLOSE_TOL = 1e-13         # the closed initial loop (m) and |J v0|
 STATIC_TOL = 1e-8         # |ddq| at rest under the static feed-forward (m/s^2, rad/s^2)
 C_LOOP_TOL = 1e-12        # C loop vs Python loop, every state (absolute)
 SOLO = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
-
-
-@pytest.fixture(autouse=True)
-def compile_cache(request, monkeypatch):
-    if not os.environ.get("RBDGEN_CACHE"):
-        monkeypatch.setenv("RBDGEN_CACHE", str(request.config.cache.mkdir("rbdgen-build")))
 
 
 def continuous_chain() -> Model:

@@ -141,3 +141,12 @@ def impulse_dynamics(pin, pm, pd, q, v_minus, *, cset, options):
 def delassus(pin, pm, pd, q, *, cset, options):
     cms, cds = rigid_constraints(pin, pm, cset)
     return np.array(pin.computeDelassusMatrix(pm, pd, q, cms, cds, 0.0))
+
+
+def damped_delassus_inverse(pin, pm, pd, q, *, cset, options):
+    """``(G + diag(rho))^-1``: G by ``computeDelassusMatrix`` (mu = 0), ``rho = mu / weight``
+    per row at the options' damping, inverted densely by NumPy (the Python binding has no
+    ``computeDampedDelassusMatrixInverse``; the benchmark shim times that one)."""
+    mu = options.get("mu")
+    rho = cset.damping(float(DEFAULT_MU if mu is None else mu))
+    return np.linalg.inv(delassus(pin, pm, pd, q, cset=cset, options=options) + np.diag(rho))
