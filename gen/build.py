@@ -43,6 +43,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -137,6 +138,40 @@ def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, s
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return _import(modname, target)
+
+
+def compile_shared(name: str, files: dict[str, bytes], sources: Sequence[str], flags: Sequence[str], *,
+                   cache=None, what: str, progress=None) -> Path:
+    """A plain shared library (no Python in it) ``lib<name>-<hash>.so`` of ``sources``
+    (names in ``files``), compiled by ``$CC`` (default ``cc``) with ``flags`` plus
+    ``-std=c99 -shared -fPIC -g0`` and linked with libm, kept in ``<cache>/lib``; the
+    hash is :func:`content_key` of ``files`` and ``flags``, so an unchanged request loads
+    the first library.  Compiled in a private folder and moved into place atomically
+    (concurrent builders agree).  What :mod:`gen.casadi_api` hands to
+    ``casadi.external`` and what a C program links against."""
+    flags = list(flags)
+    root = cache_dir(cache) / "lib"
+    root.mkdir(exist_ok=True)
+    target = root / f"lib{name}-{content_key({**files, '<shared>': b''}, flags)[:16]}.so"
+    if target.exists():
+        return target
+    cc = shlex.split(os.environ.get("CC") or "cc")
+    with timed(progress, f"compile lib{name}.so ({' '.join(flags)})", announce=True):
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
+        try:
+            for fname, data in files.items():
+                (work / fname).write_bytes(data)
+            out = work / target.name
+            cmd = [*cc, "-std=c99", *flags, "-g0", "-shared", "-fPIC", "-I", str(work),
+                   *(str(work / s) for s in sources), "-o", str(out), "-lm"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RbdgenError(f"{what} failed: {' '.join(cmd[:1])} said: "
+                                  f"{(done.stderr.strip().splitlines() or ['(nothing)'])[-1]}")
+            os.replace(out, target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return target
 
 
 def compile_folder(folder, *, flags=None, cache=None, progress=None):

@@ -7,12 +7,31 @@ Two ways into a CasADi problem (an NLP, an integrator, an OCP):
   ``gen.run`` evaluates, can be called on SX or MX expressions (CasADi differentiates it
   by its own AD, inlines it with ``expand``, generates C from it), and serialises with
   ``f.save(path)`` / ``casadi.Function.load(path)``.
-* :func:`casadi_external` -- the compiled C kernel of ``gen.build`` wrapped as a
-  ``casadi.Callback`` whose Jacobian is the compiled C of the algorithm's derivative row
-  (the registry row's ``jacobian``: ``aba`` -> ``aba_derivatives``, ``rnea``/``nle`` ->
-  ``rnea_derivatives``, the constrained solvers -> ``constrained_derivatives``,
-  ``impulse`` -> ``impulse_derivatives``), so that an NLP evaluates rbdgen's C and its
-  analytical derivatives (Carpentier & Mansard, RSS 2018) instead of re-deriving them.
+* :func:`casadi_external` -- the compiled C kernel of ``gen.build`` loaded by
+  ``casadi.external`` from a plain shared library (:func:`casadi_library`) that speaks
+  CasADi's external-function C API: no Python runs in a call.  Its Jacobian
+  ``jac_<name>`` is the compiled C of the algorithm's derivative row (the registry row's
+  ``jacobian``: ``aba`` -> ``aba_derivatives``, ``rnea``/``nle`` -> ``rnea_derivatives``,
+  the constrained solvers -> ``constrained_derivatives``, ``impulse`` ->
+  ``impulse_derivatives``), so that an NLP evaluates rbdgen's C and its analytical
+  derivatives (Carpentier & Mansard, RSS 2018) instead of re-deriving them.
+
+**The library.**  Every scalar build folder has ``P_casadi.c``
+(:func:`gen.emit.casadi_context`): the value entry ``P_casadi`` with ``_n_in``,
+``_sparsity_in``, ``_work``, ``_checkout``, ... (dense column-major, every symbol
+prefixed), so the library ``make`` or CMake builds from any folder is loadable with
+``casadi.external("P_casadi", "libP.so")`` (as a shared library), without a Jacobian.
+``jac_P_casadi`` calls the derivative kernel, whose code lives in another build folder,
+so :func:`casadi_library` (``rbdgen build --casadi``) compiles ONE shared library from
+both folders' wrapper and kernel files and ``P_casadi.c`` rendered with the Jacobian;
+it holds both kernels' public functions too (``P`` and ``P_derivatives``, the same code
+as their own builds').  Nothing in it keeps state: a call's scratch (the derivative
+kernel's outputs, its work, the chart below) is in CasADi's ``w``, so the function runs
+in ``Function.map(N, "thread", k)`` (one ``w`` per thread), in ``nlpsol``, and in the C
+that ``Function.generate`` writes for a function calling it (link the library).
+``jac_<name>``'s outputs ``jac_<out>_<in>`` are dense for the outputs the derivative
+row differentiates and structurally zero for the others (a solver's ``iterations`` and
+``residual``): the derivative kernels' matrices are dense.
 
 **Derivatives with respect to q.**  rbdgen's derivative kernels are in the tangent space
 (Pinocchio's ``integrate``, :mod:`gen.configuration`): ``df/dq`` is ``d f(q (+) d) / d d``
@@ -22,7 +41,8 @@ at ``d = 0`` (nv columns).  CasADi differentiates with respect to the raw coordi
 continuous joint they are related by the tangent map ``T(q) = d integrate(q, d)/d d``
 (nq x nv, :func:`gen.configuration.tangent_map`): the tangent-space derivative is
 ``jacobian(f, q) @ T(q)``.  The external reports, as its raw-coordinate Jacobian,
-``df/dq_tangent @ pinv(T(q))``: at a unit quaternion ``pinv(T) = T^T (T^T T)^-1`` and this
+``df/dq_tangent @ pinv(T(q))`` (computed in its C: ``pinv(T)`` block by joint, traced
+from :func:`gen.configuration.tangent_map` and written by :mod:`gen.cwriter`): at a unit quaternion ``pinv(T) = T^T (T^T T)^-1`` and this
 is the Jacobian of ``f(normalise(q))``, i.e. zero along the quaternion's norm direction.
 The SX function differentiates the algorithm's own formulas, whose value off the unit
 sphere is not normalised; the two agree on every direction tangent to it (``J T``), so
@@ -31,15 +51,18 @@ derivatives.
 """
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import casadi as ca
-import numpy as np
 
 from .algorithms import Algorithm
 from .api import get_algorithm
-from .backend import NUMPY
-from .build import RETURN_CODES, Kernel, build
+from .backend import SXBackend
+from .build import Kernel, build, compile_flags, compile_shared
 from .configuration import tangent_map
-from .emit import constraint_info, symbol_prefix
+from .cwriter import write_functions
+from .emit import casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -84,179 +107,96 @@ def casadi_function(robot, algorithm: str, constraints=None, *, name: str | None
     return trace(model, algo, cset, **options).function(name or _name(model, algo, cset))
 
 
-# --- the compiled C as a CasADi callback ------------------------------------------------------
+# --- the compiled C through CasADi's external-function API ---------------------------------
 
-def _columns(spec) -> list[ca.Sparsity]:
-    return [ca.Sparsity.dense(n, 1) for _, n in spec]
-
-
-class _Call:
-    """One compiled kernel called on CasADi's buffers: inputs and outputs are dense,
-    column-major (the kernel's layout), so they pass through without copies."""
-
-    def __init__(self, kernel: Kernel):
-        self.kernel = kernel
-        self.work = np.empty(max(1, kernel.work_size))
-        self.outs = [np.empty(o["size"]) for o in kernel.function["outputs"]]
-
-    def __call__(self, ins: list[np.ndarray]) -> list[np.ndarray]:
-        rc = self.kernel.call_raw(ins, self.outs, self.work)
-        if rc != 0:
-            raise RbdgenError(f"{self.kernel.symbol} returned {rc}: {RETURN_CODES.get(rc, 'unknown error')}")
-        return self.outs
-
-
-class _Jacobian(ca.Callback):
-    """The Jacobian of an :class:`ExternalFunction` in CasADi's layout: inputs the
-    nominal inputs then the nominal outputs, outputs ``jac_<out>_<in>`` (numel(out) x
-    numel(in)), dense for the differentiated outputs, structurally zero for diagnostics."""
-
-    def __init__(self, name: str, parent: "ExternalFunction", inames, onames, opts):
-        ca.Callback.__init__(self)
-        self.parent = parent
-        p = parent
-        self.nin, self.nout = len(p.ins), len(p.outs)
-        self.inames, self.onames = list(inames), list(onames)
-        self.sp_in = _columns(p.ins) + [ca.Sparsity.dense(r, c) for _, r, c in p.outs]
-        self.sp_out = []
-        for oname, r, c in p.outs:
-            for iname, n in p.ins:
-                diff = oname in p.blocks
-                self.sp_out.append(ca.Sparsity.dense(r * c, n) if diff else ca.Sparsity(r * c, n))
-        self.construct(name, dict(opts))
-
-    def get_n_in(self):
-        return len(self.sp_in)
-
-    def get_n_out(self):
-        return len(self.sp_out)
-
-    def get_name_in(self, i):
-        return self.inames[i]
-
-    def get_name_out(self, i):
-        return self.onames[i]
-
-    def get_sparsity_in(self, i):
-        return self.sp_in[i]
-
-    def get_sparsity_out(self, i):
-        return self.sp_out[i]
-
-    def has_eval_buffer(self):
-        return True
-
-    def eval_buffer(self, arg, res):
-        p = self.parent
-        ins = [np.frombuffer(arg[i], dtype=float) for i in range(self.nin)]
-        derivs = dict(zip(p.jac_names, p._jac_run(ins + p.extra)))
-        chart = p.chart(ins[0]) if p.chart is not None else None
-        k = 0
-        for oname, _, _ in p.outs:
-            for j, (iname, n) in enumerate(p.ins):
-                if oname in p.blocks and res[k] is not None:      # None: not requested
-                    spec = p.jac_shapes[p.blocks[oname][j]]
-                    D = derivs[p.blocks[oname][j]].reshape(spec, order="F")
-                    if j == 0 and chart is not None:
-                        D = D @ chart
-                    out = np.frombuffer(res[k], dtype=float)
-                    out[:] = D.reshape(-1, order="F")
-                k += 1
-        return 0
+def _chart(model: Model, fname: str) -> dict:
+    """The raw-coordinate chart of the Jacobian's q block (module docstring) as C:
+    ``static void fname(arg, res)`` writing the nonzeros of ``P(q) = pinv(T(q))`` (nv x
+    nq, compressed columns ``colind``/``row``), the pseudo-inverse taken joint by joint
+    (T is block diagonal: a free-flyer's translation block R(quat), its quaternion block,
+    each other joint's), so P stays as sparse as T."""
+    q = ca.SX.sym("q", model.nq)
+    T = tangent_map(model, q, SXBackend())
+    P = ca.SX(model.nv, model.nq)
+    for b in model.bodies:
+        if b.nv == 0:                                  # a mimic joint: no coordinate of its own
+            continue
+        blocks = [(b.idx_q, b.idx_v, 3, 3), (b.idx_q + 3, b.idx_v + 3, 4, 3)] if b.kind == "free" else \
+            [(b.idx_q, b.idx_v, b.nq, b.nv)]
+        for r, c, nr, nc in blocks:
+            B = T[r:r + nr, c:c + nc]
+            P[c:c + nc, r:r + nr] = ca.solve(B.T @ B, B.T)
+    f = ca.Function(fname, [q], [P])
+    code, _ = write_functions([f], static=True)
+    sp = P.sparsity()
+    return {"fn": fname, "code": code.replace("#include <math.h>\n", "", 1).strip(),
+            "colind": [int(k) for k in sp.colind()], "row": [int(k) for k in sp.row()],
+            "nq": model.nq, "nv": model.nv}
 
 
-class ExternalFunction(ca.Callback):
-    """A compiled rbdgen kernel as a CasADi function (see :func:`casadi_external`)."""
+def _sources(kernel: Kernel) -> dict[str, str]:
+    """A scalar build folder's header, wrapper and kernel files (not its ``P_casadi.c``)."""
+    m = kernel.folder.manifest
+    casadi_file = f"{casadi_name(kernel.folder.prefix)}.c"
+    names = [m["header"], *(s for s in m["sources"] if s != casadi_file)]
+    return {n: kernel.folder.files[n] for n in names}
 
-    def __init__(self, name: str, kernel: Kernel, jac_kernel: Kernel | None, blocks: dict, opts=None):
-        ca.Callback.__init__(self)
-        self.kernel, self.jac_kernel = kernel, jac_kernel
-        model, algo, cset = kernel.model, kernel.algorithm, kernel.cset
-        self.model = model
-        self.ins = algo.inputs(model, cset)
-        self.outs = algo.outputs(model, cset)
-        self._run = _Call(kernel)
-        self.blocks = blocks
-        self._jac_run = _Call(jac_kernel) if jac_kernel is not None else None
-        if jac_kernel is not None:
-            jrow = jac_kernel.algorithm
-            jins = jrow.inputs(model, jac_kernel.cset)
-            self.extra = [np.zeros(n) for _, n in jins[len(self.ins):]]     # e.g. a = 0 for nle
-            self.jac_names = [o["name"] for o in jac_kernel.function["outputs"]]
-            self.jac_shapes = {o["name"]: (o["rows"], o["cols"]) for o in jac_kernel.function["outputs"]}
-        # raw-coordinate Jacobian from the tangent one: D pinv(T(q)) (module docstring)
-        self.chart = None if model.nq == model.nv else self._chart
-        self._jacobians = []                       # keep CasADi's Jacobian callbacks alive
-        self.construct(name, dict(opts or {}))
 
-    def _chart(self, q: np.ndarray) -> np.ndarray:
-        return np.linalg.pinv(np.asarray(tangent_map(self.model, q.reshape(-1, 1), NUMPY)))
-
-    def get_n_in(self):
-        return len(self.ins)
-
-    def get_n_out(self):
-        return len(self.outs)
-
-    def get_name_in(self, i):
-        return self.ins[i][0]
-
-    def get_name_out(self, i):
-        return self.outs[i][0]
-
-    def get_sparsity_in(self, i):
-        return ca.Sparsity.dense(self.ins[i][1], 1)
-
-    def get_sparsity_out(self, i):
-        _, r, c = self.outs[i]
-        return ca.Sparsity.dense(r, c)
-
-    def has_eval_buffer(self):
-        return True
-
-    def eval_buffer(self, arg, res):
-        ins = [np.frombuffer(arg[i], dtype=float) for i in range(len(self.ins))]
-        for k, o in enumerate(self._run(ins)):
-            if res[k] is not None:                 # None: output not requested
-                np.frombuffer(res[k], dtype=float)[:] = o
-        return 0
-
-    def has_jacobian(self):
-        return self._jac_run is not None
-
-    def get_jacobian(self, name, inames, onames, opts):
-        jac = _Jacobian(name, self, inames, onames, opts)
-        self._jacobians.append(jac)
-        return jac
+def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None = None, flags=None,
+                   cache=None, progress=None, **options) -> tuple[str, Path, dict[str, str]]:
+    """``(name, library, files)``: the shared library that serves ``algorithm`` on
+    ``robot`` to ``casadi.external(name, library)`` (module docstring), compiled from
+    ``files`` (file name -> text: both kernels' headers, wrappers and kernels, and
+    ``<name>.c``) and cached (:func:`gen.build.compile_shared`).  ``name`` defaults to
+    ``P_casadi`` (``P`` the kernel's prefix) and must be a C identifier; the Jacobian is
+    ``jac_<name>`` when the row has a derivative row.  Options as :func:`casadi_external`."""
+    model, algo, cset, options = _resolve(robot, algorithm, constraints, options)
+    if options.get("runtime_params"):
+        raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the CasADi "
+                          f"external does too: build it without runtime_params (casadi_function takes them)")
+    kw = dict(flags=flags, cache=cache, progress=progress)
+    kernel = build(model, algo.name, cset, **kw, **options)
+    fn = kernel.function
+    name = name or casadi_name(kernel.folder.prefix)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise RbdgenError(f"CasADi function name {name!r} is not a C identifier")
+    files = _sources(kernel)
+    jac = None
+    if algo.jacobian is not None:
+        jrow = get_algorithm(algo.jacobian.row)
+        known = {o.name for o in jrow.options}
+        jk = build(model, jrow.name, cset, **kw, **{k: v for k, v in options.items() if k in known})
+        files.update(_sources(jk))
+        jf = jk.function
+        jac = {"symbol": jf["symbol"], "header": jk.folder.manifest["header"], "work_size": jf["work_size"],
+               "inputs": jf["inputs"], "outputs": jf["outputs"], "blocks": algo.jacobian.blocks,
+               "chart": None if model.nq == model.nv else _chart(model, f"{name}_chart")}
+    cas = casadi_context(name, fn, kernel.folder.manifest["header"], False, jac)
+    files[cas["file"]] = render_casadi(cas)
+    sources = [n for n in files if n.endswith(".c")]
+    lib = compile_shared(name, {n: t.encode("utf-8") for n, t in files.items()}, sources, compile_flags(flags),
+                         cache=cache, what=f"compiling the CasADi library of {name}", progress=progress)
+    return name, lib, files
 
 
 def casadi_external(robot, algorithm: str, constraints=None, *, name: str | None = None, flags=None,
-                    cache=None, progress=None, **options) -> ExternalFunction:
+                    cache=None, progress=None, **options) -> ca.Function:
     """The compiled C of ``gen.build(robot, algorithm, constraints, **options)`` as a
-    CasADi function (a ``casadi.Callback``: call it on DM, or on MX inside an NLP), whose
-    Jacobian is the compiled C of the row's derivative row (registry ``jacobian``;
-    module docstring), built with the same ``iterations``/``mu``/``restitution``.
+    CasADi function: ``casadi.external(name, library)`` on :func:`casadi_library`'s
+    shared library, whose Jacobian is the compiled C of the row's derivative row
+    (registry ``jacobian``; module docstring), built with the same
+    ``iterations``/``mu``/``restitution``.  No Python runs when CasADi calls it.
 
-    Inputs and outputs as :func:`casadi_function`.  The Jacobian with respect to q is in
-    raw coordinates: ``D_tangent @ pinv(T(q))`` (equal to the tangent one when
+    Inputs and outputs as :func:`casadi_function`; ``name`` the CasADi function's (and
+    C symbol's) name, default ``<kernel prefix>_casadi``.  The Jacobian with respect to q
+    is in raw coordinates: ``D_tangent @ pinv(T(q))`` (equal to the tangent one when
     ``nq == nv``; module docstring).  Outputs without a derivative (a solver's
     ``iterations`` and ``residual``) have a structurally zero Jacobian: do not put them in
     a constraint.  A row without a derivative row (``crba``, ``minv``, the Delassus
     family, ...) gives a function without a Jacobian: CasADi refuses to differentiate
-    it.  The callback runs Python around each C call (a few microseconds); keep the
-    returned object alive while CasADi functions built on it are in use; it is not
-    serialisable (use :func:`casadi_function` for that) and not thread-safe (one
-    workspace)."""
-    model, algo, cset, options = _resolve(robot, algorithm, constraints, options)
-    if options.get("runtime_params"):
-        raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the compiled "
-                          f"callback does too: build it without runtime_params (casadi_function takes them)")
-    kw = dict(flags=flags, cache=cache, progress=progress)
-    kernel = build(model, algo.name, cset, **kw, **options)
-    jac_kernel, blocks = None, {}
-    if algo.jacobian is not None:
-        jrow = get_algorithm(algo.jacobian.row)
-        known = {o.name for o in jrow.options}
-        jac_kernel = build(model, jrow.name, cset, **kw, **{k: v for k, v in options.items() if k in known})
-        blocks = algo.jacobian.blocks
-    return ExternalFunction(name or _name(model, algo, cset) + "_external", kernel, jac_kernel, blocks)
+    it.  Thread-safe (no state: its scratch is CasADi's ``w``).  A failed kernel call
+    (non-finite input or output) is a failed CasADi evaluation.  The quaternions of q
+    are not checked: pass unit ones (the derivative kernels assume them)."""
+    name, lib, _ = casadi_library(robot, algorithm, constraints, name=name, flags=flags, cache=cache,
+                                  progress=progress, **options)
+    return ca.external(name, str(lib))

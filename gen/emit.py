@@ -493,7 +493,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
              "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
-    sources = [files["wrapper"], files["kernel"]]
+    if not batch:
+        files["casadi"] = f"{casadi_name(prefix)}.c"
+    sources = [files["wrapper"], files["kernel"]] + ([files["casadi"]] if not batch else [])
     manifest = {
         "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
         "robot": model.name, "algorithm": algo.name, "constraints": spec,
@@ -527,7 +529,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                                    for y in fn["outputs"]],
                        "work_size": fn["work_size"], "stack_doubles": fn["stack_doubles"],
                        "stack_bytes": fn["stack_bytes"], "stack_bytes_o0": fn["stack_bytes_o0"],
-                       **({"lane_status": f"{fn['symbol']}_status"} if batch else {}),
+                       **({"lane_status": f"{fn['symbol']}_status"} if batch else
+                          {"casadi_external": casadi_name(prefix)}),
                        "opcount": fn["opcount_raw"]}],
     }
     return {
@@ -545,6 +548,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "vector_uses": (["batched states"] if batch else []) + (["product loops"] if loops and not batch else [])
         + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plans) else []),
         "kernel_code": kernel_code,
+        "cas": None if batch else casadi_context(casadi_name(prefix), manifest["functions"][0], files["header"],
+                                                 driver is not None),
     }
 
 
@@ -829,11 +834,102 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
     return "\n".join(lines)
 
 
+# --- CasADi's external-function API ------------------------------------------------------
+#
+# Every scalar build folder also has ``P_casadi.c`` (``casadi.c.j2``): the public function
+# behind CasADi's external-function C API (the entry ``P_casadi(arg, res, iw, w, mem)``
+# and its ``_n_in``, ``_sparsity_in``, ``_work``, ``_checkout``, ...), so that
+# ``casadi.external("P_casadi", lib)`` loads any library built from the folder (make,
+# CMake) and CasADi's generated C links against it.  Every symbol carries the prefix.
+# The Jacobian ``jac_P_casadi`` needs the derivative kernel's code as well: the library
+# :func:`gen.casadi_api.casadi_library` builds renders the same template with
+# ``jacobian`` (:func:`casadi_context`) over both kernels' folders.
+
+def casadi_name(prefix: str) -> str:
+    """The CasADi function name of a build folder's external entry."""
+    return f"{prefix}_casadi"
+
+
+def casadi_context(name: str, fn: dict, header: str, driver: bool, jacobian: dict | None = None) -> dict:
+    """The ``cas`` context of ``casadi.c.j2``: the external function ``name`` calling the
+    public function ``fn`` (a manifest ``functions`` entry) declared in ``header``.
+    ``jacobian`` (None: no ``jac_<name>``): ``symbol``, ``header``, ``work_size``,
+    ``inputs`` (the derivative kernel's inputs: ``name``, ``size``), ``outputs`` (its
+    outputs: ``name``, ``size``), ``blocks`` (output name -> the kernel output holding its
+    derivative with respect to each input, :class:`gen.algorithms.Jacobian`) and
+    ``chart`` (None, or the raw-coordinate chart of q: ``fn``, ``code``, ``colind``,
+    ``row``, ``nq``, ``nv``)."""
+    patterns: dict[tuple, str] = {}
+
+    def pattern(rows: int, cols: int, dense: bool = True) -> str:
+        data = (rows, cols, 1) if dense else (rows, cols, *[0] * (cols + 1))
+        return patterns.setdefault(data, f"{name}_sp{len(patterns)}")
+
+    ins = [{"name": x["name"], "size": x["size"], "sp": pattern(x["size"], 1)} for x in fn["inputs"]]
+    outs, offset = [], 0
+    for y in fn["outputs"]:
+        outs.append({"name": y["name"], "size": y["size"], "offset": offset, "sp": pattern(y["rows"], y["cols"])})
+        offset += y["size"]
+    cas = {"name": name, "file": f"{name}.c", "symbol": fn["symbol"], "header": header, "driver": driver,
+           "inputs": ins, "outputs": outs, "work_size": fn["work_size"], "scratch": offset,
+           "sz_w": fn["work_size"] + offset, "jacobian": None}
+    zeros = max(x["size"] for x in fn["inputs"])
+    if jacobian is not None:
+        j = _casadi_jacobian(jacobian, ins, outs, pattern)
+        zeros = max(zeros, j["extra"])
+        cas["jacobian"] = j
+    cas["zeros"] = zeros
+    cas["patterns"] = [{"name": v, "data": list(k)} for k, v in patterns.items()]
+    return cas
+
+
+def _casadi_jacobian(jac: dict, ins: list[dict], outs: list[dict], pattern) -> dict:
+    """The ``jacobian`` part of :func:`casadi_context` (CasADi's convention for
+    ``jac_<name>``: inputs the nominal inputs then the nominal outputs ``out_<o>``,
+    outputs ``jac_<o>_<i>``, numel(o) x numel(i), in that order)."""
+    nominal = {x["name"]: k for k, x in enumerate(ins)}
+    kernel_inputs = [{"name": x["name"], "size": x["size"], "nominal": nominal.get(x["name"])}
+                     for x in jac["inputs"]]
+    missing = [x["name"] for x in ins if x["name"] not in {k["name"] for k in kernel_inputs}]
+    if missing:
+        raise RbdgenError(f"{jac['symbol']} does not take {', '.join(missing)}: it cannot give the Jacobian")
+    kernel_outputs, offset = [], 0
+    for y in jac["outputs"]:
+        kernel_outputs.append({"name": y["name"], "size": y["size"], "offset": offset})
+        offset += y["size"]
+    where = {y["name"]: y for y in kernel_outputs}
+    chart = jac["chart"]
+    blocks = []
+    for y in outs:
+        names = jac["blocks"].get(y["name"])
+        for i, x in enumerate(ins):
+            src = None if names is None else where[names[i]]
+            use_chart = src is not None and chart is not None and x["name"] == "q"
+            blocks.append({"index": len(blocks), "name": f"jac_{y['name']}_{x['name']}", "rows": y["size"],
+                           "cols": x["size"], "src": None if src is None else src["offset"],
+                           "kernel_output": None if src is None else src["name"], "chart": use_chart,
+                           "sp": pattern(y["size"], x["size"], dense=src is not None)})
+    if chart is not None:
+        chart = {**chart, "nnz": chart["colind"][-1], "q": nominal["q"]}
+    extra = max([x["size"] for x in kernel_inputs if x["nominal"] is None], default=1)
+    j_ins = ins + [{"name": f"out_{y['name']}", "size": y["size"], "sp": y["sp"]} for y in outs]
+    return {"symbol": jac["symbol"], "header": jac["header"], "work_size": jac["work_size"],
+            "kernel_inputs": kernel_inputs, "kernel_outputs": kernel_outputs, "buffer": offset,
+            "inputs": j_ins, "outputs": [{"name": b["name"], "sp": b["sp"]} for b in blocks], "blocks": blocks,
+            "chart": chart, "extra": extra,
+            "sz_w": offset + jac["work_size"] + (chart["nnz"] if chart else 0)}
+
+
+def render_casadi(cas: dict) -> str:
+    """The text of ``casadi.c.j2`` for :func:`casadi_context`'s ``cas``."""
+    return _environment().get_template("casadi.c.j2").render(stamp=STAMP, cas=cas)
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 TEMPLATE_OF = {"header": "header.h.j2", "wrapper": "wrapper.c.j2", "kernel": "kernel.c.j2",
                "cdef": "cdef.j2", "manifest": "manifest.json.j2", "makefile": "Makefile.j2",
-               "cmake": "CMakeLists.txt.j2", "pkgconfig": "pkgconfig.pc.in.j2"}
+               "cmake": "CMakeLists.txt.j2", "pkgconfig": "pkgconfig.pc.in.j2", "casadi": "casadi.c.j2"}
 
 
 def _environment() -> jinja2.Environment:
@@ -845,7 +941,9 @@ def _environment() -> jinja2.Environment:
 
 
 #: a batched kernel's own wrapper and kernel file
-BATCH_TEMPLATE_OF = {**TEMPLATE_OF, "wrapper": "wrapper_batch.c.j2", "kernel": "kernel_batch.c.j2"}
+#: a batched kernel's own wrapper and kernel file (lanes innermost: no CasADi entry)
+BATCH_TEMPLATE_OF = {**{k: v for k, v in TEMPLATE_OF.items() if k != "casadi"},
+                     "wrapper": "wrapper_batch.c.j2", "kernel": "kernel_batch.c.j2"}
 
 
 def render(ctx: dict) -> dict[str, str]:
