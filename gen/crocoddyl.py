@@ -1,0 +1,418 @@
+"""crocoddyl action models on rbdgen's kernels: switching is one import.
+
+``from gen.crocoddyl import DifferentialActionModelFreeFwdDynamics`` (and
+``DifferentialActionModelContactFwdDynamics``) take crocoddyl's own constructor arguments
+and compute what crocoddyl's built-in models of the same names compute, with rbdgen's
+generated C for the dynamics and its analytical derivatives:
+
+* **free**: ``xout`` from ``aba``; ``Fx = [ddq_dq, ddq_dv] + M^-1 dtau_dx`` and
+  ``Fu = M^-1 dtau_du`` from ``aba_derivatives`` (crocoddyl's
+  ``computeABADerivatives`` route, a model without armature);
+* **contact**: ``xout`` and the contact forces from ``prox_ltl`` on the constraint set of
+  the active contacts (sorted by name, as crocoddyl's ``ContactModelMultiple`` stacks
+  them); ``Fx``, ``Fu`` and, with ``enable_force``, ``df_dx``, ``df_du`` from
+  ``constrained_derivatives``.  crocoddyl's ``inv_damping`` ``eps`` (the KKT system
+  ``[M J^T; J -eps I]``) is rbdgen's ``iterations = 1, mu = eps``, exactly; ``eps = 0`` is
+  rbdgen's default ``iterations = 3, mu = 1e-6`` (the proximal iterates converge to the
+  undamped solution, ``(mu kappa)^3`` away).  ``ContactModel3D`` / ``ContactModel6D`` in
+  ``pinocchio.LOCAL`` map to ``3D:`` / ``6D:`` constraints (rbdgen's rows are LOCAL with
+  Pinocchio's force sign); their Baumgarte gains ``(Kp, Kd)`` to the set's gains (one pair
+  for all contacts) and, when ``Kp != 0``, their reference (``xref`` / ``pref``) to the
+  constraint's anchor, which matches crocoddyl's ``a0 += Kp R^T (p - xref) + Kd v``.
+  ``LOCAL_WORLD_ALIGNED`` and ``WORLD`` contacts, 1D/2D contacts and gains differing
+  between contacts are refused in one line.
+
+Actuation, costs and residuals stay crocoddyl's.  The kernels write into crocoddyl's data
+in place: its ``xout``, ``Fx``, ``Fu`` are NumPy views of the Eigen (column-major)
+storage, which the kernels take as ``out=`` arrays as they are.  The Pinocchio data the
+costs read is kept up to date as far as the costs need it, read from the residual types
+at construction (:class:`Kinematics`): frame, state and control residuals need the joint
+placements and velocities (``forwardKinematics(q, v)`` in ``calc``) and the joint
+Jacobians (``computeJointJacobians`` in ``calcDiff``); ``ResidualModelFrameVelocity``
+adds ``computeForwardKinematicsDerivatives``, ``ResidualModelCoMPosition`` the centre of
+mass and its Jacobian; a residual of any other type gets everything the built-in model
+computes (``computeAllTerms`` and the kinematics derivatives).  The contact forces reach
+the contact data (``updateForce``; ``updateForceDiff`` with ``enable_force``), which the
+force residuals read; the contact data's ``Jc`` and ``a0`` are not computed.
+``quasiStatic`` is the built-in models' (a pseudo-inverse of ``dtau_du``, with the contact
+Jacobian's transpose beside it for the contact model), not crocoddyl's generic iterative
+one that a Python model would inherit.  Contact status is read at construction.
+
+Kernels are built from ``state.pinocchio`` (:func:`gen.load_robot` on a
+``pinocchio.Model``) with :func:`gen.build`, cached on disk, and shared in the process
+between the models of one Pinocchio model (a problem has one model per node).
+
+crocoddyl's wheel links libgomp: with OpenMP's default spin-waiting, solves on a loaded
+machine are slow and erratic (60-230 ms instead of 18 ms for the panda example on two
+shared cores).  Importing this module sets ``OMP_WAIT_POLICY=passive`` when it is unset,
+before crocoddyl is imported; if libgomp is already loaded by then, it warns.
+
+Requires the ``crocoddyl`` extra (``pip install rbdgen[crocoddyl]``: crocoddyl 3.2.1 with
+pin 4.0.0; with pin 4.1.0 crocoddyl 3.2.1 crashes on a frame-translation cost).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+
+import numpy as np
+
+from .errors import RbdgenError
+
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "passive"      # read by libgomp when it loads (crocoddyl's wheel)
+    try:
+        with open("/proc/self/maps") as _maps:
+            if "libgomp" in _maps.read():
+                warnings.warn("libgomp was loaded before gen.crocoddyl set OMP_WAIT_POLICY=passive; set it in the "
+                              "environment (or import gen.crocoddyl before crocoddyl) for steady solve times",
+                              stacklevel=2)
+    except OSError:
+        pass
+
+try:
+    import crocoddyl
+    import pinocchio as pin
+except ImportError as e:                           # pragma: no cover - the extra is missing
+    raise RbdgenError(f"gen.crocoddyl needs crocoddyl and Pinocchio: pip install 'rbdgen[crocoddyl]' ({e})") from None
+
+from .build import build
+from .constraint_spec import parse_constraints
+from .constraints import ConstraintSet
+from .model import SE3
+from .robots import load_robot
+
+__all__ = ["DifferentialActionModelContactFwdDynamics", "DifferentialActionModelFreeFwdDynamics", "Kinematics"]
+
+_ROBOTS: dict[int, tuple] = {}          # id(pinocchio.Model) -> (the model, rbdgen Model)
+_KERNELS: dict[tuple, tuple] = {}       # (id(pinocchio.Model), algorithm, key) -> (the model, Kernel)
+
+
+def robot_of(pm):
+    """rbdgen's Model of the Pinocchio model ``pm``, loaded once per object."""
+    hit = _ROBOTS.get(id(pm))
+    if hit is None or hit[0] is not pm:
+        hit = _ROBOTS[id(pm)] = (pm, load_robot(pm))
+    return hit[1]
+
+
+def kernel(pm, algorithm: str, constraints=None, key=(), **options):
+    """``gen.build(load_robot(pm), algorithm, constraints, **options)``, once per process
+    for one ``(pm, algorithm, key)``."""
+    k = (id(pm), algorithm, key, tuple(sorted(options.items())))
+    hit = _KERNELS.get(k)
+    if hit is None or hit[0] is not pm:
+        hit = _KERNELS[k] = (pm, build(robot_of(pm), algorithm, constraints, quiet=False, **options))
+    return hit[1]
+
+
+def out_arrays(kern, named: dict) -> tuple:
+    """The ``out=`` tuple of ``kern``: ``named[output]`` where given, else a scratch array
+    of the output's shape (outputs a model does not read, such as the value a derivative
+    kernel also returns)."""
+    return tuple(named[n] if n in named else (np.empty(r) if c == 1 else np.empty((r, c), order="F"))
+                 for n, r, c in kern._outputs)
+
+
+# --- the kinematics the costs read --------------------------------------------------------
+
+#: residuals that read the joint placements, velocities and Jacobians only
+BASIC = {"ResidualModelState", "ResidualModelControl", "ResidualModelFrameTranslation",
+         "ResidualModelFramePlacement", "ResidualModelFrameRotation", "ResidualModelContactForce",
+         "ResidualModelContactFrictionCone", "ResidualModelContactWrenchCone", "ResidualModelContactCoPPosition",
+         "ResidualModelJointEffort", "ResidualModelJointAcceleration"}
+VELOCITY = {"ResidualModelFrameVelocity"}
+COM = {"ResidualModelCoMPosition"}
+JOINT = {"ResidualModelJointEffort", "ResidualModelJointAcceleration"}
+
+
+class Kinematics:
+    """What of Pinocchio's data the costs of ``costs`` read, and its update (module
+    docstring).  ``full``: a residual of unknown type, so everything the built-in models
+    compute."""
+
+    def __init__(self, pm, costs):
+        self.pm = pm
+        types = {type(item.cost.residual).__name__ for _, item in costs.costs.todict().items()}
+        self.full = bool(types - BASIC - VELOCITY - COM)
+        self.velocity = bool(types & VELOCITY) or self.full
+        self.com = bool(types & COM) or self.full
+        self.joint = bool(types & JOINT)
+
+    def calc(self, pd, q, v, a) -> None:
+        if self.full:
+            pin.computeAllTerms(self.pm, pd, q, v)
+            pin.computeCentroidalMomentum(self.pm, pd)
+        else:
+            pin.forwardKinematics(self.pm, pd, q, v, a)
+            if self.com:
+                pin.centerOfMass(self.pm, pd, q, v, a)
+
+    def calc_diff(self, pd, q, v, a) -> None:
+        if self.velocity:
+            pin.computeForwardKinematicsDerivatives(self.pm, pd, q, v, a)
+        else:
+            pin.computeJointJacobians(self.pm, pd, q)
+        if self.com:
+            pin.jacobianCenterOfMass(self.pm, pd, q, False)
+
+
+def _state_parts(state, x):
+    return x[:state.nq], x[state.nq:]
+
+
+def _refuse_constraints(constraints) -> None:
+    if constraints is not None:
+        raise RbdgenError("gen.crocoddyl models take no ConstraintModelManager (equality/inequality "
+                          "constraints); use crocoddyl's built-in model for constrained solvers")
+
+
+def _check_armature(pm) -> None:
+    if np.any(np.asarray(pm.armature) != 0.0):
+        raise RbdgenError("state.pinocchio has a non-zero armature, which rbdgen's dynamics do not model; "
+                          "use crocoddyl's built-in model or set armature to 0")
+
+
+class _Base(crocoddyl.DifferentialActionModelAbstract):
+    """Shared parts: actuation, costs, kinematics, terminal calc."""
+
+    def __init__(self, state, actuation, costs):
+        crocoddyl.DifferentialActionModelAbstract.__init__(self, state, actuation.nu, costs.nr)
+        _check_armature(state.pinocchio)
+        self.actuation, self.costs = actuation, costs
+        self.pm = state.pinocchio
+        self.nq, self.nv = state.nq, state.nv
+        self.kinematics = Kinematics(self.pm, costs)
+        self.robot = robot_of(self.pm)
+
+    def _terminal_calc(self, data, x) -> None:
+        q, v = _state_parts(self.state, x)
+        pin.computeAllTerms(self.pm, data.pinocchio, q, v)   # the built-in models' terminal calc
+        self._terminal_extra(data)
+        self.costs.calc(data.costs, x)
+        data.cost = data.costs.cost
+
+    def _terminal_extra(self, data) -> None:
+        pass
+
+    def _control_jacobians(self, data, dx_dtau, Fx, Fu) -> None:
+        """``Fx += dx_dtau dtau_dx`` (skipped when dtau_dx is zero, as for the floating-base
+        and full actuations) and ``Fu = dx_dtau dtau_du``."""
+        if data.dtau_dx.any():
+            Fx += dx_dtau @ data.dtau_dx
+        np.matmul(dx_dtau, data.dtau_du, out=Fu)
+
+
+class _Data(crocoddyl.DifferentialActionDataAbstract):
+    """Pinocchio data, actuation, joint (and contact) data in crocoddyl's data collector,
+    the cost data sharing this data's Lx, Lu, ..., and cached views of the arrays the
+    kernels write (their memory is the Eigen storage, fixed for the data's lifetime)."""
+
+    def __init__(self, model, contacts=None):
+        crocoddyl.DifferentialActionDataAbstract.__init__(self, model)
+        self.pinocchio = model.pm.createData()
+        self.actuation = model.actuation.createData()
+        joint = crocoddyl.JointDataAbstract(model.state, model.actuation, model.nu)
+        if contacts is None:
+            self.multibody = crocoddyl.DataCollectorJointActMultibody(self.pinocchio, self.actuation, joint)
+        else:
+            self.contacts = contacts.createData(self.pinocchio)
+            self.multibody = crocoddyl.DataCollectorJointActMultibodyInContact(self.pinocchio, self.actuation, joint,
+                                                                              self.contacts)
+        self.joint = self.multibody.joint
+        self.costs = model.costs.createData(self.multibody)
+        self.costs.shareMemory(self)
+        self.tau, self.dtau_dx, self.dtau_du = self.actuation.tau, self.actuation.dtau_dx, self.actuation.dtau_du
+        self.xout_, self.Fx_, self.Fu_ = self.xout, self.Fx, self.Fu
+
+
+class DifferentialActionModelFreeFwdDynamics(_Base):
+    """crocoddyl's ``DifferentialActionModelFreeFwdDynamics(state, actuation, costs)`` on
+    rbdgen's ``aba`` and ``aba_derivatives`` kernels (module docstring)."""
+
+    def __init__(self, state, actuation, costs, constraints=None):
+        _refuse_constraints(constraints)
+        _Base.__init__(self, state, actuation, costs)
+        self.aba = kernel(self.pm, "aba")
+        self.aba_derivatives = kernel(self.pm, "aba_derivatives")
+
+    def createData(self):
+        data = _Data(self)
+        nv = self.nv
+        data.Minv = np.zeros((nv, nv), order="F")
+        data.out_value = out_arrays(self.aba, {"ddq": data.xout_})
+        data.out_derivatives = out_arrays(self.aba_derivatives, {"ddq_dq": data.Fx_[:, :nv],
+                                                                 "ddq_dv": data.Fx_[:, nv:], "Minv": data.Minv})
+        return data
+
+    def calc(self, data, x, u=None):
+        if u is None:
+            return self._terminal_calc(data, x)
+        q, v = x[:self.nq], x[self.nq:]
+        self.actuation.calc(data.actuation, x, u)
+        self.aba(q, v, data.tau, out=data.out_value)
+        self.kinematics.calc(data.pinocchio, q, v, data.xout_)
+        if self.kinematics.joint:
+            data.joint.a = data.xout_
+            data.joint.tau = u
+        self.costs.calc(data.costs, x, u)
+        data.cost = data.costs.cost
+
+    def calcDiff(self, data, x, u=None):
+        if u is None:
+            return self.costs.calcDiff(data.costs, x)
+        q, v = x[:self.nq], x[self.nq:]
+        self.actuation.calcDiff(data.actuation, x, u)
+        self.aba_derivatives(q, v, data.tau, out=data.out_derivatives)
+        self._control_jacobians(data, data.Minv, data.Fx_, data.Fu_)
+        self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_)
+        if self.kinematics.joint:
+            data.joint.da_dx = data.Fx_
+            data.joint.da_du = data.Fu_
+        self.costs.calcDiff(data.costs, x, u)
+
+    def quasiStatic(self, data, x, maxiter=100, tol=1e-9):
+        """The built-in model's: ``u = pinv(dtau_du) g(q)`` at ``v = 0``."""
+        q = x[:self.nq]
+        xs = np.concatenate([q, np.zeros(self.nv)])
+        tau = pin.rnea(self.pm, data.pinocchio, q, np.zeros(self.nv), np.zeros(self.nv)).copy()
+        u = np.zeros(self.nu)
+        self.actuation.calc(data.actuation, xs, u)
+        self.actuation.calcDiff(data.actuation, xs, u)
+        data.pinocchio.tau[:] = 0.0
+        return np.linalg.pinv(data.dtau_du) @ tau
+
+
+def contact_set(robot, pm, contacts):
+    """(rbdgen ConstraintSet, its cache key, the contact names in crocoddyl's row order)
+    of the active contacts of a ``crocoddyl.ContactModelMultiple`` (module docstring)."""
+    items = sorted((name, item) for name, item in contacts.contacts.todict().items() if item.active)
+    if not items:
+        raise RbdgenError("the ContactModelMultiple has no active contact; use DifferentialActionModelFreeFwdDynamics")
+    tokens, refs, gains = [], [], set()
+    for name, item in items:
+        c = item.contact
+        cls = type(c).__name__
+        kind = {"ContactModel3D": "3D", "ContactModel6D": "6D"}.get(cls)
+        if kind is None:
+            raise RbdgenError(f"contact '{name}': {cls} has no rbdgen constraint (ContactModel3D and ContactModel6D do)")
+        if c.type != pin.ReferenceFrame.LOCAL:
+            raise RbdgenError(f"contact '{name}': reference frame {c.type.name} is not supported; rbdgen's contact rows "
+                              f"are pinocchio.LOCAL (build the contact with pinocchio.LOCAL)")
+        tokens.append(f"{kind}:{pm.frames[c.id].name}")
+        refs.append(c.reference)
+        gains.add((float(c.gains[0]), float(c.gains[1])))
+    if len(gains) > 1:
+        raise RbdgenError(f"contacts have different Baumgarte gains {sorted(gains)}; rbdgen's constraint set has one "
+                          f"(Kp, Kd) pair: give every contact the same gains")
+    (Kp, Kd), = gains
+    cset = parse_constraints(robot, tokens, Kp=Kp, Kd=Kd)
+    if Kp != 0.0:                          # the reference enters a0 through Kp only
+        cset = ConstraintSet(robot, [_anchored(con, ref) for con, ref in zip(cset.constraints, refs)], Kp, Kd)
+    key = (tuple(tokens), Kp, Kd, tuple(_ref_key(r) for r in refs) if Kp != 0.0 else ())
+    return cset, key, [name for name, _ in items]
+
+
+def _anchored(con, ref):
+    """``con`` anchored at crocoddyl's reference (a 3-vector ``xref`` or an SE3 ``pref``)."""
+    if isinstance(ref, np.ndarray):
+        anchor = SE3(np.eye(3), np.array(ref, dtype=float).reshape(3))
+    else:
+        anchor = SE3(np.array(ref.rotation, dtype=float), np.array(ref.translation, dtype=float).reshape(3))
+    return dataclasses.replace(con, placement2=anchor)
+
+
+def _ref_key(ref) -> tuple:
+    if isinstance(ref, np.ndarray):
+        return tuple(float(x) for x in ref.ravel())
+    return tuple(float(x) for x in np.asarray(ref.homogeneous).ravel())
+
+
+def damping_options(inv_damping: float) -> dict:
+    """rbdgen options equal to crocoddyl's ``inv_damping`` (module docstring)."""
+    eps = float(inv_damping)
+    if not eps >= 0.0:
+        raise RbdgenError(f"inv_damping {inv_damping} must be >= 0")
+    return {} if eps == 0.0 else {"iterations": 1, "mu": eps}
+
+
+class DifferentialActionModelContactFwdDynamics(_Base):
+    """crocoddyl's ``DifferentialActionModelContactFwdDynamics(state, actuation, contacts,
+    costs, inv_damping=0., enable_force=False)`` on rbdgen's ``prox_ltl`` and
+    ``constrained_derivatives`` kernels (module docstring)."""
+
+    def __init__(self, state, actuation, contacts, costs, inv_damping=0.0, enable_force=False, constraints=None):
+        _refuse_constraints(constraints)
+        _Base.__init__(self, state, actuation, costs)
+        self.contacts = contacts
+        self.inv_damping, self.enable_force = float(inv_damping), bool(enable_force)
+        self.cset, key, self.contact_names = contact_set(self.robot, self.pm, contacts)
+        self.nc = self.cset.m
+        options = damping_options(inv_damping)
+        self.forward = kernel(self.pm, "prox_ltl", self.cset, key, **options)
+        self.derivatives = kernel(self.pm, "constrained_derivatives", self.cset, key, **options)
+
+    def createData(self):
+        data = _Data(self, self.contacts)
+        nv, nc = self.nv, self.nc
+        data.lam = np.zeros(nc)
+        data.ddq_dtau = np.zeros((nv, nv), order="F")
+        data.dlam_dtau = np.zeros((nc, nv), order="F")
+        data.df_dx = np.zeros((nc, 2 * nv), order="F")
+        data.df_du = np.zeros((nc, self.nu), order="F")
+        data.out_value = out_arrays(self.forward, {"ddq": data.xout_, "lam": data.lam})
+        data.out_derivatives = out_arrays(self.derivatives, {
+            "ddq_dq": data.Fx_[:, :nv], "ddq_dv": data.Fx_[:, nv:], "ddq_dtau": data.ddq_dtau,
+            "dlam_dq": data.df_dx[:, :nv], "dlam_dv": data.df_dx[:, nv:], "dlam_dtau": data.dlam_dtau})
+        return data
+
+    def _terminal_extra(self, data) -> None:
+        pin.computeCentroidalMomentum(self.pm, data.pinocchio)
+
+    def calc(self, data, x, u=None):
+        if u is None:
+            return self._terminal_calc(data, x)
+        q, v = x[:self.nq], x[self.nq:]
+        self.actuation.calc(data.actuation, x, u)
+        self.forward(q, v, data.tau, out=data.out_value)
+        self.kinematics.calc(data.pinocchio, q, v, data.xout_)
+        self.contacts.updateForce(data.contacts, data.lam)
+        if self.kinematics.joint:
+            data.joint.a = data.xout_
+            data.joint.tau = u
+        self.costs.calc(data.costs, x, u)
+        data.cost = data.costs.cost
+
+    def calcDiff(self, data, x, u=None):
+        if u is None:
+            return self.costs.calcDiff(data.costs, x)
+        q, v = x[:self.nq], x[self.nq:]
+        self.actuation.calcDiff(data.actuation, x, u)
+        self.derivatives(q, v, data.tau, out=data.out_derivatives)
+        self._control_jacobians(data, data.ddq_dtau, data.Fx_, data.Fu_)
+        if self.enable_force:
+            self._control_jacobians(data, data.dlam_dtau, data.df_dx, data.df_du)
+            self.contacts.updateAccelerationDiff(data.contacts, data.Fx_)
+            self.contacts.updateForceDiff(data.contacts, data.df_dx, data.df_du)
+        self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_)
+        if self.kinematics.joint:
+            data.joint.da_dx = data.Fx_
+            data.joint.da_du = data.Fu_
+        self.costs.calcDiff(data.costs, x, u)
+
+    def quasiStatic(self, data, x, maxiter=100, tol=1e-9):
+        """The built-in model's: ``u`` from ``pinv([dtau_du, Jc^T]) g(q)`` at ``v = 0``."""
+        q, zero = x[:self.nq], np.zeros(self.nv)
+        xs = np.concatenate([q, zero])
+        pd = data.pinocchio
+        pin.computeAllTerms(self.pm, pd, q, zero)
+        pin.computeJointJacobians(self.pm, pd, q)
+        tau = pin.rnea(self.pm, pd, q, zero, zero).copy()
+        u = np.zeros(self.nu)
+        self.actuation.calc(data.actuation, xs, u)
+        self.actuation.calcDiff(data.actuation, xs, u)
+        self.contacts.calc(data.contacts, xs)
+        J = np.hstack([data.dtau_du, data.contacts.Jc[:self.nc].T])
+        pd.tau[:] = 0.0
+        return (np.linalg.pinv(J) @ tau)[:self.nu]
