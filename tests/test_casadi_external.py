@@ -1,0 +1,188 @@
+"""The CasADi external-function C API of rbdgen's builds (gen/casadi_api.py, gen/emit.py
+casadi_context, issue 30 §3): casadi.external on the library gen.casadi_library compiles
+equals gen.run, its Jacobian (jac_<name>, the compiled derivative kernel; raw q
+coordinates through pinv(T(q)) on a free-flyer) equals the derivative row, threads give
+the serial map's numbers, CasADi's generated C links against the library and gives the
+same numbers, a plain build folder's library serves the value, and bad uses fail in one
+line."""
+import subprocess
+
+import casadi as ca
+import numpy as np
+import pytest
+
+import gen
+from gen.api import get_algorithm
+from gen.backend import NUMPY
+from gen.build import compile_flags, compile_shared
+from gen.casadi_api import casadi_library
+from gen.configuration import tangent_map
+from gen.errors import RbdgenError
+from conftest import load_or_skip, rel_err
+from tests.random_trees import random_tree
+
+#: the C against gen.run's NumPy evaluation of the same formulas: rounding only, relative
+#: to max(1, max|ref|) (rel_err)
+VALUE_TOL = 1e-12
+#: jac_<name> against the derivative kernel called from Python: the same compiled C, up
+#: to the compiler flags of the two builds (contraction into FMAs) and, on a free-flyer,
+#: NumPy's pinv against the traced one of the chart
+JAC_TOL = 1e-12
+
+
+def state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def jacobian_blocks(e, args):
+    """CasADi's Jacobian of every output of ``e`` w.r.t. every input, through MX AD (which
+    calls jac_<name>), at ``args``: a list in output-major order."""
+    x = [ca.MX.sym(e.name_in(i), e.size_in(i)) for i in range(e.n_in())]
+    y = e.call(x)
+    J = ca.Function("J", x, [ca.jacobian(o, s) for o in y for s in x])
+    return [np.array(b) for b in J(*args)]
+
+
+def derivative_blocks(model, algorithm, constraints, args):
+    """The derivative row's matrices (gen.run, by name) in :func:`jacobian_blocks`'
+    layout, the q block times pinv(T(q)) (raw coordinates; None: no derivative)."""
+    algo = get_algorithm(algorithm)
+    jrow = get_algorithm(algo.jacobian.row)
+    cset = jrow.constraint_set(model, constraints) if jrow.constrained else None
+    extra = [np.zeros(n) for _, n in jrow.inputs(model, cset)[len(args):]]
+    d = as_tuple(gen.run(model, jrow.name, *args, *extra, constraints=constraints))
+    d = dict(zip([n for n, _, _ in jrow.outputs(model, cset)], d))
+    P = np.linalg.pinv(np.asarray(tangent_map(model, args[0].reshape(-1, 1), NUMPY)))
+    out = []
+    for o, _, _ in algo.outputs(model, algo.constraint_set(model, constraints)):
+        names = algo.jacobian.blocks.get(o)
+        for i in range(len(args)):
+            out.append(None if names is None else d[names[i]] @ P if i == 0 else
+                       None if names is None else d[names[i]])
+    return out
+
+
+@pytest.mark.parametrize("robot,algorithm", [("panda", "aba"), ("panda", "rnea"), ("panda", "nle"),
+                                             ("solo12", "aba")])
+def test_values_and_jacobian(robot, algorithm):
+    """panda: revolute joints (raw = tangent coordinates); rnea's Jacobian w.r.t. a is M,
+    nle's derivative kernel takes a = 0 from the library; solo12: a free-flyer (chart)."""
+    model = load_or_skip(robot)
+    q, v, x = state(model, 1)
+    e = gen.casadi_external(model, algorithm)
+    assert e.is_a("External")
+    args = [q, v, x][:e.n_in()]
+    ref = as_tuple(gen.run(model, algorithm, *args))
+    for got, want in zip(as_tuple(e(*args)), ref):
+        assert rel_err(np.array(got).reshape(np.shape(want)), want) < VALUE_TOL
+    got, want = jacobian_blocks(e, args), derivative_blocks(model, algorithm, None, args)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert rel_err(g, w) < JAC_TOL, (algorithm, k, rel_err(g, w))
+    if model.nq != model.nv:                 # zero along the quaternion's norm direction
+        free = next(b for b in model.bodies if b.kind == "free")
+        quat = q[free.idx_q + 3:free.idx_q + 7]
+        assert np.max(np.abs(got[0][:, free.idx_q + 3:free.idx_q + 7] @ quat)) < JAC_TOL * np.max(np.abs(got[0]))
+
+
+def test_solver_outputs_structurally_zero():
+    """A constrained solver on a random tree with a free-flyer: ddq and lam are
+    differentiated (the chart on q), iterations and residual have structurally zero
+    Jacobian blocks."""
+    model = random_tree(5, 3)
+    e = gen.casadi_external(model, "prox_ltl", "3D:tip4")
+    jac = e.jacobian()
+    assert jac.name() == f"jac_{e.name()}"
+    assert jac.name_in() == e.name_in() + [f"out_{n}" for n in e.name_out()]
+    nnz = {jac.name_out(k): jac.sparsity_out(k).nnz() for k in range(jac.n_out())}
+    for o in e.name_out():
+        for i in e.name_in():
+            dense = e.numel_out(e.index_out(o)) * e.numel_in(e.index_in(i))
+            assert nnz[f"jac_{o}_{i}"] == (0 if o in ("iterations", "residual") else dense)
+    q, v, tau = state(model, 2)
+    got, want = jacobian_blocks(e, [q, v, tau]), derivative_blocks(model, "prox_ltl", "3D:tip4", [q, v, tau])
+    for g, w in zip(got, want):
+        if w is not None:
+            assert rel_err(g, w) < JAC_TOL
+
+
+def test_thread_map_equals_serial():
+    """F.map(N, "thread", 2): each thread its own w; the numbers of the serial map, bit for bit."""
+    model = load_or_skip("panda")
+    e = gen.casadi_external(model, "aba")
+    n = 64
+    states = [state(model, s) for s in range(n)]
+    args = [np.stack([s[k] for s in states], axis=1) for k in range(3)]
+    x = [ca.MX.sym(e.name_in(i), e.size_in(i)) for i in range(3)]
+    J = ca.Function("J", x, [ca.jacobian(e(*x), ca.vertcat(*x))])
+    for f in (e, J):
+        serial = np.array(f.map(n)(*args))
+        threads = np.array(f.map(n, "thread", 2)(*args))
+        assert np.array_equal(serial, threads)
+    col = np.array(e.map(n)(*args))[:, 5]
+    assert rel_err(col, gen.run(model, "aba", *states[5])) < VALUE_TOL
+
+
+def test_generated_c_program(tmp_path, monkeypatch):
+    """A function calling the external and its Jacobian, written as C by CasADi
+    (Function.generate, with_header and main), compiled with the system compiler against
+    the library, run: its printed numbers are the in-process evaluation's."""
+    model = load_or_skip("panda")
+    name, lib, _ = casadi_library(model, "aba")
+    e = ca.external(name, str(lib))
+    x = [ca.MX.sym(n, model.nv) for n in ("q", "v", "tau")]
+    ddq = e(*x)
+    g = ca.Function("g", x, [ddq, ca.jacobian(ddq, ca.vertcat(*x))], ["q", "v", "tau"], ["ddq", "J"])
+    monkeypatch.chdir(tmp_path)                   # Function.generate writes into the working folder
+    src = tmp_path / "g.c"
+    g.generate("g.c", {"with_header": True, "main": True})
+    exe = tmp_path / "g"
+    subprocess.run(["cc", str(src), str(lib), f"-Wl,-rpath,{lib.parent}", "-lm", "-o", str(exe)], check=True)
+    q, v, tau = state(model, 3)
+    stdin = " ".join(repr(float(a)) for a in np.concatenate([q, v, tau]))
+    out = subprocess.run([str(exe), "g"], input=stdin, capture_output=True, text=True, check=True).stdout
+    printed = np.array([float(t) for t in out.split()])
+    want = np.concatenate([np.array(b).ravel(order="F") for b in g(q, v, tau)])
+    assert printed.size == want.size
+    assert rel_err(printed, want) < 1e-15          # printed with 17 significant digits
+
+
+def test_plain_folder_library_serves_the_value(tmp_path):
+    """A plain build folder (no derivative kernel) compiled as it is into a shared
+    library: casadi.external loads its P_casadi value entry, which has no Jacobian."""
+    model = load_or_skip("panda")
+    k = gen.build(model, "rnea")
+    m = k.folder.manifest
+    assert m["functions"][0]["casadi_external"] == f"{k.folder.prefix}_casadi"
+    files = {n: (k.folder.path / n).read_bytes() for n in [m["header"], *m["sources"]]}
+    lib = compile_shared(k.folder.prefix, files, m["sources"], compile_flags(None), cache=tmp_path,
+                         what="test")
+    e = ca.external(m["functions"][0]["casadi_external"], str(lib))
+    q, v, a = state(model, 4)
+    assert rel_err(np.array(e(q, v, a)).ravel(), k(q, v, a)) < 1e-15
+    s = ca.MX.sym("q", model.nq)
+    with pytest.raises(RuntimeError):
+        ca.jacobian(e(s, v, a), s)
+
+
+def test_refusals():
+    model = load_or_skip("panda")
+    with pytest.raises(RbdgenError, match="not a C identifier"):
+        gen.casadi_external(model, "aba", name="bad name")
+    with pytest.raises(RbdgenError, match="early-exit"):
+        gen.casadi_external(model, "prox_ltl", "3D:panda_hand_tcp", tol=1e-10, max_iter=20)
+    with pytest.raises(RbdgenError, match="runtime_params"):
+        gen.casadi_external(model, "prox_ltl", "3D:panda_hand_tcp", runtime_params=True)
+    e = gen.casadi_external(model, "crba")            # no derivative row: no Jacobian
+    q = ca.MX.sym("q", model.nq)
+    with pytest.raises(RuntimeError):
+        ca.jacobian(e(q), q)
+    a = gen.casadi_external(model, "aba")             # a non-finite input: a failed evaluation
+    q0, v0, t0 = state(model, 5)
+    v0[2] = np.nan
+    with pytest.raises(RuntimeError):
+        a(q0, v0, t0)
