@@ -18,6 +18,8 @@
 ``CMakeLists.txt``  the same as a CMake target ``rbdgen::P``; ``cmake --install``: header,
                     library, the package ``PConfig.cmake`` (+ ``ConfigVersion``), ``P.pc``
 ``P.pc.in``         the pkg-config file both installs fill in (relocatable)
+``P_casadi.c``      the same function through CasADi's external-function C API (value
+                    only; scalar kernels; see "CasADi's external-function API" below)
 ==================  =====================================================================
 
 Every text file except the math is rendered by jinja2 (``gen/templates/``,
@@ -27,7 +29,8 @@ Output is deterministic: no timestamps, no absolute paths; emitting twice gives 
 bytes (the CasADi and rbdgen versions are recorded, so upgrading either may change them).
 
 Symbols: every exported symbol of a folder starts with ``P``: the public functions
-(``P``, ``P_opts`` for a driver, ``P_status`` for a batched kernel) and the math's entry
+(``P``, ``P_opts`` for a driver, ``P_status`` for a batched kernel, ``P_casadi`` and its
+CasADi API functions :data:`CASADI_API`) and the math's entry
 points (``P_kernel``, or ``P_setup``, ``P_step``, ``P_finish`` for a driver; ``void
 f(const double **arg, double **res)``, plus ``double *w`` with ``avoid_stack``);
 everything else is ``static`` (a product kernel's head, the parts of a split function,
@@ -844,6 +847,13 @@ def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "ve
 # The Jacobian ``jac_P_casadi`` needs the derivative kernel's code as well: the library
 # :func:`gen.casadi_api.casadi_library` builds renders the same template with
 # ``jacobian`` (:func:`casadi_context`) over both kernels' folders.
+
+#: what ``P_casadi.c`` exports besides the entry ``<name>`` itself: ``<name><suffix>``
+#: (and, with a Jacobian, ``jac_<name>`` and ``jac_<name><suffix>``), CasADi's
+#: external-function API
+CASADI_API = ("_n_in", "_n_out", "_name_in", "_name_out", "_sparsity_in", "_sparsity_out", "_work",
+              "_incref", "_decref", "_checkout", "_release", "_default_in")
+
 
 def casadi_name(prefix: str) -> str:
     """The CasADi function name of a build folder's external entry."""

@@ -45,9 +45,10 @@ def test_folder_has_every_file(humanoid_aba):
     names = sorted(p.name for p in humanoid_aba.path.iterdir())
     assert names == sorted(["rbd_humanoid30_aba.h", "rbd_humanoid30_aba.c", "rbd_humanoid30_aba_kernel.c",
                             "rbd_humanoid30_aba.cdef", "manifest.json", "Makefile", "CMakeLists.txt",
-                            "rbd_humanoid30_aba.pc.in"])
+                            "rbd_humanoid30_aba.pc.in", "rbd_humanoid30_aba_casadi.c"])
     assert humanoid_aba.header_path.exists()
-    assert [p.name for p in humanoid_aba.sources] == ["rbd_humanoid30_aba.c", "rbd_humanoid30_aba_kernel.c"]
+    assert [p.name for p in humanoid_aba.sources] == ["rbd_humanoid30_aba.c", "rbd_humanoid30_aba_kernel.c",
+                                                      "rbd_humanoid30_aba_casadi.c"]
 
 
 def test_every_file_is_stamped(humanoid_aba):
