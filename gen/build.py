@@ -144,11 +144,13 @@ def compile_shared(name: str, files: dict[str, bytes], sources: Sequence[str], f
                    cache=None, what: str, progress=None) -> Path:
     """A plain shared library (no Python in it) ``lib<name>-<hash>.so`` of ``sources``
     (names in ``files``), compiled by ``$CC`` (default ``cc``) with ``flags`` plus
-    ``-std=c99 -shared -fPIC -g0`` and linked with libm, kept in ``<cache>/lib``; the
+    ``-shared -fPIC -g0`` and linked with libm, kept in ``<cache>/lib``; the
     hash is :func:`content_key` of ``files`` and ``flags``, so an unchanged request loads
     the first library.  Compiled in a private folder and moved into place atomically
     (concurrent builders agree).  What :mod:`gen.casadi_api` hands to
-    ``casadi.external`` and what a C program links against."""
+    ``casadi.external`` and what a C program links against.  The compiler's default
+    dialect, as the cffi extension's: ``-std=c99`` would turn off the contraction into
+    FMAs that gnu dialects allow (measured: solo12 aba 0.89 -> ... us)."""
     flags = list(flags)
     root = cache_dir(cache) / "lib"
     root.mkdir(exist_ok=True)
@@ -162,7 +164,7 @@ def compile_shared(name: str, files: dict[str, bytes], sources: Sequence[str], f
             for fname, data in files.items():
                 (work / fname).write_bytes(data)
             out = work / target.name
-            cmd = [*cc, "-std=c99", *flags, "-g0", "-shared", "-fPIC", "-I", str(work),
+            cmd = [*cc, *flags, "-g0", "-shared", "-fPIC", "-I", str(work),
                    *(str(work / s) for s in sources), "-o", str(out), "-lm"]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:

@@ -10,8 +10,12 @@ Columns (medians over ``--repeat`` timings of ``--number`` calls each, one state
 * ``pin_us``: Pinocchio's Python binding of the same algorithm (``pinocchio.aba``,
   ``computeABADerivatives``, ``constraintDynamics`` with the kernel's damping and
   iterations, ``computeConstraintDynamicsDerivatives`` after it);
-* ``casadi_map_us``: per evaluation, the kernel as ``gen.casadi_external`` inside
-  ``F.map(1000)``.
+* ``casadi_map_us``: per evaluation, the kernel as ``gen.casadi_external`` (CasADi's
+  external-function C API, no Python in the call) inside ``F.map(1000)``;
+* ``casadi_jac_us``: per evaluation, its Jacobian ``jac_<name>`` (the derivative kernel,
+  chart included) inside ``F.map(1000)``, on the rows that have one.  Both take DM
+  arguments made beforehand; the map's outputs are fresh DMs of ``1000 x`` the output
+  size (8 MB for solo12's Jacobian), whose allocation and first touch are in the time.
 
 Overheads are ``call_us - c_us`` and ``out_us - c_us``; ``floor_us`` is a bare cffi call of
 the C function with pointers cast beforehand, the least any Python call can cost here.
@@ -22,11 +26,13 @@ import argparse
 import sys
 import timeit
 
+import casadi as ca
 import numpy as np
 
 from .. import pinref
 from ..algorithms.pinocchio import proximal_setup
 from ..build import build
+from ..algorithms import ALGORITHMS
 from ..casadi_api import casadi_external
 from ..constraint_spec import parse_constraints
 from ..robots import load_robot
@@ -38,7 +44,8 @@ FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 CASES = [("panda", "aba", None), ("panda", "aba_derivatives", None), ("solo12", "aba", None),
          ("solo12", "aba_derivatives", None), ("talos", "aba", None), ("talos", "aba_derivatives", None),
          ("solo12", "prox_ltl", FEET), ("solo12", "constrained_derivatives", FEET)]
-COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "batch_us", "pin_us", "casadi_map_us"]
+COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "batch_us", "pin_us", "casadi_map_us",
+           "casadi_jac_us"]
 
 
 def _time(f, number: int, repeat: int) -> float:
@@ -69,15 +76,23 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
     return None
 
 
-def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 3) -> float | None:
-    """Per evaluation, ``gen.casadi_external`` inside ``F.map(n)`` (None where it fails)."""
+def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 3) -> tuple:
+    """Per evaluation, ``gen.casadi_external`` and its Jacobian function inside
+    ``F.map(n)`` (None where there is none)."""
     try:
         f = casadi_external(model, algorithm, cset)
     except Exception:                           # noqa: BLE001  (a row without an external: no column)
-        return None
+        return None, None
+    # DM arguments made once: the time is the map's evaluation, not NumPy -> DM conversion
+    args = [ca.DM(np.tile(np.reshape(x, (-1, 1)), (1, n))) for x in ins]
     fm = f.map(n)
-    args = [np.tile(np.reshape(x, (-1, 1)), (1, n)) for x in ins]
-    return _time(lambda: fm(*args), 1, repeat) / n
+    value = _time(lambda: fm(*args), 1, repeat) / n
+    if algorithm not in ALGORITHMS or ALGORITHMS[algorithm].jacobian is None:
+        return value, None
+    jm = f.jacobian().map(n)
+    outs = fm(*args)
+    jargs = args + list(outs if isinstance(outs, tuple) else (outs,))
+    return value, _time(lambda: jm(*jargs), 1, repeat) / n
 
 
 def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000, repeat: int = 7,
@@ -109,7 +124,7 @@ def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000
         row["batch_us"] = _time(lambda: k8(*stacks), max(1, number // n), repeat) / n
     pin_call = _pinocchio_call(model, algorithm, cset, kernel, ins)
     row["pin_us"] = _time(pin_call, number, repeat) if pin_call else None
-    row["casadi_map_us"] = _casadi_map(model, algorithm, cset, ins) if casadi else None
+    row["casadi_map_us"], row["casadi_jac_us"] = _casadi_map(model, algorithm, cset, ins) if casadi else (None, None)
     return row
 
 
