@@ -272,6 +272,33 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset, tr.options)
 
 
+def build_folder(robot, algorithm: str, constraints=None, *, flags=None, cache=None,
+                 progress: Callable[[str], None] | None = None, quiet: bool = False, **options) -> BuildFolder:
+    """The build folder :func:`build` would compile (default code generation), found in
+    the cache or traced and emitted into it, but not compiled: for a library that
+    compiles folders its own way (:func:`gen.casadi_api.casadi_library`, one shared
+    library of two kernels).  The request is keyed as :func:`build` keys it, under
+    ``emit-<key>``, so a second request neither traces nor emits; a folder a full build
+    already made is used as it is.  ``flags`` only take part in the key."""
+    t0 = time.perf_counter()
+    model = robot if isinstance(robot, Model) else load_robot(robot)
+    flags = compile_flags(flags)
+    codegen = {"prefix": None, "avoid_stack": False, "batch": None, "batch_trig": "vector",
+               "scalar_trig": "libm", "lanes": True}
+    root = cache_dir(cache)
+    key = _request_key(model, algorithm, constraints, options, codegen, flags)
+    entry = None if key is None else (buildcache.lookup(root, key) or buildcache.lookup(root, f"emit-{key}"))
+    if entry is not None:
+        files = {n: b.decode("utf-8") for n, b in entry.files.items()}
+        return BuildFolder(entry.folder, entry.prefix, json.loads(files["manifest.json"]), files)
+    if progress is None and not quiet:
+        progress = Patient(t0)
+    folder, files, _ = _trace_and_emit(model, algorithm, constraints, options, codegen, root, progress)
+    if key is not None:                # no extension: the module and library fields stay empty
+        buildcache.record(root, f"emit-{key}", folder.path, files, folder.prefix, "", Path(""))
+    return folder
+
+
 def _request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict,
                  flags: list[str]) -> str | None:
     """:func:`gen.buildcache.request_key` of a build: a registry row's constraint set and

@@ -23,7 +23,9 @@ prefixed), so the library ``make`` or CMake builds from any folder is loadable w
 ``casadi.external("P_casadi", "libP.so")`` (as a shared library), without a Jacobian.
 ``jac_P_casadi`` calls the derivative kernel, whose code lives in another build folder,
 so :func:`casadi_library` (``rbdgen build --casadi``) compiles ONE shared library from
-both folders' wrapper and kernel files and ``P_casadi.c`` rendered with the Jacobian;
+both folders' wrapper and kernel files and ``P_casadi.c`` rendered with the Jacobian
+(the folders come from :func:`gen.build.build_folder`: cached, emitted, not compiled by
+cffi, so each kernel is compiled once, into the library);
 it holds both kernels' public functions too (``P`` and ``P_derivatives``, the same code
 as their own builds').  Nothing in it keeps state: a call's scratch (the derivative
 kernel's outputs, its work, the chart below) is in CasADi's ``w``, so the function runs
@@ -59,10 +61,10 @@ import casadi as ca
 from .algorithms import Algorithm
 from .api import get_algorithm
 from .backend import SXBackend
-from .build import Kernel, build, compile_flags, compile_shared
+from .build import build_folder, compile_flags, compile_shared
 from .configuration import tangent_map
 from .cwriter import write_functions
-from .emit import casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
+from .emit import BuildFolder, casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -134,12 +136,12 @@ def _chart(model: Model, fname: str) -> dict:
             "nq": model.nq, "nv": model.nv}
 
 
-def _sources(kernel: Kernel) -> dict[str, str]:
+def _sources(folder: BuildFolder) -> dict[str, str]:
     """A scalar build folder's header, wrapper and kernel files (not its ``P_casadi.c``)."""
-    m = kernel.folder.manifest
-    casadi_file = f"{casadi_name(kernel.folder.prefix)}.c"
+    m = folder.manifest
+    casadi_file = f"{casadi_name(folder.prefix)}.c"
     names = [m["header"], *(s for s in m["sources"] if s != casadi_file)]
-    return {n: kernel.folder.files[n] for n in names}
+    return {n: folder.files[n] for n in names}
 
 
 def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None = None, flags=None,
@@ -155,23 +157,23 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
         raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the CasADi "
                           f"external does too: build it without runtime_params (casadi_function takes them)")
     kw = dict(flags=flags, cache=cache, progress=progress)
-    kernel = build(model, algo.name, cset, **kw, **options)
-    fn = kernel.function
-    name = name or casadi_name(kernel.folder.prefix)
+    folder = build_folder(model, algo.name, cset, **kw, **options)
+    fn = folder.manifest["functions"][0]
+    name = name or casadi_name(folder.prefix)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise RbdgenError(f"CasADi function name {name!r} is not a C identifier")
-    files = _sources(kernel)
+    files = _sources(folder)
     jac = None
     if algo.jacobian is not None:
         jrow = get_algorithm(algo.jacobian.row)
         known = {o.name for o in jrow.options}
-        jk = build(model, jrow.name, cset, **kw, **{k: v for k, v in options.items() if k in known})
-        files.update(_sources(jk))
-        jf = jk.function
-        jac = {"symbol": jf["symbol"], "header": jk.folder.manifest["header"], "work_size": jf["work_size"],
+        jfolder = build_folder(model, jrow.name, cset, **kw, **{k: v for k, v in options.items() if k in known})
+        files.update(_sources(jfolder))
+        jf = jfolder.manifest["functions"][0]
+        jac = {"symbol": jf["symbol"], "header": jfolder.manifest["header"], "work_size": jf["work_size"],
                "inputs": jf["inputs"], "outputs": jf["outputs"], "blocks": algo.jacobian.blocks,
                "chart": None if model.nq == model.nv else _chart(model, f"{name}_chart")}
-    cas = casadi_context(name, fn, kernel.folder.manifest["header"], False, jac)
+    cas = casadi_context(name, fn, folder.manifest["header"], False, jac)
     files[cas["file"]] = render_casadi(cas)
     sources = [n for n in files if n.endswith(".c")]
     lib = compile_shared(name, {n: t.encode("utf-8") for n, t in files.items()}, sources, compile_flags(flags),
