@@ -149,9 +149,10 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
     """``(name, library, files)``: the shared library that serves ``algorithm`` on
     ``robot`` to ``casadi.external(name, library)`` (module docstring), compiled from
     ``files`` (file name -> text: both kernels' headers, wrappers and kernels, and
-    ``<name>.c``) and cached (:func:`gen.build.compile_shared`).  ``name`` defaults to
-    ``P_casadi`` (``P`` the kernel's prefix) and must be a C identifier; the Jacobian is
-    ``jac_<name>`` when the row has a derivative row.  Options as :func:`casadi_external`."""
+    ``<name>_jacobian.c``; ``<name>.c`` for a row without a derivative row) and cached
+    (:func:`gen.build.compile_shared`).  ``name`` defaults to ``P_casadi`` (``P`` the
+    kernel's prefix) and must be a C identifier; the Jacobian is ``jac_<name>`` when the
+    row has a derivative row.  Options as :func:`casadi_external`."""
     model, algo, cset, options = _resolve(robot, algorithm, constraints, options)
     if options.get("runtime_params"):
         raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the CasADi "

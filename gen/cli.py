@@ -255,8 +255,27 @@ def cmd_build(args) -> int:
     row = {**({"algorithm": k.algorithm.name} if auto else {}), "symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"), "batch": k.batch or 1,
            "work_size": f["work_size"], "folder": str(k.path), "header": k.header_path.name,
            "seconds": round(time.perf_counter() - t0, 2)}
+    if args.casadi:
+        row["casadi"] = _casadi_build(model, k.algorithm.name, cset, args, progress, opts)
     print(render_table([row], list(row), args.format))
     return 0
+
+
+def _casadi_build(model, algorithm, cset, args, progress, opts) -> str:
+    """--casadi: the CasADi library (gen.casadi_api.casadi_library: value and derivative
+    kernels, jac_<name>) written into --out as lib<name>.so with its sources (the
+    derivative kernel's files and <name>_jacobian.c beside the folder's own); returns its
+    casadi.external name."""
+    import shutil
+
+    from .casadi_api import casadi_library
+    from .emit import write
+    if args.batch or args.avoid_stack or args.prefix:
+        raise RbdgenError("--casadi builds the default scalar kernel: leave out --batch, --avoid-stack and --prefix")
+    name, lib, files = casadi_library(model, algorithm, cset, flags=args.flags, progress=progress, **opts)
+    write(files, args.out)
+    shutil.copyfile(lib, Path(args.out) / f"lib{name}.so")
+    return name
 
 
 def _load(args, robot=None):
@@ -432,6 +451,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=int, metavar="N",
                    help="batched kernel: N states per call (2, 4, 8, 16), lanes innermost "
                         "(element i of state l at [i*N + l]); symbol ..._b<N>")
+    s.add_argument("--casadi", action="store_true",
+                   help="also write lib<prefix>_casadi.so: the kernel and its derivative kernel behind CasADi's "
+                        "external-function API (casadi.external('<prefix>_casadi', path), Jacobian included)")
     s.add_argument("--prefix", help="C symbol of the kernel, its header, library and CMake package (default: "
                                     "rbd_<robot>_<algorithm>[_<constraints>][_v<hash of non-default options>])")
     _common(s)

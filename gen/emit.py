@@ -880,7 +880,8 @@ def casadi_context(name: str, fn: dict, header: str, driver: bool, jacobian: dic
     for y in fn["outputs"]:
         outs.append({"name": y["name"], "size": y["size"], "offset": offset, "sp": pattern(y["rows"], y["cols"])})
         offset += y["size"]
-    cas = {"name": name, "file": f"{name}.c", "symbol": fn["symbol"], "header": header, "driver": driver,
+    # with the Jacobian: another file name, so that it sits beside the folder's own P_casadi.c
+    cas = {"name": name, "file": f"{name}.c" if jacobian is None else f"{name}_jacobian.c", "symbol": fn["symbol"], "header": header, "driver": driver,
            "inputs": ins, "outputs": outs, "work_size": fn["work_size"], "scratch": offset,
            "sz_w": fn["work_size"] + offset, "jacobian": None}
     zeros = max(x["size"] for x in fn["inputs"])

@@ -16,6 +16,7 @@ from gen.api import get_algorithm
 from gen.backend import NUMPY
 from gen.build import compile_flags, compile_shared
 from gen.casadi_api import casadi_library
+from gen.cli import main
 from gen.configuration import tangent_map
 from gen.errors import RbdgenError
 from conftest import load_or_skip, rel_err
@@ -167,6 +168,18 @@ def test_plain_folder_library_serves_the_value(tmp_path):
     s = ca.MX.sym("q", model.nq)
     with pytest.raises(RuntimeError):
         ca.jacobian(e(s, v, a), s)
+
+
+def test_cli_build_casadi(tmp_path):
+    """rbdgen build --casadi writes lib<name>.so beside the folder (which still makes with
+    its own sources) and the derivative kernel's files; the library has the Jacobian."""
+    out = tmp_path / "k"
+    assert main(["build", "chain:3", "-a", "rnea", "-o", str(out), "--casadi", "-q", "--format", "csv"]) == 0
+    lib = out / "librbd_chain3_rnea_casadi.so"
+    e = ca.external("rbd_chain3_rnea_casadi", str(lib))
+    assert e.jacobian().name() == "jac_rbd_chain3_rnea_casadi"
+    assert (out / "rbd_chain3_rnea_derivatives_kernel.c").exists() and (out / "rbd_chain3_rnea_casadi.c").exists()
+    assert main(["build", "chain:3", "-a", "rnea", "-o", str(out), "--casadi", "--batch", "4", "-q"]) == 2
 
 
 def test_refusals():
