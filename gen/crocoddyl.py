@@ -17,19 +17,21 @@ generated C for the dynamics and its analytical derivatives:
   undamped solution, ``(mu kappa)^3`` away).  ``ContactModel3D`` / ``ContactModel6D`` in
   ``pinocchio.LOCAL`` map to ``3D:`` / ``6D:`` constraints (rbdgen's rows are LOCAL with
   Pinocchio's force sign); their Baumgarte gains ``(Kp, Kd)`` to the set's gains (one pair
-  for all contacts) and, when ``Kp != 0``, their reference (``xref`` / ``pref``) to the
-  constraint's anchor, which matches crocoddyl's ``a0 += Kp R^T (p - xref) + Kd v``.
-  ``LOCAL_WORLD_ALIGNED`` and ``WORLD`` contacts, 1D/2D contacts and gains differing
-  between contacts are refused in one line.
+  for all contacts; crocoddyl's ``a0 += Kd v`` is rbdgen's ``a_c* = -gamma - Kd J v``).
+  ``LOCAL_WORLD_ALIGNED`` and ``WORLD`` contacts, 1D/2D contacts, gains differing between
+  contacts and a position gain ``Kp != 0`` (rbdgen's ``constrained_derivatives`` has
+  none; with ``Kp`` crocoddyl's reference would be the constraint's anchor) are refused
+  in one line.
 
 Actuation, costs and residuals stay crocoddyl's.  The kernels write into crocoddyl's data
 in place: its ``xout``, ``Fx``, ``Fu`` are NumPy views of the Eigen (column-major)
 storage, which the kernels take as ``out=`` arrays as they are.  The Pinocchio data the
 costs read is kept up to date as far as the costs need it, read from the residual types
 at construction (:class:`Kinematics`): frame, state and control residuals need the joint
-placements and velocities (``forwardKinematics(q, v)`` in ``calc``) and the joint
-Jacobians (``computeJointJacobians`` in ``calcDiff``); ``ResidualModelFrameVelocity``
-adds ``computeForwardKinematicsDerivatives``, ``ResidualModelCoMPosition`` the centre of
+placements (``forwardKinematics(q)`` in ``calc``) and the joint Jacobians
+(``computeJointJacobians`` in ``calcDiff``); ``ResidualModelFrameVelocity`` adds the
+velocities and accelerations (``forwardKinematics(q, v, a)``) and
+``computeForwardKinematicsDerivatives``, ``ResidualModelCoMPosition`` the centre of
 mass and its Jacobian; a residual of any other type gets everything the built-in model
 computes (``computeAllTerms`` and the kinematics derivatives).  The contact forces reach
 the contact data (``updateForce``; ``updateForceDiff`` with ``enable_force``), which the
@@ -52,7 +54,6 @@ pin 4.0.0; with pin 4.1.0 crocoddyl 3.2.1 crashes on a frame-translation cost).
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 
@@ -79,8 +80,6 @@ except ImportError as e:                           # pragma: no cover - the extr
 
 from .build import build
 from .constraint_spec import parse_constraints
-from .constraints import ConstraintSet
-from .model import SE3
 from .robots import load_robot
 
 __all__ = ["DifferentialActionModelContactFwdDynamics", "DifferentialActionModelFreeFwdDynamics", "Kinematics"]
@@ -144,10 +143,12 @@ class Kinematics:
         if self.full:
             pin.computeAllTerms(self.pm, pd, q, v)
             pin.computeCentroidalMomentum(self.pm, pd)
-        else:
+        elif self.velocity:
             pin.forwardKinematics(self.pm, pd, q, v, a)
-            if self.com:
-                pin.centerOfMass(self.pm, pd, q, v, a)
+        else:
+            pin.forwardKinematics(self.pm, pd, q)
+        if not self.full and self.com:
+            pin.centerOfMass(self.pm, pd, q, v, a)
 
     def calc_diff(self, pd, q, v, a) -> None:
         if self.velocity:
@@ -185,6 +186,8 @@ class _Base(crocoddyl.DifferentialActionModelAbstract):
         self.nq, self.nv = state.nq, state.nv
         self.kinematics = Kinematics(self.pm, costs)
         self.robot = robot_of(self.pm)
+        #: constant actuation Jacobians: dtau_dx = 0 and dtau_du = I (full) or [0; I] (floating base)
+        self.actuated = {"ActuationModelFull": 0, "ActuationModelFloatingBase": 6}.get(type(actuation).__name__)
 
     def _terminal_calc(self, data, x) -> None:
         q, v = _state_parts(self.state, x)
@@ -197,11 +200,19 @@ class _Base(crocoddyl.DifferentialActionModelAbstract):
         pass
 
     def _control_jacobians(self, data, dx_dtau, Fx, Fu) -> None:
-        """``Fx += dx_dtau dtau_dx`` (skipped when dtau_dx is zero, as for the floating-base
-        and full actuations) and ``Fu = dx_dtau dtau_du``."""
-        if data.dtau_dx.any():
+        """``Fx += dx_dtau dtau_dx`` and ``Fu = dx_dtau dtau_du``; with crocoddyl's full or
+        floating-base actuation (dtau_dx = 0, dtau_du = [0; I]) ``Fu`` is columns of
+        ``dx_dtau`` (the full actuation's kernel writes them into ``Fu`` itself)."""
+        if self.actuated is None:
             Fx += dx_dtau @ data.dtau_dx
-        np.matmul(dx_dtau, data.dtau_du, out=Fu)
+            np.matmul(dx_dtau, data.dtau_du, out=Fu)
+        elif self.actuated:
+            np.copyto(Fu, dx_dtau[:, self.actuated:])
+
+    def _dtau(self, Fu, rows: int):
+        """The array a kernel writes ``d(.)/dtau`` (``rows x nv``) into: ``Fu`` itself under
+        the full actuation (``Fu = d(.)/dtau``), else a new F-ordered array."""
+        return Fu if self.actuated == 0 else np.zeros((rows, self.nv), order="F")
 
 
 class _Data(crocoddyl.DifferentialActionDataAbstract):
@@ -240,7 +251,7 @@ class DifferentialActionModelFreeFwdDynamics(_Base):
     def createData(self):
         data = _Data(self)
         nv = self.nv
-        data.Minv = np.zeros((nv, nv), order="F")
+        data.Minv = self._dtau(data.Fu_, nv)
         data.out_value = out_arrays(self.aba, {"ddq": data.xout_})
         data.out_derivatives = out_arrays(self.aba_derivatives, {"ddq_dq": data.Fx_[:, :nv],
                                                                  "ddq_dv": data.Fx_[:, nv:], "Minv": data.Minv})
@@ -290,7 +301,7 @@ def contact_set(robot, pm, contacts):
     items = sorted((name, item) for name, item in contacts.contacts.todict().items() if item.active)
     if not items:
         raise RbdgenError("the ContactModelMultiple has no active contact; use DifferentialActionModelFreeFwdDynamics")
-    tokens, refs, gains = [], [], set()
+    tokens, gains = [], set()
     for name, item in items:
         c = item.contact
         cls = type(c).__name__
@@ -301,32 +312,15 @@ def contact_set(robot, pm, contacts):
             raise RbdgenError(f"contact '{name}': reference frame {c.type.name} is not supported; rbdgen's contact rows "
                               f"are pinocchio.LOCAL (build the contact with pinocchio.LOCAL)")
         tokens.append(f"{kind}:{pm.frames[c.id].name}")
-        refs.append(c.reference)
         gains.add((float(c.gains[0]), float(c.gains[1])))
     if len(gains) > 1:
         raise RbdgenError(f"contacts have different Baumgarte gains {sorted(gains)}; rbdgen's constraint set has one "
                           f"(Kp, Kd) pair: give every contact the same gains")
     (Kp, Kd), = gains
-    cset = parse_constraints(robot, tokens, Kp=Kp, Kd=Kd)
-    if Kp != 0.0:                          # the reference enters a0 through Kp only
-        cset = ConstraintSet(robot, [_anchored(con, ref) for con, ref in zip(cset.constraints, refs)], Kp, Kd)
-    key = (tuple(tokens), Kp, Kd, tuple(_ref_key(r) for r in refs) if Kp != 0.0 else ())
-    return cset, key, [name for name, _ in items]
-
-
-def _anchored(con, ref):
-    """``con`` anchored at crocoddyl's reference (a 3-vector ``xref`` or an SE3 ``pref``)."""
-    if isinstance(ref, np.ndarray):
-        anchor = SE3(np.eye(3), np.array(ref, dtype=float).reshape(3))
-    else:
-        anchor = SE3(np.array(ref.rotation, dtype=float), np.array(ref.translation, dtype=float).reshape(3))
-    return dataclasses.replace(con, placement2=anchor)
-
-
-def _ref_key(ref) -> tuple:
-    if isinstance(ref, np.ndarray):
-        return tuple(float(x) for x in ref.ravel())
-    return tuple(float(x) for x in np.asarray(ref.homogeneous).ravel())
+    if Kp != 0.0:
+        raise RbdgenError(f"contacts' Baumgarte position gain Kp = {Kp:g} is not supported (rbdgen's "
+                          f"constrained_derivatives takes Kp = 0; Kd is supported): use gains [0, Kd]")
+    return parse_constraints(robot, tokens, Kd=Kd), (tuple(tokens), Kd), [name for name, _ in items]
 
 
 def damping_options(inv_damping: float) -> dict:
@@ -357,10 +351,10 @@ class DifferentialActionModelContactFwdDynamics(_Base):
         data = _Data(self, self.contacts)
         nv, nc = self.nv, self.nc
         data.lam = np.zeros(nc)
-        data.ddq_dtau = np.zeros((nv, nv), order="F")
-        data.dlam_dtau = np.zeros((nc, nv), order="F")
         data.df_dx = np.zeros((nc, 2 * nv), order="F")
         data.df_du = np.zeros((nc, self.nu), order="F")
+        data.ddq_dtau = self._dtau(data.Fu_, nv)
+        data.dlam_dtau = self._dtau(data.df_du, nc)
         data.out_value = out_arrays(self.forward, {"ddq": data.xout_, "lam": data.lam})
         data.out_derivatives = out_arrays(self.derivatives, {
             "ddq_dq": data.Fx_[:, :nv], "ddq_dv": data.Fx_[:, nv:], "ddq_dtau": data.ddq_dtau,

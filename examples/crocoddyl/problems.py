@@ -151,3 +151,33 @@ def largest_difference(a, b) -> float:
     dx = max(float(np.abs(x - y).max()) for x, y in zip(a.xs, b.xs))
     du = max(float(np.abs(x - y).max()) for x, y in zip(a.us, b.us))
     return max(dx, du)
+
+
+def compare(title: str, build, builtin, ours, argv=None, **kw) -> None:
+    """Solve ``build(builtin)`` and ``build(ours)`` ``--repeat`` times each (alternating),
+    print iterations, cost, the largest trajectory difference and the solve-time medians."""
+    import argparse
+    ap = argparse.ArgumentParser(description=title)
+    ap.add_argument("--T", type=int, default=None, help="horizon (nodes)")
+    ap.add_argument("--repeat", type=int, default=11, help="solves per model; the median is printed")
+    args = ap.parse_args(argv)
+    if args.T is not None:
+        kw["T"] = args.T
+    t0 = time.perf_counter()
+    pr, _ = build(ours, **kw)
+    setup = time.perf_counter() - t0
+    pb, _ = build(builtin, **kw)
+    times = {"built-in": [], "rbdgen": []}
+    for _ in range(args.repeat):
+        sb, tb = solve(pb)
+        sr, tr = solve(pr)
+        times["built-in"].append(tb)
+        times["rbdgen"].append(tr)
+    print(f"{title} (T = {pb.T}, {args.repeat} solves each, rbdgen model set-up {setup:.2f} s)")
+    for name, s in (("built-in", sb), ("rbdgen", sr)):
+        print(f"  {name:9s} iterations {s.iter:3d}  cost {s.cost:.12e}  solve median "
+              f"{1e3 * float(np.median(times[name])):8.2f} ms")
+    ratio = float(np.median(times["rbdgen"]) / np.median(times["built-in"]))
+    print(f"  same iterations: {'yes' if sb.iter == sr.iter else 'no'}; cost relative difference "
+          f"{abs(sr.cost - sb.cost) / abs(sb.cost):.1e}; largest trajectory difference "
+          f"{largest_difference(sb, sr):.1e}; rbdgen / built-in time {ratio:.2f}")
