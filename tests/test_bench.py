@@ -21,6 +21,7 @@ from pin_models import shim_part_ready
 import gen
 from gen.algorithms import ALGORITHMS
 from gen.bench import harness, report
+from gen.bench.peers import pinocchio as pin_peer
 
 pytestmark = pytest.mark.slow      # the slow tier: compiles the Pinocchio shim, CMake projects, ...
 
@@ -342,10 +343,10 @@ def test_impulse_peer_only_where_pinocchio_computes_the_same_map():
     """impulseDynamics is one damped solve: the peer runs for a one-iteration kernel (same
     mu) or a tolerance-driven one (the converged map, exact solve), and is skipped with
     the reason for a fixed K > 1."""
-    assert harness.impulse_peer_settings({"iterations": 1}, {"mu": 1e-4}) == (1e-4, None)
-    assert harness.impulse_peer_settings({"iterations": None, "tolerance": 1e-10}, {"mu": 1e-4}) == \
-        (harness.IMPULSE_EXACT_MU, None)
-    mu, reason = harness.impulse_peer_settings({"iterations": 3}, {})
+    assert pin_peer.impulse_peer_settings({"iterations": 1}, {"mu": 1e-4}) == (1e-4, None)
+    assert pin_peer.impulse_peer_settings({"iterations": None, "tolerance": 1e-10}, {"mu": 1e-4}) == \
+        (pin_peer.IMPULSE_EXACT_MU, None)
+    mu, reason = pin_peer.impulse_peer_settings({"iterations": 3}, {})
     assert mu is None and "one damped solve" in reason
 
 
@@ -524,7 +525,7 @@ def test_adam_reads_a_normalised_copy_of_the_urdf():
     inertials without <origin>, icub's <texture> without a file, panda's locked mimic
     fingers (fixed at q = 0, as rbdgen locks them)."""
     import xml.etree.ElementTree as ET
-    from gen.bench import adam_peer
+    from gen.bench.peers import adam as adam_peer
     for name in ("go1", "icub", "panda"):
         model = load_or_skip(name)
         root = ET.fromstring(adam_peer.urdf_text(model))

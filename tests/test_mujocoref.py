@@ -1,5 +1,5 @@
 """gen/mujocoref.py: MuJoCo's own computation as the reference of MJCF models, and the
-bench's MuJoCo peer (gen/bench/mujoco_peer.py) on a model with armature.
+bench's MuJoCo peer (gen/bench/peers/mujoco.py) on a model with armature.
 
 The reference must equal rbdgen's NumPy path and compiled kernels on Gymnasium's models
 and on a small file with every joint kind and everything rbdgen leaves out of the

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGES = [
     ("gen.errors", "gen.portable", "gen.version", "gen.table", "gen.backend", "opcount.counter"),
     ("gen.model",),
-    ("gen.spatial", "gen.urdf", "gen.mjcf", "gen.robots"),
+    ("gen.spatial", "gen.urdf", "gen.mjcf", "gen.pinmodel", "gen.robots"),
     ("gen.kinematics",),
     ("gen.constraints",),
     ("gen.constraint_spec",),
@@ -39,7 +39,7 @@ STAGES = [
     ("gen.lanes", "gen.cwriter", "gen.products", "gen.emit"),
     ("gen.fastcall", "gen.kernel"),
     ("gen.build", "gen.buildcache"),
-    ("gen.generic", "gen.pinref", "gen.casadi_api", "gen.mujocoref", "gen.verify"),
+    ("gen.generic", "gen.pinref", "gen.casadi_api", "gen.mujocoref", "gen.verify", "gen.crocoddyl"),
     ("gen.bench",),
     ("gen.scaling", "gen.simulate"),
     ("gen.cli", "gen.regenerate", "gen"),

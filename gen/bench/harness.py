@@ -1,26 +1,12 @@
 """The timing harness (docs/DESIGN.md §5): one C program per benchmark, all implementations in the
 same process and the same run, interleaved.
 
-:func:`benchmark` builds the specialised kernel (:func:`gen.build`), renders
-``harness.c.j2`` into a C program that links
-
-* the specialised C of the build folder (``int <symbol>(in..., out..., work)``),
-* the generic C (``rbg.c``, ``rbg_constrained.c``, ``rbg_delassus.c``, ``rbg_events.c``,
-  with the robot embedded by :func:`gen.generic.serialize.model_to_c` and, for the
-  proximal solvers, the Delassus algorithms, ``prox_lcp`` and ``impulse``, the constraint
-  set by :func:`~gen.generic.serialize.constraints_to_c`, initialised once in ``main``
-  and called with the specialised kernel's options: mu, its iteration count or, with a
-  tolerance, the same early exit and cap; the impact map's restitution),
-* the Pinocchio shim's objects (:mod:`gen.bench.pinshim`; the model is handed over as
-  the Boost text archive of the ``pin.Model`` built in Python),
-* on URDF models, ADAM's dynamics (``adam-robotics``, CasADi backend) as C from CasADi's
-  code generator, for the rows with an ``adam_peer`` (:mod:`gen.bench.adam_peer`),
-* on MJCF models, MuJoCo's C library (``libmujoco`` of the ``mujoco`` wheel, the same
-  file loaded by ``mj_loadXML``) for the rows with a ``mujoco_peer``
-  (:mod:`gen.bench.mujoco_peer`: its call sequence, overhead and the coordinate
-  conversion),
-
-compiles everything with the same flags (:data:`gen.bench.pinshim.BENCH_FLAGS`,
+:func:`benchmark` builds the specialised kernel (:func:`gen.build`), asks each peer of
+``against`` for its plan (:mod:`gen.bench.peers`: the generic C, Pinocchio through its C++
+shim, MuJoCo's C library on MJCF models, ADAM's CasADi functions as C on URDF models; a
+peer that does not compute the row on this model gives its reason, reported as skipped),
+renders ``harness.c.j2`` into one C program linking the specialised C of the build folder
+(``int <symbol>(in..., out..., work)``) and the peers' code, compiles everything with the same flags (:data:`gen.bench.pinshim.BENCH_FLAGS`,
 ``-O3 -march=native -DNDEBUG``), writes ``n_states`` random states (fixed seed; ``q`` from
 :meth:`gen.model.Model.random_q`, other inputs uniform in [-1, 1]) and runs it once:
 
@@ -58,69 +44,22 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from opcount.counter import count_function
-
-from .. import pinref
-from ..algorithms.proximal import DEFAULT_ITERATIONS, DEFAULT_MU
 from ..api import get_algorithm, run
 from ..build import build
 from ..errors import RbdgenError
-from ..generic import INCLUDE_DIR as GENERIC_DIR
-from ..generic import SOURCES as GENERIC_SOURCES
-from ..generic.serialize import constraints_to_c, model_to_c
 from ..model import Model
 from ..robots import load_robot
 from ..version import __version__
-from . import adam_peer, mujoco_peer, pinshim
+from . import pinshim
+from .peers import PEERS, Bench
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = "harness.c.j2"
 
-IMPLEMENTATIONS = ("specialized", "generic", "pinocchio", "mujoco", "adam")
-#: Each registry row names the Pinocchio shim function timed against it (``pin_peer``;
-#: ``--pin-peer`` overrides).  Constrained rows: Pinocchio 4.1's ``constrainedABA`` and ``pv`` do not
-#: compile (see pin_shim.cpp), so every proximal solver is timed against
-#: ``constraintDynamics``, whose iterates equal rbdgen's (checked: solo12 3D feet
-#: 1.5e-14, ur5 6D tool0 5.8e-12 relative at 3 iterations).  ``--pin-peer lcaba`` /
-#: ``contact_aba`` time Pinocchio's maximal-coordinate solvers, but their conventions
-#: differ (lcaba: agrees to ~2e-6 on 3D contacts, not on 6D; contactABA: its ``mu`` and
-#: force conventions do not reproduce rbdgen's), so the agreement check usually refuses
-#: them unless ``check=False`` / ``--no-check``.  The damped Delassus inverses are timed
-#: against ``computeDampedDelassusMatrixInverse`` (PV-OSIMr, the same inversion lemma as
-#: cABA-OSIM in Pinocchio's frame form), at the kernel's mu and unit weights; below
-#: mu = 1e-4 its own rounding (~eps / mu) exceeds the cross-check's tolerance.
-#: The impact map is timed against ``impulseDynamics``, which performs ONE damped solve
-#: of the KKT system (``[[-mu, J], [J^T, M]] [-impulse; v+ - v-] = [-(1 + e) J v-; 0]``):
-#: that is rbdgen's first proximal iterate from ``lam_0 = 0`` at the same mu (Sathya 2024
-#: eq. 27b with ``k = -(1 + e) J v-``), not its K-th.  So the peer runs only where the two
-#: compute the same thing (:func:`impulse_peer_settings`): a kernel of exactly one
-#: iteration (Pinocchio at the kernel's mu), or a tolerance-driven kernel, i.e. the
-#: converged map (Pinocchio at damping :data:`IMPULSE_EXACT_MU`, an exact solve); a
-#: fixed K > 1 has no Pinocchio counterpart and the peer is skipped with that reason
-#: (measured at mu = 1e-4, impulses relative: K = 1 agrees to 2e-11 on solo12's feet and
-#: 3e-12 on talos's soles, K = 3 differs by 1e-4 and 5e-3; converged, 1e-10).
-#: The derivative rows are timed against Pinocchio's analytical derivatives as a user calls
-#: them: ``computeRNEADerivatives``, ``computeABADerivatives``, ``constraintDynamics`` +
-#: ``computeConstraintDynamicsDerivatives`` (the forward solve the derivatives are taken at,
-#: then the derivatives, timed together as rbdgen's kernel computes both) and
-#: ``impulseDynamics`` + ``computeImpulseDynamicsDerivatives`` (one damped solve, as above).
-CONSTRAINED_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "delassus_inv", "impulse_dynamics",
-                     "constraint_dynamics_derivatives", "impulse_dynamics_derivatives")
-#: constrained peers that run proximal iterations (their count is reported)
-ITERATIVE_PEERS = ("constraint_dynamics", "contact_aba", "lcaba", "constraint_dynamics_derivatives")
-IMPULSE_PEERS = ("impulse_dynamics", "impulse_dynamics_derivatives")
+#: the implementations: rbdgen's specialised C and the peers (:data:`gen.bench.peers.PEERS`)
+IMPLEMENTATIONS = ("specialized", *PEERS)
 #: outputs that are bookkeeping, not results: never compared across implementations
 NOT_COMPARED = ("iterations", "residual")
-#: outputs a Pinocchio peer computes differently, so only its other outputs are checked:
-#: pin 4.1's contactABA (its constrainedABA) leaves in ``contact_force`` the penalty-scaled
-#: multiplier of its own update order, not the constraint force (its ddq agrees with
-#: rbdgen's to the augmented Lagrangian's rounding)
-PIN_NOT_COMPARED = {"contact_aba": ("lam",)}
-#: Pinocchio's damped Delassus inverse has its own rounding below mu = 1e-4 (PV-OSIMr), so
-#: the Delassus rows of the constrained suite run at this damping on every side
-DELASSUS_MU = 1e-4
-#: impulseDynamics' damping for the converged impact map (gen.pinref.EXACT_MU)
-IMPULSE_EXACT_MU = 1e-12
 DEFAULTS = {"n_states": 256, "rounds": 200, "batch": 100, "warmup": 2000, "seed": 0}
 TOLERANCE = 1e-8                 # relative, unconstrained
 TOLERANCE_CONSTRAINED = 1e-6     # relative, proximal solvers (Pinocchio iterates differently)
@@ -138,28 +77,6 @@ def cache_root() -> Path:
 def _env() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE)), undefined=jinja2.StrictUndefined,
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-
-
-def _fmt(x: float) -> str:
-    r = repr(float(x))
-    return r if ("." in r or "e" in r or "n" in r) else r + ".0"
-
-
-def impulse_peer_settings(manifest: dict, options: dict) -> tuple[float | None, str | None]:
-    """``(damping, None)`` for Pinocchio's ``impulseDynamics`` computing what the impulse
-    kernel of ``manifest`` computes, or ``(None, reason)`` (see the notes above :data:`CONSTRAINED_PEERS`): one
-    iteration = its single damped solve at the same mu; a tolerance = the converged map,
-    an exact solve at :data:`IMPULSE_EXACT_MU`."""
-
-    if manifest.get("tolerance") is not None:
-        return IMPULSE_EXACT_MU, None
-    # the impact map's iteration count is its traced `iterations` output; its derivative
-    # row has none, its `iterations` option is the count
-    iterations = manifest.get("iterations") or options.get("iterations", DEFAULT_ITERATIONS)
-    if iterations == 1:
-        return float(options.get("mu", DEFAULT_MU)), None
-    return None, (f"Pinocchio's impulseDynamics performs one damped solve (rbdgen's first iterate), not "
-                  f"{iterations} iterations: benchmark impulse with iterations=1 or a tolerance")
 
 
 def make_states(model, inputs, n: int, seed: int) -> np.ndarray:
@@ -238,311 +155,62 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
               pin_peer: str | None = None, tolerance: float | None = None, numpy_states: int = 4,
               check: bool = True, keep_outputs: bool = False, keep_dir=None, progress=None,
               **options) -> dict:
-    """Benchmark ``algorithm`` on ``robot`` (specialised C vs the implementations in
-    ``against``); returns the result dict (see the module docstring and
+    """Benchmark ``algorithm`` on ``robot`` (specialised C vs the peers in ``against``,
+    :data:`gen.bench.peers.PEERS`); returns the result dict (see the module docstring and
     :func:`gen.bench.report.rows`).  Raises :class:`BenchmarkMismatch` when the
     implementations disagree (``check=False``: report anyway, with ``verify.ok`` False).
     ``options`` go to the algorithm (e.g. ``iterations``, ``mu`` for proximal solvers).
     ``keep_outputs``: add ``states`` (n_states x inputs) and ``outputs`` (implementation ->
     output name -> array, one row per state, matrices as rows x cols in their natural
     orientation) to the result, for tests."""
-
-    say = progress or (lambda s: None)
     against = tuple(a for a in against if a != "specialized")
-    bad = [a for a in against if a not in IMPLEMENTATIONS]
+    bad = [a for a in against if a not in PEERS]
     if bad:
         raise RbdgenError(f"unknown implementation(s) {', '.join(bad)} in --against "
-                          f"(choose from generic, pinocchio, mujoco, adam)")
+                          f"(choose from {', '.join(PEERS)})")
     if min(n_states, rounds, batch) < 1 or warmup < 0:
         raise RbdgenError("n_states, rounds and batch must be >= 1 and warmup >= 0")
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
-
-    # --- the specialised kernel ------------------------------------------------------------
     t0 = time.perf_counter()
     kernel = build(model, algorithm, cset, progress=progress, **options)
     t_build = time.perf_counter() - t0
-    man = kernel.manifest
-    fn = man["functions"][0]
+    fn = kernel.manifest["functions"][0]
     inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
-    reg_inputs = algo.inputs(model, cset)
-    if [n for n, _ in inputs] != [n for n, _ in reg_inputs]:
-        raise RbdgenError(f"manifest inputs {inputs} differ from the registry's {reg_inputs}")
-    offsets, stride = [], 0
-    for _, size in inputs:
-        offsets.append(stride)
-        stride += size
+    if [n for n, _ in inputs] != [n for n, _ in algo.inputs(model, cset)]:
+        raise RbdgenError(f"manifest inputs {inputs} differ from the registry's {algo.inputs(model, cset)}")
     outputs = [{"name": y["name"], "size": int(y["size"]), "rows": int(y.get("rows", y["size"])),
                 "cols": int(y.get("cols", 1)), "compare": y["name"] not in NOT_COMPARED}
                for y in fn["outputs"]]
-    impls = [{"name": "specialized", "key": "spec", "kind": "spec", "work_size": int(fn["work_size"]),
-              "colmajor": man.get("layout", "column-major") == "column-major"}]
-    skipped = {}
-
-    # --- generic C ---------------------------------------------------------------------------
-
-    generic_ctx = None
-    if "generic" in against:
-
-        generic = algo.generic
-        mimic = [b.name for b in model.bodies if b.mimic is not None]
-        if mimic and generic is not None:
-            skipped["generic"] = f"the generic C has no mimic joints (joint '{mimic[0]}')"
-            generic = None
-        loop = [str(c) for c in cset.constraints if not c.anchored] if cset else []
-        if loop and generic is not None and generic.anchored_only:
-            skipped["generic"] = (f"the generic C's {algorithm} takes constraints relative to the world only "
-                                  f"('{loop[0]}' closes a loop between two moving bodies)")
-            generic = None
-        # rbg_<name>(&model, [&constraints,] [&options,] [scalar,] inputs..., outputs..., work);
-        # scalar: a damped Delassus inverse's mu, the impact map's restitution
-        generic_ctx = None if generic is None else {
-            "model_c": model_to_c(model, "bench_model"), "function": generic.entry,
-            "constrained": False, "prox": False, "scalar_arg": None}
-        work = None if generic is None else generic.work(model.nbodies, model.nv, cset.m if cset else 0)
-        if generic is None:
-            skipped.setdefault("generic", f"the generic C has no {algorithm} ({algo.generic_note})")
-        elif algo.iterative:
-            # the specialised kernel's proximal options (its manifest): mu, the iteration
-            # count or, with a tolerance, the early exit's cap; tol -1 = none
-            tol = man.get("tolerance")
-            cap = man.get("max_iter") if tol is not None else man.get("iterations")
-            generic_ctx.update({"constrained": True, "prox": True,
-                                "constraints_c": constraints_to_c(model, cset, "bench_cons"),
-                                "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(cap),
-                                "tol": "-1.0" if tol is None else _fmt(tol)})
-            if "restitution" in {o.name for o in algo.options}:
-                generic_ctx["scalar_arg"] = _fmt(options.get("restitution", 0.0))
-        elif algo.constrained:
-            # the damped inverses take the kernel's mu; J M^-1 J^T takes none
-            damped = "mu" in {o.name for o in algo.options}
-            generic_ctx.update({"constrained": True, "constraints_c": constraints_to_c(model, cset, "bench_cons"),
-                                "scalar_arg": _fmt(options.get("mu", DEFAULT_MU)) if damped else None})
-        if generic_ctx is not None:
-            impls.append({"name": "generic", "key": "gen", "kind": "generic", "work_size": int(work),
-                          "colmajor": False})
-
-    # --- Pinocchio ----------------------------------------------------------------------------
-    pin_ctx, shim, shim_parts, archive = None, None, None, None
-    if "pinocchio" in against:
-        reason = None
-        peer = pin_peer or algo.pin_peer
-        try:
-            if not pinref.available():
-                reason = "pinocchio is not installed"
-        except Exception as e:  # pragma: no cover
-            reason = str(e)
-        if reason is None:
-            try:
-                pinshim.pin_prefix()          # headers, Eigen (cmeel-eigen), boost
-            except RbdgenError as e:
-                reason = str(e)
-        if reason is None and peer is None:
-            reason = f"no Pinocchio peer for {algorithm}"
-        if reason is None and peer not in pinshim.FUNCTION_PART:
-            raise RbdgenError(f"unknown Pinocchio peer '{peer}' (choose from {', '.join(pinshim.FUNCTION_PART)})")
-        if reason is None and algo.constrained != (peer in CONSTRAINED_PEERS):
-            reason = f"Pinocchio's {peer} does not compute {algorithm}'s outputs"
-        if reason is None and not algo.constrained and not pinref.supports(model, algorithm):
-            reason = f"Pinocchio's {peer} needs depth-first joint numbering ({model.name} is not)"
-        impulse_mu = None
-        if reason is None and peer in IMPULSE_PEERS:
-            impulse_mu, reason = impulse_peer_settings(man, options)
-        if reason is None:
-            pmodel = pinshim.pin_model(model)
-            archive = pinshim.model_archive(pmodel)
-            shim_parts = ("core", pinshim.FUNCTION_PART[peer])
-            shim = pinshim.build_shim(shim_parts, progress=progress)
-            pin_outputs = [{"name": y["name"]} for y in outputs if y["compare"]]
-            pin_ctx = {"function": peer, "outputs": pin_outputs, "constrained": algo.constrained,
-                       "iterative": peer in ITERATIVE_PEERS, "constraints": [], "mu": "1e-6", "max_iter": 0,
-                       "accuracy": "0.0", "family": 0, "restitution": None}
-            if algo.constrained:
-
-                iters = man.get("iterations") or options.get("max_iter") or options.get("iterations") \
-                    or DEFAULT_ITERATIONS
-                pin_ctx.update({
-                    "mu": _fmt(options.get("mu", DEFAULT_MU)), "max_iter": int(iters),
-                    "accuracy": _fmt(options.get("tol", 0.0)), "family": pinshim.CONSTRAINED_FAMILY[peer],
-                    "constraints": [{"type": t, "joint1": j1, "M1": [_fmt(x) for x in M1], "joint2": j2,
-                                     "M2": [_fmt(x) for x in M2], "kp": _fmt(cset.gains(c)[0]),
-                                     "kd": _fmt(cset.gains(c)[1])}
-                                    for c, (t, j1, M1, j2, M2) in enumerate(pinshim.constraint_rows(cset))]})
-                if impulse_mu is not None:          # one damped solve (impulse_peer_settings)
-                    pin_ctx.update({"mu": _fmt(impulse_mu), "max_iter": 1,
-                                    "restitution": _fmt(options.get("restitution", 0.0))})
-            impls.append({"name": "pinocchio", "key": "pin", "kind": "pin", "work_size": None,
-                          "colmajor": False, "function": peer})
-        else:
-            skipped["pinocchio"] = reason
-
-    # --- MuJoCo (gen.bench.mujoco_peer) -------------------------------------------------------
-    mj_ctx = None
-    if "mujoco" in against:
-        reason = mujoco_peer.unavailable(model, algo)
-        if reason is None:
-            mj_ctx = mujoco_peer.context(model, algo)
-            impls.append({"name": "mujoco", "key": "mj", "kind": "mujoco", "work_size": None,
-                          "colmajor": False, "calls": mj_ctx["calls"]})
-        else:
-            skipped["mujoco"] = reason
-
-    # --- ADAM (gen.bench.adam_peer) --------------------------------------------------------------
-    adam_fn = None
-    if "adam" in against:
-        reason = adam_peer.unavailable(model, algo)
-        if reason is None:
-            say(f"ADAM's {algo.adam_peer} of {model.name} (adam-robotics, CasADi)")
-            try:
-                adam_fn = adam_peer.function(model, algo, f"adam_{algorithm}")
-            except Exception as e:        # noqa: BLE001 - a third-party library's failure is a skip reason
-                reason = f"ADAM failed on {model.name}: {' '.join(str(e).split())[:200]}"
-        if adam_fn is not None:
-            impls.append({"name": "adam", "key": "adam", "kind": "adam", "work_size": None, "colmajor": True,
-                          "quantity": algo.adam_peer, "ops": sum(count_function(adam_fn).values())})
-        else:
-            skipped["adam"] = reason
-    adam_ctx = None if adam_fn is None else {
-        "function": adam_fn.name(), "sz_arg": int(adam_fn.sz_arg()), "sz_res": int(adam_fn.sz_res()),
-        "sz_iw": int(adam_fn.sz_iw()), "sz_w": int(adam_fn.sz_w())}
-
-    # --- the program --------------------------------------------------------------------------
     program = f"bench_{fn['symbol']}"
-    ctx = {"program": program, "robot": model.name, "algorithm": algorithm,
-           "constraints": getattr(cset, "spec", None) if cset is not None else None,
-           "impls": impls, "inputs": [{"name": n, "size": s, "offset": o} for (n, s), o in zip(inputs, offsets)],
-           "outputs": outputs, "n_states": n_states, "stride": stride,
-           "has_spec": True, "spec": {"header": man["header"], "symbol": fn["symbol"]},
-           "has_generic": generic_ctx is not None, "generic": generic_ctx or {},
-           "has_pin": pin_ctx is not None, "pin": pin_ctx or {},
-           "has_mj": mj_ctx is not None, "mj": mj_ctx or {},
-           "has_adam": adam_ctx is not None, "adam": adam_ctx or {}}
-    source = _env().get_template(TEMPLATE).render(ctx)
     root = Path(keep_dir) if keep_dir else cache_root() / program
     root.mkdir(parents=True, exist_ok=True)
-    harness_c = root / f"{program}.c"
-    if not harness_c.exists() or harness_c.read_text() != source:
-        harness_c.write_text(source)
-    c_sources = [harness_c, *kernel.sources]
-    if adam_fn is not None:
-        c_sources.append(adam_peer.c_source(adam_fn, root / f"{adam_fn.name()}.c"))
-    include_dirs = [kernel.path]
-    if generic_ctx is not None:
-        c_sources += list(GENERIC_SOURCES)
-        include_dirs.append(GENERIC_DIR)
-    extra_link = ()
-    if mj_ctx is not None:
-        include_dirs.append(mujoco_peer.package_dir() / "include")
-        extra_link = tuple(mujoco_peer.link_args())
-    say(f"compiling the benchmark program {program}")
-    exe, t_compile = _compile_program(root, c_sources, include_dirs, pin_ctx is not None, shim, shim_parts, progress,
-                                      extra_link)
-
+    bench = Bench(model, algo, cset, kernel.manifest, options, outputs, root, pin_peer, progress)
+    plans, skipped = {}, {}
+    for name in (p for p in PEERS if p in against):
+        plan = PEERS[name](bench)
+        (skipped if isinstance(plan, str) else plans)[name] = plan
+    spec = {"name": "specialized", "key": "spec", "kind": "spec", "work_size": int(fn["work_size"]),
+            "colmajor": kernel.manifest.get("layout", "column-major") == "column-major"}
+    impls = [spec] + [p.impl for p in plans.values()]
+    exe, harness_c, t_compile = _program(bench, kernel, fn, program, inputs, impls, plans, n_states)
     states = make_states(model, inputs, n_states, seed)
-    if adam_fn is not None and adam_peer.zero_base_torque(model, algo):
-        tau = offsets[[n for n, _ in inputs].index("tau")]
-        states[:, tau:tau + 6] = 0.0         # ADAM's ABA: an unactuated base (adam_peer)
-    with tempfile.TemporaryDirectory(prefix="rbdgen-bench-") as tmp:
-        tmp = Path(tmp)
-        (tmp / "states.bin").write_bytes(states.tobytes())
-        args = [str(exe), str(tmp / "states.bin")]
-        if pin_ctx is not None:
-            (tmp / "model.txt").write_bytes(archive)
-            args.append(str(tmp / "model.txt"))
-        if mj_ctx is not None:
-            args.append(str(model.source))
-        args += [str(rounds), str(batch), str(warmup), str(tmp / "dump.bin")]
-        say(f"running {program}: {rounds} rounds x {batch} calls x {len(impls)} implementations")
-        t0 = time.perf_counter()
-        raw = json.loads(_run(args, f"running {program}"))
-        t_run = time.perf_counter() - t0
-        dump = np.fromfile(tmp / "dump.bin", dtype=np.float64)
-
-    # --- verification -------------------------------------------------------------------------
-    per_state = sum(y["size"] for y in outputs) * len(impls)
-    dump = dump.reshape(n_states, per_state) if per_state else dump.reshape(n_states, 0)
-    ref_scale = max([1.0] + [float(v) for v in raw["verify"]["max_abs_ref"].values()])
+    offsets = dict(zip([n for n, _ in inputs], np.cumsum([0] + [n for _, n in inputs])[:-1].tolist()))
+    for plan in plans.values():
+        if plan.adjust_states:
+            plan.adjust_states(states, offsets)
+    bench.say(f"running {program}: {rounds} rounds x {batch} calls x {len(impls)} implementations")
+    raw, dump, t_run = _run_program(exe, states, plans, rounds, batch, warmup)
     tol = tolerance if tolerance is not None else (TOLERANCE_CONSTRAINED if algo.constrained else TOLERANCE)
-    verify = {"states": raw["verify"]["states"], "reference": "specialized", "tolerance": tol,
-              "max_abs_ref": raw["verify"]["max_abs_ref"], "max_abs_diff": {}, "max_rel_diff": {},
-              "failed_calls": {}}
-    ok = True
-    for entry in raw["verify"]["impls"]:
-        name = entry["name"]
-        verify["failed_calls"][name] = entry["failed_calls"]
-        if name == "specialized":
-            ok &= entry["failed_calls"] == 0
-            continue
-        skip = PIN_NOT_COMPARED.get(pin_ctx["function"], ()) if name == "pinocchio" else ()
-        diffs = {k: (float("nan") if v < 0 else v) for k, v in entry["max_abs_diff"].items() if k not in skip}
-        verify["max_abs_diff"][name] = diffs
-        rel = max(diffs.values(), default=0.0) / ref_scale
-        verify["max_rel_diff"][name] = rel
-        ok &= bool(rel <= tol) and entry["failed_calls"] == 0
-    # the specialised C against the NumPy reference
-    spec_sizes = [y["size"] for y in outputs]
-    np_diff = 0.0
-    for s in range(min(numpy_states, n_states)):
-        xs = np.split(states[s], np.cumsum([n for _, n in inputs])[:-1])
-        ref = run(model, algorithm, *xs, constraints=cset, **options)
-        ref = ref if isinstance(ref, tuple) else (ref,)
-        got = np.split(dump[s, :sum(spec_sizes)], np.cumsum(spec_sizes)[:-1])
-        for y, r, g in zip(outputs, ref, got):
-            if not y["compare"]:
-                continue
-            g = g.reshape(y["rows"], y["cols"], order="F" if impls[0]["colmajor"] else "C")
-            np_diff = max(np_diff, float(np.max(np.abs(g.reshape(np.shape(r)) - r), initial=0.0)))
-    verify["numpy_states"] = min(numpy_states, n_states)
-    verify["numpy_max_abs_diff"] = np_diff
-    ok &= np_diff / ref_scale <= tol
-    verify["ok"] = bool(ok)
-    if raw.get("pinocchio_iterations") is not None:
-        verify["pinocchio_iterations"] = raw["pinocchio_iterations"]
-    kept = None
-    if keep_outputs:
-        kept, col = {}, 0
-        for im in impls:
-            kept[im["name"]] = {}
-            for y in outputs:
-                block = dump[:, col:col + y["size"]]
-                col += y["size"]
-                if y["cols"] > 1:
-                    block = block.reshape(n_states, y["rows"], y["cols"], order="C") if not im["colmajor"] \
-                        else block.reshape(n_states, y["cols"], y["rows"]).transpose(0, 2, 1)
-                kept[im["name"]][y["name"]] = np.array(block)
-
-    # --- statistics ---------------------------------------------------------------------------
-    timing = {t["name"]: t for t in raw["timing"]}
-    result_impls = {}
-    for im in impls:
-        t = timing[im["name"]]
-        st = _stats(t["samples_ns"])
-        st.update({"trials": rounds * batch, "samples": rounds, "rc": t["rc"]})
-        if im["kind"] == "spec":
-            st["symbol"] = fn["symbol"]
-        if im["kind"] == "pin":
-            st["function"] = im["function"]
-        if im["kind"] == "mujoco":
-            st["calls"] = im["calls"]
-        if im["kind"] == "adam":
-            st.update({"quantity": im["quantity"], "ops": im["ops"]})
-        result_impls[im["name"]] = st
-    spec_med = result_impls["specialized"]["median_ns"]
-    ratios, paired = {}, {}
-    spec_samples = np.asarray(timing["specialized"]["samples_ns"])
-    for name in result_impls:
-        if name == "specialized":
-            continue
-        ratios[f"{name}/specialized"] = result_impls[name]["median_ns"] / spec_med
-        paired[f"{name}/specialized"] = float(np.median(np.asarray(timing[name]["samples_ns"]) / spec_samples))
+    verify = _verify(bench, raw, dump, states, inputs, impls, plans, tol, numpy_states)
     result = {
         "robot": model.name, "algorithm": algorithm,
-        "constraints": ctx["constraints"], "nq": model.nq, "nv": model.nv, "m": int(man.get("m") or 0),
-        "iterations": man.get("iterations"),
-        "opcount": (fn.get("opcount") or {}).get("total"),
-        **({"route": man["route"]} if man.get("route") else {}),
-        "implementations": result_impls, "ratios": ratios, "ratios_paired": paired,
+        "constraints": getattr(cset, "spec", None) if cset is not None else None,
+        "nq": model.nq, "nv": model.nv, "m": int(kernel.manifest.get("m") or 0),
+        "iterations": kernel.manifest.get("iterations"), "opcount": (fn.get("opcount") or {}).get("total"),
+        **({"route": kernel.manifest["route"]} if kernel.manifest.get("route") else {}),
+        **_statistics(raw, impls, plans, fn, rounds, batch),
         "skipped": skipped, "verify": verify,
         "settings": {"n_states": n_states, "rounds": rounds, "batch": batch, "warmup": warmup, "seed": seed,
                      "flags": " ".join(pinshim.BENCH_FLAGS), "overhead_ns": raw["overhead_ns"],
@@ -553,16 +221,145 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     }
     if raw.get("pinocchio_eigen_align") is not None:
         result["settings"]["pinocchio_eigen_align"] = raw["pinocchio_eigen_align"]
-    if kept is not None:
-        result["states"] = states
-        result["outputs"] = kept
-    if check and not ok:
+    if keep_outputs:
+        result["states"], result["outputs"] = states, _outputs_by_impl(dump, impls, outputs, n_states)
+    if check and not verify["ok"]:
         worst = ", ".join(f"{k}: {v:.3g}" for k, v in verify["max_rel_diff"].items())
         raise BenchmarkMismatch(
             f"{model.name}/{algorithm}: implementations disagree (max relative difference {worst}; "
-            f"specialized vs NumPy {np_diff:.3g}; tolerance {tol:g}; failed calls {verify['failed_calls']}); "
-            f"not reporting times")
+            f"specialized vs NumPy {verify['numpy_max_abs_diff']:.3g}; tolerance {tol:g}; "
+            f"failed calls {verify['failed_calls']}); not reporting times")
     return result
+
+
+def _program(bench: Bench, kernel, fn: dict, program: str, inputs, impls, plans,
+             n_states: int) -> tuple[Path, Path, float]:
+    """Render ``harness.c.j2`` for the specialised kernel and the peers' plans, compile and
+    link it (cached by content); returns the executable, the C file and the compile time."""
+    offsets = np.cumsum([0] + [n for _, n in inputs])[:-1].tolist()
+    cset = bench.cset
+    ctx = {"program": program, "robot": bench.model.name, "algorithm": bench.algo.name,
+           "constraints": getattr(cset, "spec", None) if cset is not None else None,
+           "impls": impls, "inputs": [{"name": n, "size": s, "offset": o} for (n, s), o in zip(inputs, offsets)],
+           "outputs": bench.outputs, "n_states": n_states, "stride": int(sum(n for _, n in inputs)),
+           "has_spec": True, "spec": {"header": bench.manifest["header"], "symbol": fn["symbol"]}}
+    for block in ("generic", "pin", "mj", "adam"):
+        plan = next((p for p in plans.values() if p.block == block), None)
+        ctx[f"has_{block}"], ctx[block] = plan is not None, plan.context if plan else {}
+    source = _env().get_template(TEMPLATE).render(ctx)
+    harness_c = bench.root / f"{program}.c"
+    if not harness_c.exists() or harness_c.read_text() != source:
+        harness_c.write_text(source)
+    sources = [harness_c, *kernel.sources] + [s for p in plans.values() for s in p.sources]
+    include_dirs = [kernel.path] + [d for p in plans.values() for d in p.include_dirs]
+    link = tuple(a for p in plans.values() for a in p.link)
+    shim = next((p.shim for p in plans.values() if p.shim), None)
+    bench.say(f"compiling the benchmark program {program}")
+    exe, seconds = _compile_program(bench.root, sources, include_dirs, shim is not None, shim and shim[0],
+                                    shim and shim[1], bench.progress, link)
+    return exe, harness_c, seconds
+
+
+def _run_program(exe: Path, states: np.ndarray, plans, rounds: int, batch: int, warmup: int):
+    """Run the program once on ``states`` (the peers' run-time files in PEERS order);
+    returns its JSON report, the outputs it dumped and the run's wall time."""
+    with tempfile.TemporaryDirectory(prefix="rbdgen-bench-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "states.bin").write_bytes(states.tobytes())
+        args = [str(exe), str(tmp / "states.bin")]
+        for plan in plans.values():
+            for a in plan.args:
+                if isinstance(a, tuple):
+                    (tmp / a[0]).write_bytes(a[1])
+                    a = str(tmp / a[0])
+                args.append(a)
+        args += [str(rounds), str(batch), str(warmup), str(tmp / "dump.bin")]
+        t0 = time.perf_counter()
+        raw = json.loads(_run(args, f"running {exe.name}"))
+        t_run = time.perf_counter() - t0
+        dump = np.fromfile(tmp / "dump.bin", dtype=np.float64)
+    return raw, dump, t_run
+
+
+def _verify(bench: Bench, raw: dict, dump, states, inputs, impls, plans, tol: float, numpy_states: int) -> dict:
+    """Every peer against the specialised C (the program's comparison, the outputs a peer
+    computes differently left out), and the specialised C against NumPy on the first
+    ``numpy_states`` states; ``ok`` when all are within ``tol`` relative to the largest
+    reference value and no call failed."""
+    n_states = len(states)
+    outputs = bench.outputs
+    per_state = sum(y["size"] for y in outputs) * len(impls)
+    dump = dump.reshape(n_states, per_state) if per_state else dump.reshape(n_states, 0)
+    ref_scale = max([1.0] + [float(v) for v in raw["verify"]["max_abs_ref"].values()])
+    verify = {"states": raw["verify"]["states"], "reference": "specialized", "tolerance": tol,
+              "max_abs_ref": raw["verify"]["max_abs_ref"], "max_abs_diff": {}, "max_rel_diff": {},
+              "failed_calls": {}}
+    ok = True
+    for entry in raw["verify"]["impls"]:
+        name = entry["name"]
+        verify["failed_calls"][name] = entry["failed_calls"]
+        ok &= entry["failed_calls"] == 0
+        if name == "specialized":
+            continue
+        diffs = {k: (float("nan") if v < 0 else v) for k, v in entry["max_abs_diff"].items()
+                 if k not in plans[name].not_compared}
+        verify["max_abs_diff"][name] = diffs
+        verify["max_rel_diff"][name] = max(diffs.values(), default=0.0) / ref_scale
+        ok &= bool(verify["max_rel_diff"][name] <= tol)
+    spec_sizes = [y["size"] for y in outputs]
+    np_diff = 0.0
+    for s in range(min(numpy_states, n_states)):
+        xs = np.split(states[s], np.cumsum([n for _, n in inputs])[:-1])
+        ref = run(bench.model, bench.algo.name, *xs, constraints=bench.cset, **bench.options)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        got = np.split(dump[s, :sum(spec_sizes)], np.cumsum(spec_sizes)[:-1])
+        for y, r, g in zip(outputs, ref, got):
+            if y["compare"]:
+                g = g.reshape(y["rows"], y["cols"], order="F" if impls[0]["colmajor"] else "C")
+                np_diff = max(np_diff, float(np.max(np.abs(g.reshape(np.shape(r)) - r), initial=0.0)))
+    verify.update({"numpy_states": min(numpy_states, n_states), "numpy_max_abs_diff": np_diff})
+    verify["ok"] = bool(ok and np_diff / ref_scale <= tol)
+    if raw.get("pinocchio_iterations") is not None:
+        verify["pinocchio_iterations"] = raw["pinocchio_iterations"]
+    return verify
+
+
+def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int) -> dict:
+    """Per implementation: median, p10, p90, mean, min of the per-call samples and what its
+    plan reports; ratios of medians to the specialised C's and medians of paired ratios."""
+    timing = {t["name"]: t for t in raw["timing"]}
+    result = {}
+    for im in impls:
+        t = timing[im["name"]]
+        st = _stats(t["samples_ns"])
+        st.update({"trials": rounds * batch, "samples": rounds, "rc": t["rc"]})
+        st.update({"symbol": fn["symbol"]} if im["name"] == "specialized" else plans[im["name"]].report)
+        result[im["name"]] = st
+    spec_med = result["specialized"]["median_ns"]
+    spec_samples = np.asarray(timing["specialized"]["samples_ns"])
+    others = [n for n in result if n != "specialized"]
+    return {"implementations": result,
+            "ratios": {f"{n}/specialized": result[n]["median_ns"] / spec_med for n in others},
+            "ratios_paired": {f"{n}/specialized": float(np.median(np.asarray(timing[n]["samples_ns"]) / spec_samples))
+                              for n in others}}
+
+
+def _outputs_by_impl(dump, impls, outputs, n_states: int) -> dict:
+    """``{implementation: {output: array}}`` from the dump, one row per state, matrices as
+    rows x cols in their natural orientation."""
+    per_state = sum(y["size"] for y in outputs) * len(impls)
+    dump = dump.reshape(n_states, per_state) if per_state else dump.reshape(n_states, 0)
+    kept, col = {}, 0
+    for im in impls:
+        kept[im["name"]] = {}
+        for y in outputs:
+            block = dump[:, col:col + y["size"]]
+            col += y["size"]
+            if y["cols"] > 1:
+                block = block.reshape(n_states, y["rows"], y["cols"], order="C") if not im["colmajor"] \
+                    else block.reshape(n_states, y["cols"], y["rows"]).transpose(0, 2, 1)
+            kept[im["name"]][y["name"]] = np.array(block)
+    return kept
 
 
 def machine_info() -> dict:

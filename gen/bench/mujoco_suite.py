@@ -1,6 +1,6 @@
 """MuJoCo as a benchmark peer on MJCF models (issue 16 §4): every row with a MuJoCo
 counterpart (``nle``: MuJoCo's bias force; ``crba_solve``: CRBA + factorisation + solve;
-the calls and their overhead are in :mod:`gen.bench.mujoco_peer`) on Gymnasium's MuJoCo
+the calls and their overhead are in :mod:`gen.bench.peers.mujoco`) on Gymnasium's MuJoCo
 models, which the ``gymnasium`` package ships offline.  Each entry is
 :func:`gen.bench.harness.benchmark` against the generic C, Pinocchio (its model built from
 rbdgen's, which MuJoCo's compiler read) and MuJoCo's C library, all in one program, the
@@ -21,7 +21,8 @@ from pathlib import Path
 
 from ..algorithms import ALGORITHMS
 from ..errors import RbdgenError
-from . import harness, mujoco_peer, report
+from . import harness, report
+from .peers import mujoco as mujoco_peer
 
 #: Gymnasium's MJCF files: hinge/slide-only planar robots and free-floating ones
 MODELS = ("inverted_double_pendulum", "hopper", "walker2d", "half_cheetah", "ant", "humanoid")
@@ -88,7 +89,7 @@ def markdown(doc: dict) -> str:
             "joint).  Armature is zeroed, then `mj_setConst` (MuJoCo's cached diagonal of M at qpos0 keeps it "
             "otherwise), so M is the rigid-body matrix.  `nle` is not compared on free-floating "
             "models: MuJoCo's free-joint velocity is world-linear, so its bias force is not rbdgen's "
-            "(`gen/bench/mujoco_peer.py`).  Every output is checked against the specialised C's on every state "
+            "(`gen/bench/peers/mujoco.py`).  Every output is checked against the specialised C's on every state "
             "before timing (relative 1e-8).", "",
             "| model | algorithm | nv | specialised [ns] | generic [ns] | Pinocchio [ns] | MuJoCo [ns] | "
             "generic / spec | Pinocchio / spec | MuJoCo / spec | max rel. diff (MuJoCo) |",

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..algorithms import ALGORITHMS, in_report
-from .harness import DELASSUS_MU
+from .peers.pinocchio import DELASSUS_MU
 
 #: the committed benchmark reports, relative to the working directory: run the report
 #: commands from the repository root (docs/ARCHITECTURE.md, "Reports")
@@ -159,7 +159,7 @@ def suite_markdown(suite: dict, targets_md: tuple[str, str] = ("", "")) -> str:
     for key, title in (("pinocchio/specialized", "Pinocchio / specialized (median time ratio; > 1: specialized is faster)"),
                        ("generic/specialized", "generic / specialized (median time ratio)"),
                        ("adam/specialized", "ADAM / specialized (median time ratio; ADAM's CasADi functions as C "
-                        "from CasADi's code generator, same flags; gen/bench/adam_peer.py)")):
+                        "from CasADi's code generator, same flags; gen/bench/peers/adam.py)")):
         robots, algos, grid = _ratio_grid(res, key)
         out += [f"## {title}", "", "| robot | " + " | ".join(algos) + " |",
                 "|---|" + "--:|" * len(algos)]

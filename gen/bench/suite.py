@@ -14,7 +14,7 @@ from ..errors import RbdgenError
 from ..robots.named import NAMED_ROBOTS
 from . import harness, pinshim, report
 from . import targets as target_parts
-from .harness import DELASSUS_MU
+from .peers.pinocchio import DELASSUS_MU
 
 SUITE_ALGORITHMS = tuple(in_report("suite"))
 CONSTRAINED_SUITE = tuple(in_report("suite-constrained"))

@@ -35,8 +35,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from ..algorithms.registry import Algorithm
-from ..model import Model
+from ...algorithms.registry import Algorithm
+from ...model import Model
+from .base import Bench, Plan
 
 #: peer name -> (MuJoCo calls as reported, the rbdgen inputs it reads)
 CALLS = {"bias": "mj_kinematics + mj_comPos + mj_comVel + mj_rne(flg_acc=0)",
@@ -69,7 +70,7 @@ def unavailable(model: Model, algo: Algorithm) -> str | None:
         return "the mujoco package with its C headers and libmujoco is not installed"
     if algo.mujoco_peer == "bias" and any(b.kind == "free" for b in model.bodies):
         return ("MuJoCo's free-joint velocity is world-linear: its qfrc_bias is not rbdgen's nle "
-                "(see gen.bench.mujoco_peer)")
+                "(see gen.bench.peers.mujoco)")
     return None
 
 
@@ -94,3 +95,13 @@ def compile_args() -> list[str]:
 def link_args() -> list[str]:
     lib = library()
     return [str(lib), f"-Wl,-rpath,{lib.parent}"]
+
+
+def plan(bench: Bench) -> Plan | str:
+    why = unavailable(bench.model, bench.algo)
+    if why:
+        return why
+    ctx = context(bench.model, bench.algo)
+    return Plan(impl={"name": "mujoco", "key": "mj", "kind": "mujoco", "work_size": None, "colmajor": False},
+                block="mj", context=ctx, include_dirs=[package_dir() / "include"], link=tuple(link_args()),
+                args=[str(bench.model.source)], report={"calls": ctx["calls"]})

@@ -37,8 +37,11 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ..algorithms.registry import Algorithm
-from ..model import Model
+from opcount.counter import count_function
+
+from ...algorithms.registry import Algorithm
+from ...model import Model
+from .base import Bench, Plan
 
 #: rbdgen joint kinds ADAM's URDF model reads the same way (continuous joints are an
 #: angle there, ``[cos, sin]`` here)
@@ -151,3 +154,26 @@ def c_source(f: ca.Function, path: Path) -> Path:
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path
+
+
+def plan(bench: Bench) -> Plan | str:
+    model, algo = bench.model, bench.algo
+    why = unavailable(model, algo)
+    if why:
+        return why
+    bench.say(f"ADAM's {algo.adam_peer} of {model.name} (adam-robotics, CasADi)")
+    try:
+        f = function(model, algo, f"adam_{algo.name}")
+    except Exception as e:        # noqa: BLE001 - a third-party library's failure is a skip reason
+        return f"ADAM failed on {model.name}: {' '.join(str(e).split())[:200]}"
+    ctx = {"function": f.name(), "sz_arg": int(f.sz_arg()), "sz_res": int(f.sz_res()),
+           "sz_iw": int(f.sz_iw()), "sz_w": int(f.sz_w())}
+
+    def unactuated_base(states, offsets):          # ADAM's ABA takes joint torques only
+        tau = offsets["tau"]
+        states[:, tau:tau + 6] = 0.0
+
+    return Plan(impl={"name": "adam", "key": "adam", "kind": "adam", "work_size": None, "colmajor": True},
+                block="adam", context=ctx, sources=[c_source(f, bench.root / f"{f.name()}.c")],
+                report={"quantity": algo.adam_peer, "ops": sum(count_function(f).values())},
+                adjust_states=unactuated_base if zero_base_torque(model, algo) else None)
