@@ -54,6 +54,7 @@ derivatives.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import casadi as ca
@@ -61,7 +62,7 @@ import casadi as ca
 from .algorithms import Algorithm
 from .api import get_algorithm
 from .backend import SXBackend
-from .build import build_folder, compile_flags, compile_shared
+from .build import Patient, build_folder, compile_flags, compile_shared
 from .configuration import tangent_map
 from .cwriter import write_functions
 from .emit import BuildFolder, casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
@@ -157,6 +158,8 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
     if options.get("runtime_params"):
         raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the CasADi "
                           f"external does too: build it without runtime_params (casadi_function takes them)")
+    # one progress for the whole request: a library compile of minutes speaks (gen.build.Patient)
+    progress = progress or Patient(time.perf_counter())
     kw = dict(flags=flags, cache=cache, progress=progress)
     folder = build_folder(model, algo.name, cset, **kw, **options)
     fn = folder.manifest["functions"][0]
