@@ -205,7 +205,9 @@ def reference(robot, algorithm: str, *inputs, pmodel=None, cset=None, options=No
     algorithms take the constraint set ``cset`` (a :class:`~gen.constraints.ConstraintSet`
     or a spec) and the algorithm's ``options`` (``iterations``, ``max_iter``, ``mu``,
     ``restitution``); their reference is the leading outputs ((ddq, lam), (v_plus,
-    impulse), the matrix)."""
+    impulse), the matrix).  A derivative row's reference is every output: the derivatives,
+    then the value they are taken at, which Pinocchio leaves in ``data`` (``tau``, ``ddq``,
+    ``lambda_c``, ``dq_after``, ``impulse_c``)."""
     pin = _pin()
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = ALGORITHMS[algorithm]

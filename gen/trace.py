@@ -309,7 +309,8 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
     ``casadi.jacobian(y, x)``; for ``x = q`` composed with the tangent map
     ``T(q) = d integrate(q, d)/dd`` at 0 (:func:`gen.configuration.tangent_map`), since
     ``d/dd y(integrate(q, d)) = dy/dq T(q)`` (chain rule; Pinocchio's tangent-space
-    convention).  Phases: ``value`` (the value outputs), ``jacobian``."""
+    convention); then the values ``y`` themselves (the row's outputs end with them, issue
+    30 §2).  Phases: ``value`` (the value outputs), ``jacobian``."""
     value = get_algorithm(algo.ad.value)
     tr = _trace_fn(model, value, cset, algo.fn_options(options))
     ins = [s for _, s in tr.inputs]
@@ -318,9 +319,10 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
     outs = [ca.mtimes(ca.jacobian(y, x), T) if k == 0 else ca.jacobian(y, x)
             for y in values for k, x in enumerate(ins)]
     names = [n for n, _, _ in algo.outputs(model, cset)]
-    if len(names) != len(outs):
-        raise RuntimeError(f"{algo.name}: {len(outs)} Jacobians of {value.name} for {len(names)} outputs")
-    exprs, phases = _cse(outs, [("value", values), ("jacobian", outs)])
+    if len(names) != len(outs) + len(values):
+        raise RuntimeError(f"{algo.name}: {len(outs)} Jacobians and {len(values)} values of {value.name} "
+                           f"for {len(names)} outputs")
+    exprs, phases = _cse(outs + values, [("value", values), ("jacobian", outs)])
     return Trace(model, algo, cset, dict(options), tr.inputs, list(zip(names, exprs)), phases)
 
 

@@ -12,6 +12,12 @@ Two routes to the same derivative matrices, counted on the same robots:
   tangent map of :func:`gen.configuration.tangent_map` (``d/d delta`` of
   ``f(integrate(q, delta))`` at 0), then CSE, counted like any trace.
 
+Both routes end with the value the derivatives are taken at (issue 30 §2: ``tau``,
+``ddq``, ``(ddq, lam)``, ``(v_plus, impulse)``), which each computes anyway: the analytical
+rows' forward solve, the AD route's traced value graph; copying it out is free (outputs
+cost nothing), and ``rnea_derivatives`` adds the nv projections ``tau_i = J_i^T F_i`` of
+forces it sums anyway.
+
 A build without ``route`` emits the one of lower estimated cost (``gen.trace.trace``:
 the operations of the emitted C, those of the products' C loops at
 ``gen.trace.LOOP_OP_COST``), the ``default`` column.
@@ -60,7 +66,8 @@ def markdown(rows: list[dict]) -> str:
            "Analytical: the registered rows (Carpentier & Mansard RSS 2018 world-frame recursion; implicit "
            "differentiation of the KKT conditions, K = 3, mu = 1e-6).  AD: CasADi `jacobian` of the traced "
            "value algorithm (rnea, aba, constrained_aba, impulse at K = 3, mu = 1e-6) composed with the "
-           "tangent map of q (`gen/configuration.py`).  Totals after CSE, as emitted in C (products written as "
+           "tangent map of q (`gen/configuration.py`).  Both routes also return the value the derivatives are "
+           "taken at (tau, ddq, (ddq, lam), (v_plus, impulse)).  Totals after CSE, as emitted in C (products written as "
            "loops: the straight-line head plus a multiply and an add per row of A and nonzero of X, zeros of A "
            "included).  Default: the route of "
            "lower estimated cost (`gen.trace.estimated_cost`: operations that the C runs in vectorised product "

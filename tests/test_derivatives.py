@@ -38,6 +38,7 @@ def test_derivatives_match_pinocchio(name):
         for algo in ("rnea_derivatives", "aba_derivatives"):
             ours = gen.run(model, algo, q, v, x)
             ref = pinref.reference(model, algo, q, v, x, pmodel=pm)
+            assert len(ours) == len(ref) == 4, "the value (tau, ddq) is compared with Pinocchio's data.tau, data.ddq"
             for o, r, out in zip(ours, ref, gen.api.get_algorithm(algo).outputs(model, None)):
                 err = rel_err(o, r)
                 assert err <= PIN_TOL, f"{name} {algo} {out[0]}: {err:.1e} against Pinocchio"
@@ -55,10 +56,10 @@ def _fd(f, model, q, v, x, h=1e-6):
 def test_derivatives_match_finite_differences(name):
     model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
     q, v, x = _state(model, np.random.default_rng(12))
-    dq, dv, M = gen.run(model, "rnea_derivatives", q, v, x)
+    dq, dv, M, _ = gen.run(model, "rnea_derivatives", q, v, x)
     fq, fv = _fd(lambda *s: gen.run(model, "rnea", *s), model, q, v, x)
     assert rel_err(dq, fq) <= FD_TOL and rel_err(dv, fv) <= FD_TOL, f"{name}: dtau vs central differences"
-    dq, dv, Minv = gen.run(model, "aba_derivatives", q, v, x)
+    dq, dv, Minv, _ = gen.run(model, "aba_derivatives", q, v, x)
     fq, fv = _fd(lambda *s: gen.run(model, "aba", *s), model, q, v, x)
     assert rel_err(dq, fq) <= FD_TOL and rel_err(dv, fv) <= FD_TOL, f"{name}: dddq vs central differences"
 
@@ -68,8 +69,8 @@ def test_derivative_identities(name):
     model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
     q, v, tau = _state(model, np.random.default_rng(13))
     ddq = gen.run(model, "aba", q, v, tau)
-    dq, dv, M = gen.run(model, "rnea_derivatives", q, v, ddq)
-    ddq_dq, ddq_dv, Minv = gen.run(model, "aba_derivatives", q, v, tau)
+    dq, dv, M, _ = gen.run(model, "rnea_derivatives", q, v, ddq)
+    ddq_dq, ddq_dv, Minv, _ = gen.run(model, "aba_derivatives", q, v, tau)
     Mc = gen.run(model, "crba", q)
     assert np.array_equal(M, M.T) and np.array_equal(Minv, Minv.T), f"{name}: M, Minv not symmetric"
     assert rel_err(M, Mc) <= IDENTITY_TOL, f"{name}: rnea_derivatives' M vs crba"
@@ -92,6 +93,61 @@ def test_traced_and_compiled_derivatives_equal_numpy(name):
             assert rel_err(np.array(o), r) <= SX_TOL, f"{name} {algo}: SX vs NumPy"
         for o, r in zip(kernel(q, v, x), ref):
             assert rel_err(o, r) <= C_TOL, f"{name} {algo}: C vs NumPy"
+
+
+#: issue 30 §2: the value a derivative row ends with vs the plain row's, relative to
+#: max(1, max|ref|).  rnea_derivatives' tau (J_i^T of the world-frame subtree forces) and
+#: aba_derivatives' ddq (the L^T D L solve of the world-frame M) are rnea's and aba's
+#: quantities by other exact algorithms, so rounding only (worst seen 3e-14, panda's ddq);
+#: the AD route's value is the plain row's own traced graph.
+VALUE_TOL = 1e-12
+VALUES = {"rnea_derivatives": ("rnea", ["dtau_dq", "dtau_dv", "M", "tau"]),
+          "aba_derivatives": ("aba", ["ddq_dq", "ddq_dv", "Minv", "ddq"])}
+
+
+@pytest.mark.parametrize("name", ("panda", "solo12", "talos", "humanoid30"))
+def test_values_equal_the_plain_rows(name):
+    """The derivative rows end with the value they are taken at (appended: the derivative
+    outputs keep their positions), equal to the plain row's in NumPy and, on panda and
+    solo12, on both routes' traced graphs (talos: the analytical NumPy only, its AD trace
+    alone takes ~15 s)."""
+    model = load_or_skip(name) if name in NAMED else gen.load_robot(name)
+    rng = np.random.default_rng(30)
+    for algo, (plain, names) in VALUES.items():
+        assert [n for n, _, _ in gen.api.get_algorithm(algo).outputs(model, None)] == names
+        graphs = {r: trace(model, algo, route=r).function() for r in ("analytical", "ad")} \
+            if name in ("panda", "solo12") else {}
+        for _ in range(2):
+            q, v, x = _state(model, rng)
+            want = gen.run(model, plain, q, v, x)
+            got = gen.run(model, algo, q, v, x)[-1]
+            assert got.shape == want.shape == (model.nv,)
+            assert rel_err(got, want) <= VALUE_TOL, f"{name} {algo}: {names[-1]} vs {plain} (NumPy)"
+            for r, f in graphs.items():
+                value = np.array(f(q, v, x)[-1]).ravel()
+                assert rel_err(value, want) <= VALUE_TOL, f"{name} {algo} route {r}: {names[-1]} vs {plain} (SX)"
+
+
+@pytest.mark.parametrize("name", ("panda", "solo12", "talos"))
+def test_compiled_values_equal_the_plain_kernels(name):
+    """The compiled derivative kernels' values equal the compiled plain kernels' (panda and
+    solo12 on both routes; talos on the analytical route only: its kernels are the slowest
+    to compile of this file, the AD one ~450k operations)."""
+    model = load_or_skip(name)
+    rng = np.random.default_rng(31)
+    routes = ("analytical",) if name == "talos" else ("analytical", "ad")
+    for algo, (plain, names) in VALUES.items():
+        kernels = {r: gen.build(model, algo, route=r) for r in routes}
+        value_kernel = gen.build(model, plain)
+        for k in kernels.values():
+            assert [y["name"] for y in k.manifest["functions"][0]["outputs"]] == names
+        for _ in range(2):
+            q, v, x = _state(model, rng)
+            want = value_kernel(q, v, x)
+            for r, k in kernels.items():
+                out = k(q, v, x)
+                assert len(out) == 4
+                assert rel_err(out[-1], want) <= VALUE_TOL, f"{name} {algo} route {r}: {names[-1]} vs {plain} (C)"
 
 
 def test_derivatives_through_the_cli(tmp_path, capsys):

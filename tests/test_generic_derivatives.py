@@ -2,9 +2,10 @@
 against the NumPy reference gen.run(model, "rnea_derivatives" | "aba_derivatives", ...)
 on chain:5, random trees with a free-flyer (free joints mid-tree too), random trees with
 every joint kind (spherical, planar and helical: the tangent-space derivatives of their
-LOCAL subspaces, Pinocchio's convention), ur5, solo12 and talos; the workspace the API
-asks for is enough (canaries after it, and after every output, stay untouched); NaN /
-inf inputs return RBG_EINPUT."""
+LOCAL subspaces, Pinocchio's convention), ur5, solo12 and talos; the values they end with
+(tau, ddq: issue 30 §2) equal rbg_rnea's and rbg_aba's; the workspace the API asks for is
+enough (canaries after it, and after every output, stay untouched); NaN / inf inputs return
+RBG_EINPUT."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,9 +61,9 @@ def test_generic_derivatives_match_numpy(name):
         q, v, x = random_state(model, rng)
         for algo in ALGOS:
             out, ref = g.call(algo, q, v, x), gen.run(model, algo, q, v, x)
-            assert len(out) == len(ref) == 3
+            assert len(out) == len(ref) == 4
             for k, (o, r) in enumerate(zip(out, ref)):
-                assert o.shape == r.shape == (model.nv, model.nv)
+                assert o.shape == r.shape == ((model.nv, model.nv) if k < 3 else (model.nv,))
                 err = rel_err(o, r)
                 MAX_ERR[(name, algo)] = max(MAX_ERR.get((name, algo), 0.0), err)
                 assert err < REL_TOL, f"{name} {algo} output {k}: generic C vs NumPy rel. error {err:.2e}"
@@ -75,11 +76,30 @@ def test_aba_derivatives_solve_the_rnea_identity(name):
     model, g = _bound(name)
     q, v, tau = random_state(model, np.random.default_rng(4))
     ddq = g.aba(q, v, tau)
-    dq, dv, M = g.rnea_derivatives(q, v, ddq)
-    ddq_dq, ddq_dv, Minv = g.aba_derivatives(q, v, tau)
+    dq, dv, M, _ = g.rnea_derivatives(q, v, ddq)
+    ddq_dq, ddq_dv, Minv, _ = g.aba_derivatives(q, v, tau)
     assert rel_err(M @ ddq_dq, -dq) < 1e-12 and rel_err(M @ ddq_dv, -dv) < 1e-12
     assert np.abs(M @ Minv - np.eye(model.nv)).max() < 1e-11
     assert rel_err(M, g.crba(q)) < 1e-13, "rnea_derivatives' M vs rbg_crba"
+
+
+#: rbg_rnea_derivatives' tau (J_i^T of the world-frame subtree forces) vs rbg_rnea (body
+#: frames): two exact algorithms, rounding only (~1e-15 relative seen)
+VALUE_TOL = 1e-12
+
+
+@pytest.mark.parametrize("name", ("chain:5", "random5", "every_kind8", "solo12", "talos"))
+def test_generic_values_equal_the_plain_functions(name):
+    """Issue 30 §2: the value each derivative function writes after its derivatives is the
+    plain function's: tau = rbg_rnea(q, v, a) to rounding; ddq = rbg_aba(q, v, tau)
+    bit for bit (rbg_aba_derivatives calls rbg_aba into its ddq output)."""
+    model, g = _bound(name)
+    rng = np.random.default_rng(30)
+    for _ in range(3):
+        q, v, x = random_state(model, rng)
+        tau = g.rnea_derivatives(q, v, x)[3]
+        assert rel_err(tau, g.rnea(q, v, x)) <= VALUE_TOL, f"{name}: tau vs rbg_rnea"
+        assert np.array_equal(g.aba_derivatives(q, v, x)[3], g.aba(q, v, x)), f"{name}: ddq vs rbg_aba"
 
 
 def _raw(g: GenericModel, algo: str, inputs, outs, work):
@@ -99,13 +119,14 @@ def test_workspace_size_is_enough(name):
         n = g.work_size(algo)
         assert n == sizes[algo] == g.lib.rbg_work_size(g.c_model, ALGO_IDS[algo]), f"{algo}: work size mismatch"
         work = np.full(n + pad, CANARY)
-        outs = [np.full(nv * nv + pad, CANARY) for _ in range(3)]
+        lengths = [nv * nv] * 3 + [nv]
+        outs = [np.full(size + pad, CANARY) for size in lengths]
         assert _raw(g, algo, inputs, outs, work) == 0, f"{algo} failed"
         assert np.all(work[n:] == CANARY), f"{algo} wrote past its {n}-double workspace"
-        for k, o in enumerate(outs):
-            assert np.all(o[nv * nv:] == CANARY), f"{algo} wrote past output {k}"
-        for o, r in zip(outs, gen.run(model, algo, *inputs)):
-            assert rel_err(o[:nv * nv].reshape(nv, nv), r) < REL_TOL, f"{algo} with the exact workspace"
+        for k, (o, size) in enumerate(zip(outs, lengths)):
+            assert np.all(o[size:] == CANARY), f"{algo} wrote past output {k}"
+        for o, size, r in zip(outs, lengths, gen.run(model, algo, *inputs)):
+            assert rel_err(o[:size].reshape(np.shape(r)), r) < REL_TOL, f"{algo} with the exact workspace"
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -117,7 +138,7 @@ def test_non_finite_input_returns_einput(bad):
             spoiled = [np.array(x, dtype=float) for x in inputs]
             spoiled[k][-1] = bad
             work = np.zeros(g.work_size(algo))
-            outs = [np.zeros(model.nv ** 2) for _ in range(3)]
+            outs = [np.zeros(model.nv ** 2) for _ in range(3)] + [np.zeros(model.nv)]
             assert _raw(g, algo, spoiled, outs, work) == RBG_EINPUT, f"{algo}: {bad} in input {k}"
         with pytest.raises(RbdgenError, match="NaN or inf"):
             g.call(algo, *[np.full(n, np.nan) for n in (model.nq, model.nv, model.nv)])

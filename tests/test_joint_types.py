@@ -219,16 +219,18 @@ def test_mimic_derivatives(mimic_urdf, which):
     rng = np.random.default_rng(11)
     for _ in range(2):
         q, v, a = random_state(model, rng)
-        dq, dv, M = gen.run(model, "rnea_derivatives", q, v, a)
+        dq, dv, M, tau_value = gen.run(model, "rnea_derivatives", q, v, a)
+        assert rel_err(tau_value, pin.rnea(pm, pd, q, v, a)) < RTOL      # the value, G^T tau_ext
         assert rel_err(dq, richardson(lambda d: pin.rnea(pm, pd, pin.integrate(pm, q, d), v, a), np.zeros(model.nv), 1e-4)) < 1e-8
         assert rel_err(dv, richardson(lambda d: pin.rnea(pm, pd, q, v + d, a), np.zeros(model.nv), 1e-4)) < 1e-8
         assert rel_err(M, gen.run(model, "crba", q)) < RTOL
         tau = pin.rnea(pm, pd, q, v, a)
-        ddq_dq, ddq_dv, Minv = gen.run(model, "aba_derivatives", q, v, tau)
+        ddq_dq, ddq_dv, Minv, ddq_value = gen.run(model, "aba_derivatives", q, v, tau)
         assert rel_err(ddq_dq, richardson(lambda d: pin_aba(pin.integrate(pm, q, d), v, tau), np.zeros(model.nv), 1e-4)) < 1e-8
         assert rel_err(ddq_dv, richardson(lambda d: pin_aba(q, v + d, tau), np.zeros(model.nv), 1e-4)) < 1e-8
         assert rel_err(Minv @ M, np.eye(model.nv)) < RTOL
         ddq = gen.run(model, "aba", q, v, tau)
+        assert rel_err(ddq_value, ddq) < RTOL                           # the value: the same dense solve
         assert rel_err(ddq_dq, -Minv @ gen.run(model, "rnea_derivatives", q, v, ddq)[0]) < RTOL
     q, v, x = random_state(model, rng)
     for algorithm in ("rnea_derivatives", "aba_derivatives"):

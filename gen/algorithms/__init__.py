@@ -96,10 +96,29 @@ DERIV_DOCS = {"dtau_dq": "dtau/dq" + TANGENT, "dtau_dv": "dtau/dv",
               "dimpulse_dq": "dimpulse/dq" + TANGENT, "dimpulse_dv": "dimpulse/dv_minus",
               "Minv": "inverse joint-space inertia (full, symmetric) = dddq/dtau"}
 NO_GENERIC_DERIV = "not in the generic C library yet (issue 13 §4)"
+#: the values a derivative row returns after its derivatives (issue 30 §2: one kernel per
+#: optimal-control node), each the quantity the row's algorithm solves for anyway
+VALUE_DOCS = {
+    "rnea_derivatives": {"tau": "inverse dynamics tau = rnea(q, v, a), the value the derivatives are taken at "
+                                "(Pinocchio's data.tau)"},
+    "aba_derivatives": {"ddq": "forward dynamics ddq = aba(q, v, tau), the point the derivatives are taken at "
+                               "(Pinocchio's data.ddq)"},
+    "constrained_derivatives": {
+        "ddq": "joint acceleration of the K-th proximal iterate, the point the derivatives are taken at "
+               "(= prox_ltl's ddq at the same iterations and mu; Pinocchio's data.ddq)",
+        "lam": "constraint forces of the K-th proximal iterate (local frames, M ddq + b = tau + J^T lam; "
+               "= prox_ltl's lam; Pinocchio's data.lambda_c)"},
+    "impulse_derivatives": {
+        "v_plus": "joint velocity after the impact, the point the derivatives are taken at (Pinocchio's "
+                  "data.dq_after)",
+        "impulse": "constraint impulses (local frames, M (v_plus - v_minus) = J^T impulse; Pinocchio's "
+                   "data.impulse_c)"}}
 
 
-def _square(*names):
-    return lambda m, c: [(n, m.nv, m.nv) for n in names]
+def _square(*names, value=None):
+    """nv x nv matrices ``names``, then the nv-vector ``value`` (the value the derivatives
+    are taken at, appended after them so that outputs keep their positions)."""
+    return lambda m, c: [(n, m.nv, m.nv) for n in names] + ([(value, m.nv, 1)] if value else [])
 
 
 # the derivative rows of the rows they differentiate (Jacobian w.r.t. each input, in order)
@@ -164,17 +183,19 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pinocchio=PinocchioRef(pinocchio_minv, "computeMinverse (upper triangle symmetrised)",
                                      depth_first=False, mimic=True),
               generic_note="not in the generic C library yet", reports=frozenset({"opcount", "suite"})),
-    Algorithm("rnea_derivatives", rnea_derivatives, _qvx("a"), _square("dtau_dq", "dtau_dv", "M"), "dynamics",
-              "partial derivatives of inverse dynamics (dtau/dq, dtau/dv, M), world-frame recursion",
-              "Carpentier & Mansard, RSS 2018, Alg. 1", docs=DERIV_DOCS,
+    Algorithm("rnea_derivatives", rnea_derivatives, _qvx("a"), _square("dtau_dq", "dtau_dv", "M", value="tau"),
+              "dynamics", "partial derivatives of inverse dynamics (dtau/dq, dtau/dv, M) and tau, world-frame "
+              "recursion", "Carpentier & Mansard, RSS 2018, Alg. 1",
+              docs={**DERIV_DOCS, **VALUE_DOCS["rnea_derivatives"]},
               pinocchio=PinocchioRef(pinocchio_rnea_derivatives, "computeRNEADerivatives (M symmetrised)"),
               generic=GenericC(17, "rbg_rnea_derivatives", _work(76, 24)),
               options=(ROUTE,), ad=ADRoute("rnea", 1), pin_peer="rnea_derivatives"),
-    Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv"), "dynamics",
-              "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) at a = ddq",
-              "Carpentier & Mansard, RSS 2018, §IV; M^-1 by LTDL, Featherstone 2005", docs=DERIV_DOCS,
+    Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv", value="ddq"),
+              "dynamics", "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) "
+              "at a = ddq, and ddq", "Carpentier & Mansard, RSS 2018, §IV; M^-1 by LTDL, Featherstone 2005",
+              docs={**DERIV_DOCS, **VALUE_DOCS["aba_derivatives"]},
               pinocchio=PinocchioRef(pinocchio_aba_derivatives, "computeABADerivatives (Minv symmetrised)"),
-              generic=GenericC(18, "rbg_aba_derivatives", _work(76, 26, 1)),
+              generic=GenericC(18, "rbg_aba_derivatives", _work(76, 25, 1)),
               floor=Floor(1e-10, 1e-10, "products with M^-1: rounding grows with cond(M) (2e5 on humanoid30, "
                                         "1e7 on talos); worst seen 2.5e-12 (SX vs NumPy, humanoid30), 6e-13 "
                                         "(generic C, talos)"),
@@ -224,8 +245,9 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("constrained_derivatives", constrained_derivatives, constrained_inputs,
               constrained_derivatives_outputs, "solver",
               "partial derivatives of constrained forward dynamics (ddq and lam w.r.t. q, v, tau) by implicit "
-              "differentiation of the KKT conditions at the K-th proximal iterate, Pinocchio's semantics",
-              "Carpentier & Mansard RSS 2018; Carpentier 2021 eq. 18", docs=DERIV_DOCS, options=(ITERATIONS, MU, ROUTE),
+              "differentiation of the KKT conditions at the K-th proximal iterate, Pinocchio's semantics, and "
+              "that iterate (ddq, lam)", "Carpentier & Mansard RSS 2018; Carpentier 2021 eq. 18",
+              docs={**DERIV_DOCS, **VALUE_DOCS["constrained_derivatives"]}, options=(ITERATIONS, MU, ROUTE),
               pinocchio=PinocchioRef(pinocchio_constraint_derivatives,
                                      "constraintDynamics (K iterations, same mu) + computeConstraintDynamicsDerivatives",
                                      joint1_only=True, **SOLVER_REF),
@@ -233,8 +255,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pin_peer="constraint_dynamics_derivatives"),
     Algorithm("impulse_derivatives", impulse_derivatives, impulse_inputs, impulse_derivatives_outputs, "event",
               "partial derivatives of the impact map (v_plus and impulse w.r.t. q, v_minus) by implicit "
-              "differentiation of M (v+ - v-) = J^T impulse, J v+ = -e J v-",
-              "Carpentier & Mansard RSS 2018; Tedrake 2012 §3.2", docs=DERIV_DOCS,
+              "differentiation of M (v+ - v-) = J^T impulse, J v+ = -e J v-, and (v_plus, impulse)",
+              "Carpentier & Mansard RSS 2018; Tedrake 2012 §3.2", docs={**DERIV_DOCS, **VALUE_DOCS["impulse_derivatives"]},
               options=(ITERATIONS, MU, RESTITUTION, ROUTE),
               pinocchio=PinocchioRef(pinocchio_impulse_derivatives,
                                      "impulseDynamics (exact) + computeImpulseDynamicsDerivatives (ddq_dv + I)",

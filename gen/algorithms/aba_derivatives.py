@@ -1,4 +1,5 @@
-"""Partial derivatives of forward dynamics, ``(dddq/dq, dddq/dv, M^-1)`` at ``(q, v, tau)``.
+"""Partial derivatives of forward dynamics, ``(dddq/dq, dddq/dv, M^-1)`` at ``(q, v, tau)``,
+and the value ``ddq`` they are taken at.
 
 Carpentier & Mansard, RSS 2018, §IV (Pinocchio's ``computeABADerivatives``): since
 ``rnea(q, v, aba(q, v, tau)) = tau`` for all arguments, differentiating gives
@@ -30,7 +31,12 @@ the base's spatial acceleration ``d/dt (R^T pdot)`` changes by ``-w x delta``, s
 With mimic joints ``aba`` and ``minv`` are the dense solve of ``M`` and the RNEA partials
 are taken on the extended tree (:func:`~gen.algorithms.rnea_derivatives.tau_derivatives`).
 ``dddq/dq`` is in the tangent space (``q + delta = integrate(q, delta)``), Pinocchio's.
-Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq_dq, ddq_dv, Minv (nv,nv).
+The last output is the ``ddq`` solved above (the point the partials are taken at, what
+Pinocchio's ``computeABADerivatives`` leaves in ``data.ddq``): one kernel gives an
+optimal-control node its value and derivatives, no second forward pass.  It is ``aba``'s
+value by another exact algorithm (``L^T D L`` solve instead of articulated inertias), equal
+to rounding.
+Shapes: q (nq,1), v (nv,1), tau (nv,1) -> ddq_dq, ddq_dv, Minv (nv,nv), ddq (nv,1).
 """
 from __future__ import annotations
 
@@ -66,7 +72,7 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
         known = (6, 3)
     out = [be.product(Y, [(-1.0, Minv, columns_from(X, k, be))]) for Y, X, k in zip(out, (dq, dv), known)]
     be.mark("product", *out)
-    return out[0], out[1], Minv
+    return out[0], out[1], Minv, ddq
 
 
 def columns_from(X, first: int, be):
@@ -121,15 +127,16 @@ def _mimic_aba_derivatives(model: Model, q, v, tau, be):
     (ddq,) = aba(model, q, v, tau, be=sub)
     (Minv,) = minv(model, q, be=sub)
     be.mark("aba_minv", ddq, Minv)
-    dq, dv, _ = tau_derivatives(model, q, v, ddq, sub)
+    dq, dv, _, _ = tau_derivatives(model, q, v, ddq, sub)
     be.mark("rnea_derivatives", dq, dv)
     out = [be.product(be.zeros(model.nv, model.nv), [(-1.0, Minv, X)]) for X in (dq, dv)]
     be.mark("product", *out)
-    return out[0], out[1], Minv
+    return out[0], out[1], Minv, ddq
 
 
 def pinocchio_aba_derivatives(pin, pm, pd, q, v, tau, **_):
-    """Pinocchio's ``computeABADerivatives``; its Minv has the upper triangle only."""
+    """Pinocchio's ``computeABADerivatives`` (its Minv has the upper triangle only) and the
+    ``data.ddq`` it computes on the way."""
     dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, v, tau)
     Minv = np.array(Minv)
-    return np.array(dq), np.array(dv), np.triu(Minv) + np.triu(Minv, 1).T
+    return np.array(dq), np.array(dv), np.triu(Minv) + np.triu(Minv, 1).T, np.array(pd.ddq)

@@ -1,12 +1,16 @@
 """Partial derivatives of constrained forward dynamics: ``(dddq/dq, dddq/dv, dddq/dtau,
-dlam/dq, dlam/dv, dlam/dtau)`` at ``(q, v, tau)``, the semantics of Pinocchio's
+dlam/dq, dlam/dv, dlam/dtau)`` at ``(q, v, tau)``, then the values ``(ddq, lam)`` they
+are taken at, the semantics of Pinocchio's
 ``computeConstraintDynamicsDerivatives`` (Carpentier & Mansard, RSS 2018, extended to
 contacts in Pinocchio's ``constrained-dynamics-derivatives.hxx``; here re-derived).
 
 **Forward solve reused.**  The derivatives are those of the solution ``(ddq, lam)``
 returned by the proximal method of Carpentier 2021 eq. 18 after ``iterations`` steps at
 damping ``mu`` (Pinocchio's ``constraintDynamics`` with ``ProximalSettings(0, mu, K)``,
-iterate for iterate the registered ``prox_ltl``), written here on the dense dual::
+iterate for iterate the registered ``prox_ltl``; the last two outputs are this
+``(ddq, lam)``, what Pinocchio's ``constraintDynamics`` leaves in ``data.ddq`` and
+``data.lambda_c``, so one kernel gives an optimal-control node its value and
+derivatives), written here on the dense dual::
 
     ddq_f = aba(q, v, tau),  M^-1 = minv(q),  D_mu = J M^-1 J^T + Rho,  Rho = diag(mu / w)
     lam_k = D_mu^-1 (Rho lam_{k-1} - (J ddq_f - a_c*)),   lam_0 = 0
@@ -70,7 +74,8 @@ mimic joint its own coordinate, :func:`~gen.kinematics.mimic_extension`) at ``q_
 
 Constraints: relative to the world with frame A moving (``TYPE:FRAME``), bilateral,
 position rows without Baumgarte position gain (``Kp = 0``; ``Kd`` is supported).
-Shapes: q (nq,1), v (nv,1), tau (nv,1) -> five nv x nv / m x nv matrices as named.
+Shapes: q (nq,1), v (nv,1), tau (nv,1) -> six nv x nv / m x nv matrices as named, then
+ddq (nv,1) and lam (m,1).
 Options: ``iterations`` (K, default 3), ``mu`` (default 1e-6).
 """
 from __future__ import annotations
@@ -179,7 +184,7 @@ def constrained_derivatives(model: Model, q, v, tau, *, be, cset=None, iteration
         out += [be.product(X, [(1.0, QnT, dac), (-1.0, P, dtau)]), be.product(Y, [(1.0, Sn, dac), (-1.0, Qn, dtau)])]
     ddq_dq, dlam_dq, ddq_dv, dlam_dv = out
     be.mark("kkt", ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn)
-    return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn
+    return ddq_dq, ddq_dv, P, dlam_dq, dlam_dv, Qn, ddq, lam
 
 
 class Inverse(NamedTuple):
@@ -238,12 +243,14 @@ def proximal_operator(D, rho, iterations: int, be):
 def constrained_derivatives_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
     m, nv = as_constraint_set(model, cset).m, model.nv
     return [("ddq_dq", nv, nv), ("ddq_dv", nv, nv), ("ddq_dtau", nv, nv),
-            ("dlam_dq", m, nv), ("dlam_dv", m, nv), ("dlam_dtau", m, nv)]
+            ("dlam_dq", m, nv), ("dlam_dv", m, nv), ("dlam_dtau", m, nv), ("ddq", nv, 1), ("lam", m, 1)]
 
 
 def pinocchio_constraint_derivatives(pin, pm, pd, q, v, tau, *, cset, options):
     """``constraintDynamics`` (K proximal steps at mu), then
-    ``computeConstraintDynamicsDerivatives`` with the same settings."""
+    ``computeConstraintDynamicsDerivatives`` with the same settings; the values are the
+    ``data.ddq`` and ``data.lambda_c`` it leaves."""
     cms, cds, settings = proximal_setup(pin, pm, pd, cset, options)
     pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, settings)
-    return tuple(np.array(x) for x in pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, settings))
+    out = tuple(np.array(x) for x in pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, settings))
+    return out + (np.array(pd.ddq), np.array(pd.lambda_c))

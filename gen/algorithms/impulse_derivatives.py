@@ -1,5 +1,7 @@
 """Partial derivatives of the impact map: ``(dv+/dq, dv+/dv-, dimpulse/dq,
-dimpulse/dv-)`` at ``(q, v-)``, the semantics of Pinocchio's
+dimpulse/dv-)`` at ``(q, v-)``, then the values ``(v+, impulse)`` they are taken at
+(the forward solve below; Pinocchio's ``impulseDynamics`` leaves them in
+``data.dq_after`` and ``data.impulse_c``), the semantics of Pinocchio's
 ``computeImpulseDynamicsDerivatives`` (whose ``ddq_dv`` output is ``dv+/dv- - I``; rbdgen
 returns ``dv+/dv-`` itself).
 
@@ -36,7 +38,7 @@ constrained_derivatives (:func:`~gen.algorithms.constrained_derivatives.dual_pro
 Constraints and mimic joints (the partials on the extended tree, mapped back by ``G``) as
 in :mod:`gen.algorithms.constrained_derivatives`.
 Shapes: q (nq,1), v_minus (nv,1) -> dvplus_dq, dvplus_dv (nv,nv), dimpulse_dq,
-dimpulse_dv (m,nv).  Options: ``iterations``, ``mu``, ``restitution`` (e in [0, 1]).
+dimpulse_dv (m,nv), v_plus (nv,1), impulse (m,1).  Options: ``iterations``, ``mu``, ``restitution`` (e in [0, 1]).
 """
 from __future__ import annotations
 
@@ -79,10 +81,11 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     Sn = -proximal_operator(sym_product(JMinv.T, J.T, be), cset.damping(mu), K, be)   # K steps: X_K = Sn R
     P = Sn @ ((1.0 + e) * (J @ v_minus))                                  # J dv = -(1 + e) J v-
     dv = JMinv.T @ P
-    be.mark("forward", dv, P)
+    v_plus = v_minus + dv
+    be.mark("forward", v_plus, P)
 
     nv = model.nv
-    ext, qe, (de, ve), G = extended_state(model, q, (dv, v_minus + dv + e * v_minus), be)   # mimic: chain rule
+    ext, qe, (de, ve), G = extended_state(model, q, (dv, v_plus + e * v_minus), be)   # mimic: chain rule
     w = world_pass(ext, qe, be.zeros(ext.nv, 1), de, be, gravity=False, coriolis=False)
     ev = cset.evaluate(model, q, be.zeros(nv, 1), be=be, jacobian=False, drift=False)
     F = world_forces(ext, w, cset.body_forces(ext, ev, P, be), be)
@@ -99,19 +102,21 @@ def impulse_derivatives(model: Model, q, v_minus, *, be, cset=None, iterations=D
     dP_dq = be.product(be.zeros(m, nv), [(1.0, Sn, dc_dq), (-1.0, Qn, dtau_dq)])
     dP_dv = be.product(be.zeros(m, nv), [(1.0, Sn, EJ)])
     be.mark("kkt", dvplus_dq, dvplus_dv, dP_dq, dP_dv)
-    return dvplus_dq, dvplus_dv, dP_dq, dP_dv
+    return dvplus_dq, dvplus_dv, dP_dq, dP_dv, v_plus, P
 
 
 # --- registry helpers ------------------------------------------------------------------
 
 def impulse_derivatives_outputs(model: Model, cset) -> list[tuple[str, int, int]]:
     m, nv = as_constraint_set(model, cset).m, model.nv
-    return [("dvplus_dq", nv, nv), ("dvplus_dv", nv, nv), ("dimpulse_dq", m, nv), ("dimpulse_dv", m, nv)]
+    return [("dvplus_dq", nv, nv), ("dvplus_dv", nv, nv), ("dimpulse_dq", m, nv), ("dimpulse_dv", m, nv),
+            ("v_plus", nv, 1), ("impulse", m, 1)]
 
 
 def pinocchio_impulse_derivatives(pin, pm, pd, q, v_minus, *, cset, options):
     """``impulseDynamics`` (one exact solve at damping EXACT_DERIVATIVE_MU), then
-    ``computeImpulseDynamicsDerivatives``; its ``ddq_dv`` is ``dv+/dv- - I``."""
+    ``computeImpulseDynamicsDerivatives``; its ``ddq_dv`` is ``dv+/dv- - I``; the values are
+    the ``data.dq_after`` and ``data.impulse_c`` ``impulseDynamics`` leaves."""
     cms, cds = rigid_constraints(pin, pm, cset)
     pin.initConstraintDynamics(pm, pd, cms, cds)
     e = float(options.get("restitution", 0.0))
@@ -119,4 +124,4 @@ def pinocchio_impulse_derivatives(pin, pm, pd, q, v_minus, *, cset, options):
     pin.impulseDynamics(pm, pd, q, v_minus, cms, cds, e, settings)
     pin.computeImpulseDynamicsDerivatives(pm, pd, cms, cds, e, settings)
     return (np.array(pd.ddq_dq), np.array(pd.ddq_dv) + np.eye(pm.nv), np.array(pd.dlambda_dq),
-            np.array(pd.dlambda_dv))
+            np.array(pd.dlambda_dv), np.array(pd.dq_after), np.array(pd.impulse_c))

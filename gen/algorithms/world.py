@@ -289,8 +289,8 @@ def tau_partials(model: Model, w: World, F: list, be, want_q=True, want_v=True, 
 
 
 def bias_torques(model: Model, w: World, be):
-    """``tau_i = J_i^T Fc_i`` (nv x 1) of the forces ``w.of``: ``nle(q, v)`` for a pass at
-    ``a = 0`` (RNEA's backward pass in world coordinates)."""
+    """``tau_i = J_i^T Fc_i`` (nv x 1) of the forces ``w.of`` (RNEA's backward pass in world
+    coordinates): ``rnea(q, v, a)`` for a pass at ``a``, ``nle(q, v)`` at ``a = 0``."""
     Fc = composite(model, w.of)
     return be.vcat([_dot(u, Fc[i]) for i in range(model.nbodies) for u in colsof(w.J[i])])
 

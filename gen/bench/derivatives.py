@@ -9,7 +9,10 @@ against Pinocchio's analytical derivatives compiled header-only with the same fl
 both calls timed), ``impulseDynamics`` + ``computeImpulseDynamicsDerivatives`` (one damped
 solve at mu = 1e-6, both timed), and ``rnea_derivatives`` and ``aba_derivatives`` against
 the generic C too (``rbg_rnea_derivatives``, ``rbg_aba_derivatives``: the model as data; it
-has no constrained or impulse derivatives).  Each entry is
+has no constrained or impulse derivatives).  Every kernel and peer also returns the value
+the derivatives are taken at (issue 30 §2; Pinocchio's ``data.tau``, ``data.ddq``,
+``data.lambda_c``, ``data.dq_after``, ``data.impulse_c``), compared like the derivatives.
+Each entry is
 :func:`gen.bench.harness.benchmark`, the same as ``rbdgen bench ROBOT -a ALGORITHM [-c SPEC]
 --against PEERS``; the kernels take their default route (the one of lower estimated cost,
 recorded with both counts).
@@ -89,7 +92,7 @@ def markdown(doc: dict) -> str:
            "kernel computes the forward solve and the derivatives), `impulseDynamics` + "
            "`computeImpulseDynamicsDerivatives` (one damped solve at mu = 1e-6 and rbdgen's kernel at iterations = 1, "
            "the same iterate; both timed; `data.dvc_dq` zeroed before each call, which pin 4.1 leaves stale; no "
-           "target).  Outputs checked against each other on every "
+           "target).  Outputs (the derivatives and the value they are taken at) checked against each other on every "
            "state before timing (relative 1e-8, constrained 1e-6) and against NumPy.", "",
            "| robot | algorithm | constraints | nv | m | route (ops: analytical / AD) | specialised [us] | "
            "generic C [us] | Pinocchio [us] | generic / specialised | Pinocchio / specialised | target | met |",

@@ -315,27 +315,33 @@ void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impu
         copy_vec(d.impulse_c, impulse);
 }
 
-/* Derivative outputs (row-major): rnea_derivatives (dtau_dq, dtau_dv, M), aba_derivatives
- * (ddq_dq, ddq_dv, Minv); M and Minv are filled by Pinocchio on and above the diagonal
- * only: the copy mirrors the upper triangle.  Any pointer may be NULL. */
-void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym)
+/* Derivative outputs (row-major): rnea_derivatives (dtau_dq, dtau_dv, M, tau),
+ * aba_derivatives (ddq_dq, ddq_dv, Minv, ddq): the value is the data.tau / data.ddq the
+ * derivatives are taken at.  M and Minv are filled by Pinocchio on and above the
+ * diagonal only: the copy mirrors the upper triangle.  Any pointer may be NULL. */
+void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym,
+                                      double *value)
 {
     const pin::Data &d = *s->data;
     if (aba) {
         if (dq) copy_mat(d.ddq_dq, dq);
         if (dv) copy_mat(d.ddq_dv, dv);
         if (sym) copy_sym_upper(d.Minv, sym);
+        if (value) copy_vec(d.ddq, value);
     } else {
         if (dq) copy_mat(d.dtau_dq, dq);
         if (dv) copy_mat(d.dtau_dv, dv);
         if (sym) copy_sym_upper(d.M, sym);
+        if (value) copy_vec(d.tau, value);
     }
 }
 
 /* computeConstraintDynamicsDerivatives' outputs (family FAM_CDD) or, impulse != 0,
  * computeImpulseDynamicsDerivatives' (FAM_IMPD: its ddq_dv is dv+/dv- - I; the copy adds
  * I so that it is rbdgen's dvplus_dv).  out: ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv,
- * dlam_dtau (impulse: dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv); NULL skips. */
+ * dlam_dtau, ddq, lam (data.ddq, data.lambda_c of constraintDynamics); impulse:
+ * dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv, v_plus, impulse (data.dq_after,
+ * data.impulse_c of impulseDynamics); NULL skips. */
 void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse, double **out)
 {
     const pin::Data &d = *s->cdata_fam[impulse ? FAM_IMPD : FAM_CDD];
@@ -348,6 +354,8 @@ void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse,
         }
         if (out[2]) copy_mat(d.dlambda_dq, out[2]);
         if (out[3]) copy_mat(d.dlambda_dv, out[3]);
+        if (out[4]) copy_vec(d.dq_after, out[4]);
+        if (out[5]) copy_vec(d.impulse_c, out[5]);
         return;
     }
     if (out[0]) copy_mat(d.ddq_dq, out[0]);
@@ -356,6 +364,8 @@ void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse,
     if (out[3]) copy_mat(d.dlambda_dq, out[3]);
     if (out[4]) copy_mat(d.dlambda_dv, out[4]);
     if (out[5]) copy_mat(d.dlambda_dtau, out[5]);
+    if (out[6]) copy_vec(d.ddq, out[6]);
+    if (out[7]) copy_vec(d.lambda_c, out[7]);
 }
 
 }  /* extern "C" */
@@ -371,7 +381,8 @@ void pinshim_detail_fetch_ddq(const pinshim *s, double *out);
 void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq, double *lam);
 void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out);
 void pinshim_detail_fetch_impulse(const pinshim *s, double *v_plus, double *impulse);
-void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym);
+void pinshim_detail_fetch_derivatives(const pinshim *s, int aba, double *dq, double *dv, double *sym,
+                                      double *value);
 void pinshim_detail_fetch_constrained_derivatives(const pinshim *s, int impulse, double **out);
 }
 
@@ -450,30 +461,31 @@ int pinshim_aba(pinshim *s, const double *q, const double *v, const double *tau,
 #endif
 
 #if defined(PINSHIM_PART_DERIVATIVES)
-/* (dtau/dq, dtau/dv, M) = computeRNEADerivatives(q, v, a) (Carpentier & Mansard, RSS 2018,
- * Alg. 1; results in data.dtau_dq, data.dtau_dv, data.M; dq in the tangent space). */
+/* (dtau/dq, dtau/dv, M, tau) = computeRNEADerivatives(q, v, a) (Carpentier & Mansard, RSS
+ * 2018, Alg. 1; results in data.dtau_dq, data.dtau_dv, data.M, data.tau; dq in the tangent
+ * space). */
 int pinshim_rnea_derivatives(pinshim *s, const double *q, const double *v, const double *a, double *dtau_dq,
-                             double *dtau_dv, double *M)
+                             double *dtau_dv, double *M, double *tau)
 {
     PINSHIM_TRY
     const int nq = s->model.nq, nv = s->model.nv;
     pin::computeRNEADerivatives(s->model, *s->data, CVec(q, nq), CVec(v, nv), CVec(a, nv));
-    if (dtau_dq || dtau_dv || M)
-        pinshim_detail_fetch_derivatives(s, 0, dtau_dq, dtau_dv, M);
+    if (dtau_dq || dtau_dv || M || tau)
+        pinshim_detail_fetch_derivatives(s, 0, dtau_dq, dtau_dv, M, tau);
     return 0;
     PINSHIM_CATCH
 }
 
-/* (dddq/dq, dddq/dv, M^-1) = computeABADerivatives(q, v, tau) (RSS 2018 §IV; results in
- * data.ddq_dq, data.ddq_dv, data.Minv). */
+/* (dddq/dq, dddq/dv, M^-1, ddq) = computeABADerivatives(q, v, tau) (RSS 2018 §IV; results
+ * in data.ddq_dq, data.ddq_dv, data.Minv, data.ddq). */
 int pinshim_aba_derivatives(pinshim *s, const double *q, const double *v, const double *tau, double *ddq_dq,
-                            double *ddq_dv, double *Minv)
+                            double *ddq_dv, double *Minv, double *ddq)
 {
     PINSHIM_TRY
     const int nq = s->model.nq, nv = s->model.nv;
     pin::computeABADerivatives(s->model, *s->data, CVec(q, nq), CVec(v, nv), CVec(tau, nv));
-    if (ddq_dq || ddq_dv || Minv)
-        pinshim_detail_fetch_derivatives(s, 1, ddq_dq, ddq_dv, Minv);
+    if (ddq_dq || ddq_dv || Minv || ddq)
+        pinshim_detail_fetch_derivatives(s, 1, ddq_dq, ddq_dv, Minv, ddq);
     return 0;
     PINSHIM_CATCH
 }
@@ -589,7 +601,7 @@ int pinshim_impulse_dynamics(pinshim *s, const double *q, const double *v_minus,
  * proximal solve of the derivative system).  Both calls are timed together (issue 13 §5). */
 int pinshim_constraint_dynamics_derivatives(pinshim *s, const double *q, const double *v, const double *tau,
                                             double *ddq_dq, double *ddq_dv, double *ddq_dtau, double *dlam_dq,
-                                            double *dlam_dv, double *dlam_dtau)
+                                            double *dlam_dv, double *dlam_dtau, double *ddq, double *lam)
 {
     PINSHIM_TRY
     PINSHIM_NEED_CONSTRAINTS
@@ -598,7 +610,7 @@ int pinshim_constraint_dynamics_derivatives(pinshim *s, const double *q, const d
     pin::constraintDynamics(s->model, d, CVec(q, nq), CVec(v, nv), CVec(tau, nv), s->cmodels, s->cdatas[FAM_CDD],
                             s->settings[FAM_CDD]);
     pin::computeConstraintDynamicsDerivatives(s->model, d, s->cmodels, s->cdatas[FAM_CDD], s->settings[FAM_CDD]);
-    double *out[6] = {ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv, dlam_dtau};
+    double *out[8] = {ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv, dlam_dtau, ddq, lam};
     pinshim_detail_fetch_constrained_derivatives(s, 0, out);
     return 0;
     PINSHIM_CATCH
@@ -607,7 +619,8 @@ int pinshim_constraint_dynamics_derivatives(pinshim *s, const double *q, const d
 /* impulseDynamics (one damped solve, see pinshim_impulse_dynamics) then
  * computeImpulseDynamicsDerivatives at the same restitution and settings. */
 int pinshim_impulse_dynamics_derivatives(pinshim *s, const double *q, const double *v_minus, double *dvplus_dq,
-                                         double *dvplus_dv, double *dimpulse_dq, double *dimpulse_dv)
+                                         double *dvplus_dv, double *dimpulse_dq, double *dimpulse_dv,
+                                         double *v_plus, double *impulse)
 {
     PINSHIM_TRY
     PINSHIM_NEED_CONSTRAINTS
@@ -622,7 +635,7 @@ int pinshim_impulse_dynamics_derivatives(pinshim *s, const double *q, const doub
     d.dvc_dq.setZero();
     pin::computeImpulseDynamicsDerivatives(s->model, d, s->cmodels, s->cdatas[FAM_IMPD], s->restitution,
                                            s->settings[FAM_IMPD]);
-    double *out[4] = {dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv};
+    double *out[6] = {dvplus_dq, dvplus_dv, dimpulse_dq, dimpulse_dv, v_plus, impulse};
     pinshim_detail_fetch_constrained_derivatives(s, 1, out);
     return 0;
     PINSHIM_CATCH

@@ -233,18 +233,18 @@ class GenericModel:
                                             self._in("aba", "tau", tau, self.nv), dp, self._w))
         return ddq
 
-    def rnea_derivatives(self, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(dtau/dq, dtau/dv, M)`` at ``(q, v, a)``, dtau/dq in the tangent space
-        (Carpentier & Mansard RSS 2018 Alg. 1)."""
+    def rnea_derivatives(self, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(dtau/dq, dtau/dv, M, tau)`` at ``(q, v, a)``, dtau/dq in the tangent space
+        (Carpentier & Mansard RSS 2018 Alg. 1), tau = rnea(q, v, a) (1-D)."""
         return self._derivatives("rnea_derivatives", q, v, a, "a")
 
-    def aba_derivatives(self, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(dddq/dq, dddq/dv, M^-1)`` at ``(q, v, tau)`` = ``-M^-1 dtau/d(q, v)`` at
-        ``a = aba(q, v, tau)`` (RSS 2018 §IV)."""
+    def aba_derivatives(self, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(dddq/dq, dddq/dv, M^-1, ddq)`` at ``(q, v, tau)``: ``-M^-1 dtau/d(q, v)`` at
+        ``a = ddq = aba(q, v, tau)`` (RSS 2018 §IV), ddq 1-D."""
         return self._derivatives("aba_derivatives", q, v, tau, "tau")
 
     def _derivatives(self, algo: str, q, v, x, xname: str):
-        outs = [self._out(self.nv, self.nv) for _ in range(3)]
+        outs = [self._out(self.nv, self.nv) for _ in range(3)] + [self._out(self.nv)]
         fn = getattr(self.lib, ALGORITHMS[algo].generic.entry)
         self._check(algo, fn(self.c_model, self._in(algo, "q", q, self.nq), self._in(algo, "v", v, self.nv),
                              self._in(algo, xname, x, self.nv), *(p for _, p in outs), self._w))

@@ -710,9 +710,18 @@ static void deriv_project(const rbg_model *RST m, const rbgi_deriv *RST w, doubl
     }
 }
 
+/* tau_r = J_r^T F_i for every dof r of body i: RNEA's projection of the subtree forces
+ * (rnea(q, v, a) for a pass at a). */
+static void deriv_tau(const rbg_model *RST m, const rbgi_deriv *RST w, double *RST tau)
+{
+    for (int i = 0; i < m->nbodies; ++i)
+        for (int k = 0; k < m->nvj[i]; ++k)
+            tau[m->idx_v[i] + k] = dot6(w->J + 6 * (m->idx_v[i] + k), w->F + 6 * i);
+}
+
 int rbg_rnea_derivatives(const rbg_model *RST m, const double *RST q, const double *RST v,
                          const double *RST a, double *RST dtau_dq, double *RST dtau_dv,
-                         double *RST M, double *RST work)
+                         double *RST M, double *RST tau, double *RST work)
 {
     const size_t nn = (size_t)m->nv * (size_t)m->nv;
     if (!all_finite(q, m->nq) || !all_finite(v, m->nv) || !all_finite(a, m->nv))
@@ -723,6 +732,7 @@ int rbg_rnea_derivatives(const rbg_model *RST m, const double *RST q, const doub
     memset(M, 0, nn * sizeof(double));
     deriv_forward_backward(m, q, v, a, &w);
     deriv_project(m, &w, dtau_dq, dtau_dv, M, 1);
+    deriv_tau(m, &w, tau);
     return RBG_OK;
 }
 
@@ -747,25 +757,26 @@ static void ltdl_solve_strided(const int *RST lam, int n, const double *RST H, d
 /*
  * ABA derivatives (RSS 2018 §IV): rnea(q, v, aba(q, v, tau)) = tau for all arguments, so
  *   dddq/dx = -M^-1 dtau/dx |_(a = ddq)  (x = q, v),   dddq/dtau = M^-1.
- * ddq by rbg_aba (RBDA Table 7.1); dtau/dq, dtau/dv and M by the world-frame pass above
+ * ddq by rbg_aba (RBDA Table 7.1), written to the output ddq (the value the derivatives
+ * are taken at); dtau/dq, dtau/dv and M by the world-frame pass above
  * at a = ddq (M comes free with the projections, no CRBA pass); M = L^T D L by the
  * sparse factorisation over the dof parents (Featherstone 2005 Table 2), then each
  * column of M^-1 (lower triangle, mirrored: exactly symmetric) and of -M^-1 dtau/dq,
  * -M^-1 dtau/dv by the sparse substitutions (§5).  Cost beyond the derivatives pass:
  * one ABA, the factorisation O(nv d^2) and 3 nv substitutions O(nv^2 d) (d = the depth
  * in dofs), instead of the O(nv^3) dense products with M^-1.
- * Workspace (RBG_WORK_ABA_DERIVATIVES = nv^2 + 26 nv + 76 nb): H[nv^2] (the factor),
- * x[nv], ddq[nv], then the derivatives pass's 76 nb + 24 nv (rbg_aba's 79 nb + nv fits
- * there since nv >= nb).
+ * Workspace (RBG_WORK_ABA_DERIVATIVES = nv^2 + 25 nv + 76 nb): H[nv^2] (the factor),
+ * x[nv], then the derivatives pass's 76 nb + 24 nv (rbg_aba's 79 nb + nv fits there
+ * since nv >= nb).
  */
 int rbg_aba_derivatives(const rbg_model *RST m, const double *RST q, const double *RST v,
                         const double *RST tau, double *RST ddq_dq, double *RST ddq_dv,
-                        double *RST Minv, double *RST work)
+                        double *RST Minv, double *RST ddq, double *RST work)
 {
     const int n = m->nv;
     const size_t nn = (size_t)n * (size_t)n;
     const int *lam = m->dof_parent;
-    double *H = work, *x = H + nn, *ddq = x + n, *rest = ddq + n;
+    double *H = work, *x = H + nn, *rest = x + n;
     if (!all_finite(q, m->nq) || !all_finite(v, n) || !all_finite(tau, n))
         return RBG_EINPUT;
     int rc = rbg_aba(m, q, v, tau, ddq, rest);

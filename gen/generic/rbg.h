@@ -184,10 +184,10 @@ typedef enum rbg_algo {
 #define RBG_WORK_CRBA_SOLVE(nb, nv) ((size_t)(nv) * (size_t)(nv) + RBG_WORK_CRBA(nb, nv))
 #define RBG_WORK_ABA(nb, nv)        ((size_t)79 * (size_t)(nb) + (size_t)(nv))
 /* derivatives: per body oX, ov, oa, Ycrb, F (40) and a 6x6 Bc (36); per dof J, dVdq,
- * dAdq, dAdv (24); ABA derivatives add the nv x nv factor of M and two nv vectors */
+ * dAdq, dAdv (24); ABA derivatives add the nv x nv factor of M and one nv vector */
 #define RBG_WORK_RNEA_DERIVATIVES(nb, nv) ((size_t)76 * (size_t)(nb) + (size_t)24 * (size_t)(nv))
 #define RBG_WORK_ABA_DERIVATIVES(nb, nv) \
-    ((size_t)(nv) * (size_t)(nv) + (size_t)26 * (size_t)(nv) + (size_t)76 * (size_t)(nb))
+    ((size_t)(nv) * (size_t)(nv) + (size_t)25 * (size_t)(nv) + (size_t)76 * (size_t)(nb))
 
 /* Doubles of workspace `algo` needs on model m; 0 for an unknown algo and for the
  * constrained solvers (see rbg_constrained_work_size). */
@@ -247,7 +247,9 @@ int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
 /* Partial derivatives of inverse dynamics (Carpentier & Mansard, "Analytical
  * Derivatives of Rigid Body Dynamics Algorithms", RSS 2018, Alg. 1; Pinocchio's
  * computeRNEADerivatives): q[nq], v[nv], a[nv] -> dtau_dq, dtau_dv, M (each nv x nv,
- * ROW-major like every matrix of this library; M full and exactly symmetric).
+ * ROW-major like every matrix of this library; M full and exactly symmetric) and
+ * tau[nv] = rnea(q, v, a), the value they are taken at (J_i^T of the subtree forces the
+ * pass sums anyway; Pinocchio's data.tau).
  * dtau_dq is taken in the tangent space of q (q + d = integrate(q, d): a free joint's
  * d is its LOCAL twist, a spherical joint's its LOCAL rotation vector, a planar
  * joint's its LOCAL planar twist), Pinocchio's convention.  One world-frame forward pass, one
@@ -256,18 +258,19 @@ int rbg_aba(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
 int rbg_rnea_derivatives(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
                          const double *RBG_RESTRICT v, const double *RBG_RESTRICT a,
                          double *RBG_RESTRICT dtau_dq, double *RBG_RESTRICT dtau_dv,
-                         double *RBG_RESTRICT M, double *RBG_RESTRICT work);
+                         double *RBG_RESTRICT M, double *RBG_RESTRICT tau, double *RBG_RESTRICT work);
 
 /* Partial derivatives of forward dynamics (RSS 2018 §IV; Pinocchio's
  * computeABADerivatives): q[nq], v[nv], tau[nv] -> ddq_dq = -M^-1 dtau/dq,
  * ddq_dv = -M^-1 dtau/dv (both at a = aba(q, v, tau)) and Minv = M^-1 (full, exactly
- * symmetric), row-major nv x nv; ddq_dq in the tangent space as above.  M^-1 and the
+ * symmetric), row-major nv x nv; ddq_dq in the tangent space as above; and
+ * ddq[nv] = aba(q, v, tau), the point they are taken at (Pinocchio's data.ddq).  M^-1 and the
  * products by the sparse L^T D L of the M that the derivatives pass forms (Featherstone
  * 2005 Table 2, §5).  RBG_ESINGULAR as rbg_aba. */
 int rbg_aba_derivatives(const rbg_model *RBG_RESTRICT m, const double *RBG_RESTRICT q,
                         const double *RBG_RESTRICT v, const double *RBG_RESTRICT tau,
                         double *RBG_RESTRICT ddq_dq, double *RBG_RESTRICT ddq_dv,
-                        double *RBG_RESTRICT Minv, double *RBG_RESTRICT work);
+                        double *RBG_RESTRICT Minv, double *RBG_RESTRICT ddq, double *RBG_RESTRICT work);
 
 /* ===================================================================== */
 /*  Constraints and the proximal constrained solvers (rbg_constrained.c) */
