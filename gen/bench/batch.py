@@ -114,20 +114,24 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
               "settings": {"n_states": n_states, "rounds": rounds, "per_sample": per_sample, "warmup": warmup,
                            "seed": seed, "flags": " ".join(program_flags or pinshim.BENCH_FLAGS)}}
     if pinocchio and flags is None:      # (its ratio is to the scalar kernel of the default flags)
-        try:
-            r = benchmark(model, algorithm, cset, against=("pinocchio",), rounds=rounds, batch=100,
-                          progress=progress, **algo_options)
-        except RbdgenError as e:
-            result["pinocchio"] = {"skipped": str(e)}
-        else:
-            if "pinocchio/specialized" in r["ratios"]:
-                ratio = r["ratios"]["pinocchio/specialized"]
-                result["pinocchio"] = {"function": r["implementations"]["pinocchio"].get("function"),
-                                       "ratio_to_scalar": ratio, "median_ns_scaled": ratio * med,
-                                       "max_rel_diff": r["verify"]["max_rel_diff"].get("pinocchio")}
-            else:
-                result["pinocchio"] = {"skipped": r["skipped"].get("pinocchio", "not run")}
+        result["pinocchio"] = _pinocchio_per_state(model, algorithm, cset, med, rounds, progress, algo_options)
     return result
+
+
+def _pinocchio_per_state(model, algorithm, cset, scalar_median: float, rounds: int, progress, options) -> dict:
+    """Pinocchio's time per state scaled into a batch run: its median ratio to the scalar
+    kernel in :func:`benchmark`'s interleaved run times ``scalar_median``; or why it was
+    not run."""
+    try:
+        r = benchmark(model, algorithm, cset, against=("pinocchio",), rounds=rounds, batch=100,
+                      progress=progress, **options)
+    except RbdgenError as e:
+        return {"skipped": str(e)}
+    if "pinocchio/specialized" not in r["ratios"]:
+        return {"skipped": r["skipped"].get("pinocchio", "not run")}
+    ratio = r["ratios"]["pinocchio/specialized"]
+    return {"function": r["implementations"]["pinocchio"].get("function"), "ratio_to_scalar": ratio,
+            "median_ns_scaled": ratio * scalar_median, "max_rel_diff": r["verify"]["max_rel_diff"].get("pinocchio")}
 
 
 def configuration(r: dict) -> str:

@@ -378,15 +378,22 @@ def constrained_markdown(suite: dict) -> str:
             "| set | m | algorithm | spec µs | generic / spec | impulseDynamics (Pinocchio) / spec |",
             EVENT_ALGORITHMS)
     one_peer_rows(EVENT_ALGORITHMS)
-    out += ["", "## Targets", "", "| set | Pinocchio's fastest solver / constrainedABA | "
-            "Pinocchio damped Delassus⁻¹ / cABA-OSIM |", "|---|--:|--:|"]
-    for name in dict.fromkeys([*best, *osim]):
-        out.append(f"| {name} | {_fmt(best.get(name))} | {_fmt(osim.get(name))} |")
+    return "\n".join(out + _constrained_targets(best, osim) + _errors(suite)) + "\n"
+
+
+def _constrained_targets(best: dict, osim: dict) -> list[str]:
+    """The constrained suite's targets per set: Pinocchio's fastest solver / constrainedABA,
+    Pinocchio's damped Delassus inverse / cABA-OSIM."""
+    out = ["", "## Targets", "", "| set | Pinocchio's fastest solver / constrainedABA | "
+           "Pinocchio damped Delassus⁻¹ / cABA-OSIM |", "|---|--:|--:|"]
+    return out + [f"| {name} | {_fmt(best.get(name))} | {_fmt(osim.get(name))} |"
+                  for name in dict.fromkeys([*best, *osim])]
+
+
+def _errors(suite: dict) -> list[str]:
     errors = [r for r in suite["results"] if "error" in r]
-    if errors:
-        out += ["", "## Errors", ""] + [f"- {r['set']}/{r['algorithm']} ({r.get('pin_peer')}): {r['error']}"
-                                        for r in errors]
-    return "\n".join(out) + "\n"
+    return ["", "## Errors", ""] + [f"- {r['set']}/{r['algorithm']} ({r.get('pin_peer')}): {r['error']}"
+                                    for r in errors] if errors else []
 
 
 def write_constrained(suite: dict, out_dir: Path, stem: str) -> dict[str, Path]:
