@@ -192,7 +192,10 @@ def test_verify_impulse_and_delassus(capsys):
     assert imp["err_c_pinocchio"] is None and imp["err_numpy_pinocchio"] < ALM_PIN_TOL
     for name in ("delassus", "kkt_delassus"):
         assert rows[name]["err_c_pinocchio"] < 1e-12 and rows[name]["err_numpy_pinocchio"] < 1e-12, name
-    assert rows["caba_osim"]["err_c_pinocchio"] is None, "no Python reference for the damped inverse"
+    # the damped inverse against Pinocchio's Delassus matrix + rho inverted densely, within
+    # cABA-OSIM's augmented floor (printed as its tolerance)
+    osim = rows["caba_osim"]
+    assert osim["err_c_pinocchio"] is not None and osim["err_c_pinocchio"] <= osim["rtol_pinocchio"]
     assert all(r["status"] == "ok" for r in rows.values())
 
 

@@ -209,8 +209,9 @@ def test_impulse_and_delassus_references(robot, spec):
 
 
 def test_what_has_no_reference():
-    """n/a: weights (solvers, impulse), one-sided rows, prox_lcp, the damped Delassus
-    inverses, a tolerance-driven solver, frame A on the world (impulse, Delassus), no set."""
+    """n/a: weights (solvers, impulse), one-sided rows (prox_lcp has one only on bilateral
+    sets), a tolerance-driven solver, frame A on the world (impulse, the Delassus matrix and
+    its damped inverses), no set."""
     model = load_or_skip("fourbar")
     plain = parse_constraints(model, "3D:tip~anchor")
     weighted = parse_constraints(model, "3D:tip~anchor", weights=[2.0])
@@ -221,8 +222,9 @@ def test_what_has_no_reference():
     assert not pinref.supports(model, "prox_ltl", plain, {"tol": 1e-10})
     assert pinref.supports(model, "prox_ltl", reversed_loop)
     assert not any(pinref.supports(model, a, reversed_loop) for a in ("impulse", "delassus", "kkt_delassus"))
-    for alg in ("prox_lcp", "caba_osim", "caba_osimf", "ltl_osim", "kkt_osim"):
-        assert not pinref.supports(model, alg, plain), alg
+    osim = ("caba_osim", "caba_osimf", "ltl_osim", "kkt_osim")
+    assert all(pinref.supports(model, a, plain) for a in ("prox_lcp",) + osim)
+    assert not any(pinref.supports(model, a, reversed_loop) for a in osim)
     assert not pinref.supports(model, "prox_ltl", None)
     solo = load_or_skip("solo12")
     assert not pinref.supports(solo, "prox_ltl", parse_constraints(solo, "3D+:FL_FOOT,3D:FR_FOOT"))

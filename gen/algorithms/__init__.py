@@ -87,6 +87,8 @@ SOLVER_REF = dict(unit_weights=True, iterate=True)
 DELASSUS_DOC = {"Delassus": "Delassus matrix J M^-1 J^T (m x m, symmetric)"}
 OSIM_DOC = {"Lambda": "damped inverse Delassus matrix (J M^-1 J^T + diag(rho))^-1 (m x m, symmetric)"}
 DELASSUS_REF = PinocchioRef(pin_ref.delassus, "computeDelassusMatrix (mu = 0)", joint1_only=True)
+OSIM_REF = PinocchioRef(pin_ref.damped_delassus_inverse, "computeDelassusMatrix (mu = 0) + rho, inverted by NumPy",
+                        joint1_only=True)
 SOLVER_PIN = PinocchioRef(pin_ref.constraint_dynamics, "constraintDynamics (K iterations, same mu)", **SOLVER_REF)
 TANGENT = " in the tangent space (q + d = integrate(q, d)), Pinocchio's convention"
 DERIV_DOCS = {"dtau_dq": "dtau/dq" + TANGENT, "dtau_dv": "dtau/dv",
@@ -228,6 +230,10 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               runtime=SOLVER_RUNTIME,
               docs={"residual": "complementarity residual: |min(lam, w)| on unilateral rows, "
                                 "|w| = |J ddq - a_c*| on bilateral rows (inf-norm)"},
+              # without unilateral rows the LCP is the equality-constrained problem
+              # (gen.pinref.supports: no reference on a set with unilateral rows)
+              pinocchio=PinocchioRef(pin_ref.constraint_dynamics, "constraintDynamics (bilateral sets only)",
+                                     **SOLVER_REF),
               generic=GenericC(15, "rbg_prox_lcp", lambda nb, nv, m: (m + nv) * (m + nv + 3)
                                + nv * (nv + m + 7) + m * (m + 8) + 52 * nb),
               reports=frozenset({"suite-constrained"})),
@@ -275,14 +281,14 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               generic_note="the generic library computes the Delassus matrix once, by rbg_delassus"),
     Algorithm("caba_osim", caba_osim, delassus_inputs("caba_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse (J M^-1 J^T + R)^-1 by the inversion lemma on articulated inertias, "
-              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
+              "O(n + m^2)", "Sathya 2024 Alg. 5, eq. 40", docs=OSIM_DOC, pinocchio=OSIM_REF, options=(ALM_MU, RUNTIME_PARAMS),
               runtime=OSIM_RUNTIME,
               generic=GenericC(13, "rbg_caba_osim", lambda nb, nv, m: 91 * nb + nv + m * (6 * nb + 13),
                                anchored_only=True),
               floor=ALM_FLOOR, pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("caba_osimf", caba_osimf, delassus_inputs("caba_osimf"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse as caba_osim, split at the floating base",
-              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, options=(ALM_MU, RUNTIME_PARAMS),
+              "Sathya 2024 §VI-B, eq. 41", docs=OSIM_DOC, pinocchio=OSIM_REF, options=(ALM_MU, RUNTIME_PARAMS),
               runtime=OSIM_RUNTIME,
               # rbg_caba_osim carries every supporting body in constraint space: at a
               # floating base that is eq. 41's split
@@ -291,13 +297,13 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               floor=ALM_FLOOR, pin_peer="delassus_inv", refuses=floating_roots_only),
     Algorithm("ltl_osim", ltl_osim, delassus_inputs("ltl_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse by sparse LTL of M, then dense Cholesky and inverse",
-              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
+              "Sathya 2024 §VIII-C (LTL-OSIM), Featherstone 2005", docs=OSIM_DOC, pinocchio=OSIM_REF, options=(MU, RUNTIME_PARAMS),
               runtime=OSIM_RUNTIME,
               generic=GenericC(12, "rbg_ltl_osim", lambda nb, nv, m: nv * (nv + 6 + m) + 22 * nb + m * (2 * m + 1)),
               floor=OSIM_FLOOR, pin_peer="delassus_inv", reports=frozenset({"suite-constrained", "scaling"})),
     Algorithm("kkt_osim", kkt_osim, delassus_inputs("kkt_osim"), matrix_output("Lambda"), "delassus",
               "damped Delassus inverse from the sparse LDL^T of the KKT matrix",
-              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, options=(MU, RUNTIME_PARAMS),
+              "Carpentier 2021 Alg. 1, eq. 24, §IV-E", docs=OSIM_DOC, pinocchio=OSIM_REF, options=(MU, RUNTIME_PARAMS),
               runtime=OSIM_RUNTIME,
               generic=GenericC(14, "rbg_kkt_osim", lambda nb, nv, m: (m + nv) * (m + nv + 1)
                                + nv * (nv + m + 6) + 22 * nb + m * (m + 1)),
