@@ -143,6 +143,8 @@ class _Step:
     reads: tuple[int, ...]
     writes: int | None
     dest: str = ""
+    #: the CasADi operation of a one-operand libm step (sin and cos for :func:`hoist_trig`)
+    op: int | None = None
 
 
 def _steps(f: ca.Function, calls: dict | None = None) -> list[_Step]:
@@ -171,7 +173,8 @@ def _steps(f: ca.Function, calls: dict | None = None) -> list[_Step]:
         if op == ca.OP_INPUT:
             steps.append(_Step(f"arg[{ins[0]}][{ins[1]}]", (), r))
         else:
-            steps.append(_Step(_format(f, ops, op).format(*(operand(a) for a in ins)), reads, r))
+            steps.append(_Step(_format(f, ops, op).format(*(operand(a) for a in ins)), reads, r,
+                               op=op if op in TRIG_OPS else None))
         const.pop(r, None)
     return steps
 
@@ -252,7 +255,8 @@ def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_
                 continue
             texts = [scalar(a) for a in tape.args[i]]
             steps.append(_Step(_format(f, ops, tape.op[i]).format(*(t for t, _ in texts)),
-                               tuple(dict.fromkeys(r for _, rs in texts for r in rs)), slot[u]))
+                               tuple(dict.fromkeys(r for _, rs in texts for r in rs)), slot[u],
+                               op=tape.op[i] if tape.op[i] in TRIG_OPS else None))
             continue
         members = groups[u[1]]
         op = tape.op[members[0]]
@@ -260,7 +264,8 @@ def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_
             per_lane = [[scalar(a) for a in tape.args[m]] for m in members]
             text = ", ".join(_format(f, ops, op).format(*(t for t, _ in lane)) for lane in per_lane)
             reads = [r for lane in per_lane for _, rs in lane for r in rs]
-            steps.append(_Step(f"(({lane_type(len(members))}){{{text}}})", tuple(dict.fromkeys(reads)), slot[u]))
+            steps.append(_Step(f"(({lane_type(len(members))}){{{text}}})", tuple(dict.fromkeys(reads)), slot[u],
+                               op=op if op in TRIG_OPS else None))
             continue
         texts, reads = [], []
         for p in range(len(tape.args[members[0]])):
@@ -419,8 +424,94 @@ def _allocate(steps, reads, users, order, widths: dict | None = None) -> tuple[l
                 heapq.heappush(free.setdefault(width, []), writes)
         expr = re.sub(r"\{(\d+)((?:\.\d+)?)\}", lambda m: f"{{{slot_of[old[int(m.group(1))]]}{m.group(2)}}}",
                       st.expr)
-        out.append(_Step(expr, new_reads, writes, st.dest))
+        out.append(_Step(expr, new_reads, writes, st.dest, st.op))
     return out, new_widths
+
+
+#: lanes of the vector sin / cos routine a scalar kernel's hoisted trigonometry calls
+#: (:func:`hoist_trig`): one AVX register; without AVX gcc splits it into two SSE halves
+TRIG_LANES = 4
+_PLACEHOLDER = re.compile(r"\{(\d+)((?:\.\d+)?)\}")
+
+
+def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
+               lanes: int = TRIG_LANES) -> tuple[list[_Step], dict[int, int]]:
+    """``(steps, widths)`` with the sin and cos whose arguments need no other sin or cos
+    (a joint's angle, or a mimic joint's affine map of it) computed together: their
+    distinct arguments, ``lanes`` at a time, go through ``<routine>_trig`` (the vector
+    routine of ``gen.emit._batch_trig_code`` on ``<routine>_v``, ``lanes`` doubles;
+    ``void <routine>_trig(const <routine>_v *x, <routine>_v *y, int cosine)``), once for
+    the sines and once for the cosines, right after the statements those arguments
+    need; each sin or cos statement (or a lane group's vector of them, :func:`_lane_steps`)
+    becomes a read of its lanes.  A joint's sin and cos through libm cost ~100
+    instructions (one ``sincos`` call), the routine ~130 per call of 4 lanes (AVX2).
+    ``widths``: the lane widths of vector slots; slots are assigned anew
+    (:func:`_allocate`).  Fewer than two distinct arguments: unchanged."""
+    reads, users = _dataflow(steps)
+    n = len(steps)
+    is_trig = [st.op in TRIG_OPS and bool(reads[k]) for k, st in enumerate(steps)]
+    after_trig = [False] * n                     # a sin or cos is among the step's ancestors
+    for k in range(n):
+        after_trig[k] = any(after_trig[r] or is_trig[r] for r in reads[k])
+    hoisted = [k for k in range(n) if is_trig[k] and not after_trig[k]]
+
+    def operands(k):                             # the step's arguments as (value, ".lane" or "")
+        value = dict(zip(steps[k].reads, reads[k]))
+        return [(value[int(m.group(1))], m.group(2)) for m in _PLACEHOLDER.finditer(steps[k].expr)]
+
+    args: dict[tuple[int, str], int] = {}        # argument -> its position among all arguments
+    for k in hoisted:
+        for a in operands(k):
+            args.setdefault(a, len(args))
+    if len(args) < 2:
+        return steps, widths
+    cone, stack = set(), [v for v, _ in args]
+    while stack:                                 # the steps the arguments need
+        k = stack.pop()
+        if k not in cone:
+            cone.add(k)
+            stack.extend(reads[k])
+    value_width = {k: widths[st.writes] for k, st in enumerate(steps) if st.writes in widths}
+    ext, ext_reads = list(steps), list(reads)
+    fresh = 1 + max((s for st in steps for s in _slots(st)), default=-1)
+
+    def step(expr_of, values):                   # a step reading ``values`` through fresh placeholders
+        nonlocal fresh
+        holder = {v: fresh + i for i, v in enumerate(dict.fromkeys(values))}
+        fresh += len(holder)
+        return expr_of(holder), tuple(holder.values()), tuple(holder)
+
+    kinds = {(args[a] // lanes, steps[k].op == ca.OP_COS) for k in hoisted for a in operands(k)}
+    keys = list(args)
+    vectors: dict[tuple[int, bool], int] = {}    # (chunk, cosine) -> its step
+    for c in range(0, len(keys), lanes):
+        chunk = keys[c:c + lanes]
+        for cosine in (False, True):
+            if (c // lanes, cosine) not in kinds:
+                continue
+            expr, placeholders, values = step(lambda h: ", ".join(
+                [f"{{{h[v]}{lane}}}" for v, lane in chunk] + ["0.0"] * (lanes - len(chunk))), [v for v, _ in chunk])
+            vectors[c // lanes, cosine] = len(ext)
+            value_width[len(ext)] = lanes
+            ext.append(_Step(f"__extension__ ({{ {routine}_v t_ = {{{expr}}}; {routine}_trig(&t_, &t_, {int(cosine)}); "
+                             "t_; })", placeholders, fresh))
+            ext_reads.append(values)
+            fresh += 1
+    for k in hoisted:                            # sin / cos -> lanes of the vectors
+        cosine = steps[k].op == ca.OP_COS
+        where = [(vectors[args[a] // lanes, cosine], args[a] % lanes) for a in operands(k)]
+        expr, placeholders, values = step(lambda h: ", ".join(f"{{{h[v]}.{lane}}}" for v, lane in where),
+                                          [v for v, _ in where])
+        if len(where) > 1:
+            expr = f"(({lane_type(len(where))}){{{expr}}})"
+        ext[k] = _Step(expr, placeholders, steps[k].writes)
+        ext_reads[k] = values
+    ext_users = [[] for _ in ext]
+    for k, rs in enumerate(ext_reads):
+        for r in rs:
+            ext_users[r].append(k)
+    order = sorted(cone) + list(range(n, len(ext))) + [k for k in range(n) if k not in cone]
+    return _allocate(ext, ext_reads, ext_users, order, value_width)
 
 
 def _slots(step: _Step) -> tuple[int, ...]:
@@ -508,7 +599,7 @@ def stack_bytes(stack_doubles: int, o0_doubles: int = 0) -> tuple[int, int]:
 
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
                    part_size: int | None = None, order: str = "auto", calls: dict | None = None,
-                   lanes=None, static: bool = False) -> Written:
+                   lanes=None, static: bool = False, trig_vector: str | None = None) -> Written:
     """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
     to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
     ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers the live
@@ -516,7 +607,9 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     :func:`_steps`; ``lanes``: a lane plan of ``f`` (:func:`gen.lanes.plan`; not with
     ``avoid_stack``), written by :func:`_lane_steps` instead; ``static``: the function
     is ``static`` (called from code after it in the same file, as a product kernel's
-    head: only the documented entry points are global)."""
+    head: only the documented entry points are global); ``trig_vector``: the prefix of a
+    vector sin / cos routine of :data:`TRIG_LANES` lanes the file defines, through which
+    the kernel's sines and cosines of the joint angles go together (:func:`hoist_trig`)."""
     split_above = SPLIT_ABOVE if split_above is None else split_above
     part_size = min(PART_SIZE if part_size is None else part_size, split_above)
     widths: dict[int, int] = {}
@@ -533,6 +626,13 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
         new, before, after = schedule(steps)      # scheduling only the kernels it may serve
         if order == "schedule" or after < SCHEDULE_BELOW * before:
             steps, scheduled = new, True
+            slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+    if trig_vector is not None:
+        if avoid_stack:
+            raise RbdgenError("trig_vector keeps vectors in locals: avoid_stack does not apply")
+        hoisted, widths = hoist_trig(steps, widths, trig_vector)
+        if hoisted is not steps:
+            steps = hoisted
             slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
     name = f.name()
     params = "const double **arg, double **res" + (", double *w" if avoid_stack else "")
@@ -641,19 +741,22 @@ PART_MACROS = """#if defined(__GNUC__)
 def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
                     part_size: int | None = None, order: str = "auto", calls: dict | None = None,
                     preamble: str = "", lanes: list | None = None, vector_widths=(),
-                    static: bool = False) -> tuple[str, list[Written]]:
+                    static: bool = False, trig_vector: str | None = None) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
     (the routines ``calls`` names), the vector types (:func:`vector_types`) of the
     functions' lanes and of ``vector_widths`` (those the caller's code after them uses),
     and, when any is split, :data:`PART_MACROS`), and each one's :class:`Written`;
     ``lanes``: per function a lane plan or None; ``static``: the functions are
-    internal to the file (see :func:`write_function`)."""
+    internal to the file (see :func:`write_function`); ``trig_vector``: see
+    :func:`write_function` (its routine in ``preamble``)."""
     lanes = lanes or [None] * len(funcs)
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
-                              order=order, calls=calls, lanes=plan, static=static) for f, plan in zip(funcs, lanes)]
+                              order=order, calls=calls, lanes=plan, static=static, trig_vector=trig_vector)
+               for f, plan in zip(funcs, lanes)]
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     # the routines only where a function calls one (an unused static function is a warning)
-    called = any(fmt.split("(")[0] in w.code for fmt in (calls or {}).values() for w in written)
+    called = any(name in w.code for name in [fmt.split("(")[0] for fmt in (calls or {}).values()] +
+                 ([f"{trig_vector}_trig("] if trig_vector else []) for w in written)
     head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble and called else []) + \
         ([vector_types(widths), ""] if widths else []) + \
         ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])

@@ -216,9 +216,9 @@ def column_loop(rows: int, ld: int | None = None, assign: bool = False, width: i
 
 def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
                  order: str = "auto", calls: dict | None = None, preamble: str = "",
-                 lanes: bool = False) -> tuple[str, Written, list]:
+                 lanes: bool = False, trig_vector: str | None = None) -> tuple[str, Written, list]:
     """C of the scalar kernel ``int name(arg, res[, w])`` of a trace with products: the
-    head (``static name_head``, written by :mod:`gen.cwriter`, with ``calls`` and ``preamble``,
+    head (``static name_head``, written by :mod:`gen.cwriter`, with ``calls``, ``preamble`` and ``trig_vector``,
     its isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`)
     and the loops, returning 1 if an output a product forms holds an inf or NaN (the
     wrapper then checks only the other outputs, :func:`checked_outputs`), else 0; its
@@ -231,7 +231,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     plans = [lane]
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
                                     calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS,
-                                    static=True)
+                                    static=True, trig_vector=trig_vector)
     sizes = [int(f.numel_out(i)) for i in range(len(tr.outputs), f.n_out())]   # an intermediate's Y: empty
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)

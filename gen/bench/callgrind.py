@@ -75,15 +75,19 @@ def _args(inputs, outputs, out_name):
     return ins, ", ".join(outs)
 
 
-def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, seed: int = 0) -> dict:
-    """Instructions per call of the specialised and the generic C for one algorithm."""
+def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, seed: int = 0,
+          **build_options) -> dict:
+    """Instructions per call of the specialised and the generic C for one algorithm.
+    ``build_options`` go to :func:`gen.build.build` (e.g. ``scalar_trig="vector"``).
+    ``ir_specialized_self``: the specialised call's instructions outside any callee (libm's
+    sin and cos are the callees of a scalar kernel), ``ir_specialized_callees`` the rest."""
     if shutil.which("valgrind") is None:
         raise RbdgenError("valgrind is not installed (apt install valgrind)")
     generic = get_algorithm(algorithm).generic
     if generic is None or get_algorithm(algorithm).constrained:
         raise RbdgenError(f"callgrind counts unconstrained algorithms with generic C; not {algorithm}")
     model = load_robot(robot)
-    kernel = build(model, algorithm)
+    kernel = build(model, algorithm, **build_options)
     fn = kernel.manifest["functions"][0]
     inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
     out_sizes = [int(y["size"]) for y in fn["outputs"]]
@@ -106,18 +110,32 @@ def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, see
         out = tmp / "cg.out"
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe)],
                        check=True, capture_output=True, text=True)
-        text = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)],
-                              check=True, capture_output=True, text=True).stdout
-    ir = {}
-    for name, sym in (("specialized", fn["symbol"]), ("generic", generic.entry)):
-        m = re.search(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*:" + re.escape(sym) + r"\s", text, re.M)
-        if not m:
-            raise RbdgenError(f"callgrind output has no entry for {sym}")
-        ir[name] = int(m.group(1).replace(",", "")) / calls
+        text, self_text = (subprocess.run(["callgrind_annotate", f"--inclusive={inc}", str(out)],
+                                          check=True, capture_output=True, text=True).stdout
+                           for inc in ("yes", "no"))
+    ir = {name: _ir(text, sym) / calls for name, sym in (("specialized", fn["symbol"]), ("generic", generic.entry))}
+    # the public entry point's own code (checks) and the kernel function's, without callees
+    own = sum(_ir(self_text, sym, required=False) for sym in (fn["symbol"], _kernel_symbol(fn["symbol"]))) / calls
     ops = opcount(model, algorithm)["total"]
     return {"robot": robot, "algorithm": algorithm, "ops": ops, "ir_specialized": ir["specialized"],
+            "ir_specialized_self": own, "ir_specialized_callees": ir["specialized"] - own,
             "ir_generic": ir["generic"], "ratio": ir["generic"] / ir["specialized"],
             "ops_per_ir": ops / ir["specialized"]}
+
+
+def _kernel_symbol(entry: str) -> str:
+    """The kernel function a scalar entry point ``<prefix>`` calls (gen.emit: ``<prefix>_kernel``)."""
+    return entry + "_kernel"
+
+
+def _ir(text: str, sym: str, required: bool = True) -> int:
+    """Ir of function ``sym`` in a ``callgrind_annotate`` listing (0 if absent and not required)."""
+    m = re.search(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*:" + re.escape(sym) + r"\s", text, re.M)
+    if not m:
+        if required:
+            raise RbdgenError(f"callgrind output has no entry for {sym}")
+        return 0
+    return int(m.group(1).replace(",", ""))
 
 
 def table(rows: list[dict]) -> str:

@@ -1,0 +1,154 @@
+"""A scalar kernel's sines and cosines through libm or together through the vector routine
+(:func:`gen.cwriter.hoist_trig`): instructions per call (callgrind), run time against
+Pinocchio and ADAM in one program per variant, and the largest difference of the outputs.
+
+gen.emit does not yet offer the hoisted form as a build option, so :func:`hoisted_emit`
+stands in for the change it needs (``scalar_trig="vector"`` giving the kernel
+``gen.cwriter.hoist_trig``'s form: the routine of ``TRIG_LANES`` lanes in the preamble and
+``trig_vector`` to the writer, in place of a one-lane routine per call) while a build
+runs; those builds go to a cache folder of their own, since the cache key does not see it.
+
+    python -m gen.bench.trig_hoist [--robots ur5,panda] [--algorithms rnea,nle,crba,aba]
+                                   [--repeats 3] [--no-time] [--out FILE.json]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import emit
+from ..build import build
+from . import harness
+from ..cwriter import TRIG_LANES
+from ..robots import load_robot
+from .callgrind import count
+from .harness import make_states
+
+VARIANTS = ("libm", "hoisted")
+
+
+@contextlib.contextmanager
+def hoisted_emit():
+    """While open, ``gen.build(..., scalar_trig="vector")`` writes the hoisted form."""
+    saved = emit._one_lane_trig
+
+    def hoisted(p: str) -> dict:
+        preamble = "\n".join([*emit._vector_types(p, TRIG_LANES), "", emit._batch_trig_code(p, TRIG_LANES)])
+        return {"preamble": preamble, "trig_vector": p}
+
+    emit._one_lane_trig = hoisted
+    try:
+        yield
+    finally:
+        emit._one_lane_trig = saved
+
+
+def _options(variant: str, cache: Path) -> dict:
+    return {} if variant == "libm" else {"scalar_trig": "vector", "cache": cache}
+
+
+def max_difference(robot: str, algorithm: str, cache: Path, n_states: int = 64, seed: int = 1) -> float:
+    """Largest |hoisted - libm| over every output of ``n_states`` random states, relative
+    to max(1, |libm|)."""
+    model = load_robot(robot)
+    ref = build(model, algorithm, quiet=True)
+    with hoisted_emit():
+        hoisted = build(model, algorithm, quiet=True, **_options("hoisted", cache))
+    fn = ref.manifest["functions"][0]
+    inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
+    states = make_states(model, inputs, n_states, seed)
+    worst = 0.0
+    for s in states:
+        args, o = [], 0
+        for _, size in inputs:
+            args.append(s[o:o + size])
+            o += size
+        a, b = ref(*args), hoisted(*args)
+        a, b = (a if isinstance(a, tuple) else (a,)), (b if isinstance(b, tuple) else (b,))
+        for x, y in zip(a, b):
+            x, y = np.asarray(x), np.asarray(y)
+            worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(1.0, np.abs(x)))))
+    return worst
+
+
+def measure(robot: str, algorithm: str, cache: Path, repeats: int, time_it: bool, calls: int = 500) -> dict:
+    row = {"robot": robot, "algorithm": algorithm}
+    for variant in VARIANTS:
+        ctx = hoisted_emit() if variant == "hoisted" else contextlib.nullcontext()
+        with ctx:
+            cg = count(robot, algorithm, calls=calls, **_options(variant, cache))
+            row[variant] = {"ir": cg["ir_specialized"], "ir_self": cg["ir_specialized_self"],
+                            "ir_callees": cg["ir_specialized_callees"], "ops": cg["ops"]}
+            if time_it:
+                runs = [_benchmark(robot, algorithm, _options(variant, cache)) for _ in range(repeats)]
+                row[variant]["runs"] = [_ratios(r) for r in runs]
+    row["max_difference"] = max_difference(robot, algorithm, cache)
+    return row
+
+
+def _benchmark(robot: str, algorithm: str, build_options: dict) -> dict:
+    """``gen.bench.harness.benchmark`` against Pinocchio and ADAM with the kernel built with
+    ``build_options`` (the harness hands its options to the algorithm, which takes none of
+    these, so its ``build`` is wrapped for the call)."""
+    saved = harness.build
+    harness.build = lambda *a, **k: saved(*a, **{**k, **build_options})
+    try:
+        return harness.benchmark(robot, algorithm, against=("pinocchio", "adam"), rounds=100)
+    finally:
+        harness.build = saved
+
+
+def _ratios(result: dict) -> dict:
+    """Median ns per call of each implementation and the peers' ratios to the kernel."""
+    ns = {name: st["median_ns"] for name, st in result["implementations"].items()}
+    return {"ns": ns, **result["ratios"]}
+
+
+def summary(rows: list[dict]) -> str:
+    lines = ["| robot | algorithm | Ir libm / hoisted | callees libm / hoisted | ns libm / hoisted (median of runs) "
+             "| Pinocchio / rbdgen libm / hoisted | ADAM / rbdgen libm / hoisted | max rel. diff |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for r in rows:
+        a, b = r["libm"], r["hoisted"]
+
+        def med(v, key):
+            xs = [run["ns"]["specialized"] if key == "ns" else run[key] for run in v.get("runs", []) if key in run
+                  or key == "ns"]
+            return f"{statistics.median(xs):.3g} ({min(xs):.3g}-{max(xs):.3g})" if xs else "-"
+
+        lines.append(f"| {r['robot']} | {r['algorithm']} | {a['ir']:.0f} / {b['ir']:.0f} "
+                     f"| {a['ir_callees']:.0f} / {b['ir_callees']:.0f} | {med(a, 'ns')} / {med(b, 'ns')} "
+                     f"| {med(a, 'pinocchio/specialized')} / {med(b, 'pinocchio/specialized')} "
+                     f"| {med(a, 'adam/specialized')} / {med(b, 'adam/specialized')} | {r['max_difference']:.1e} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m gen.bench.trig_hoist", description=__doc__.split("\n\n")[0])
+    p.add_argument("--robots", default="ur5,panda")
+    p.add_argument("--algorithms", default="rnea,nle,crba,aba")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-time", action="store_true", help="callgrind and values only")
+    p.add_argument("--out", help="write the rows as JSON to this file")
+    a = p.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="rbdgen-hoist-") as cache:
+        for robot in a.robots.split(","):
+            for alg in a.algorithms.split(","):
+                rows.append(measure(robot, alg, Path(cache), a.repeats, not a.no_time))
+                print(summary(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps(rows, indent=1))
+    print(summary(rows), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
