@@ -29,27 +29,28 @@ def test_out_writes_the_callers_arrays_bit_for_bit(solo_daba):
     model, k = solo_daba
     q, v, tau = state(model, 1)
     plain = k(q, v, tau)
-    out = tuple(np.empty((model.nv, model.nv), order="F") for _ in plain)
+    out = tuple(np.empty(p.shape, order="F") for p in plain)
     got = k(q, v, tau, out=out)
     assert all(g is o for g, o in zip(got, out)), "out= returns the caller's arrays"
     for g, p in zip(got, plain):
         assert np.array_equal(g, p)
-    flat = tuple(np.empty(model.nv * model.nv) for _ in plain)       # column-major 1-D
+    flat = tuple(np.empty(p.size) for p in plain)       # column-major 1-D
     k(q, v, tau, out=flat)
     for f, p in zip(flat, plain):
-        assert np.array_equal(f.reshape(model.nv, model.nv, order="F"), p)
+        assert np.array_equal(f.reshape(p.shape, order="F"), p)
 
 
 def test_out_refuses_a_layout_it_would_have_to_copy(solo_daba):
     model, k = solo_daba
     q, v, tau = state(model, 2)
-    c_order = tuple(np.empty((model.nv, model.nv)) for _ in range(3))
+    c_order = tuple(np.empty((model.nv, model.nv)) for _ in range(3)) + (np.empty(model.nv),)
     with pytest.raises(RbdgenError, match="out array for 'ddq_dq' must be .*F-ordered"):
         k(q, v, tau, out=c_order)
-    with pytest.raises(RbdgenError, match="out= takes 3 arrays"):
+    with pytest.raises(RbdgenError, match="out= takes 4 arrays"):       # ddq_dq, ddq_dv, Minv, ddq
         k(q, v, tau, out=(np.empty((model.nv, model.nv), order="F"),))
     with pytest.raises(RbdgenError, match="out array for 'ddq_dq'"):
-        k(q, v, tau, out=tuple(np.empty((model.nv, model.nv), order="F", dtype=np.float32) for _ in range(3)))
+        k(q, v, tau, out=tuple(np.empty((model.nv, model.nv), order="F", dtype=np.float32) for _ in range(3))
+          + (np.empty(model.nv, dtype=np.float32),))
 
 
 def test_views_and_orders_give_the_plain_calls_outputs(solo_aba):
@@ -117,7 +118,7 @@ def test_batch_refuses_a_bad_state_with_gen_runs_message():
 def test_call_raw_checks_sizes_and_takes_f_ordered_outputs(solo_daba):
     model, k = solo_daba
     q, v, tau = state(model, 7)
-    outs = [np.empty((model.nv, model.nv), order="F") for _ in range(3)]
+    outs = [np.empty((model.nv, model.nv), order="F") for _ in range(3)] + [np.empty(model.nv)]
     assert k.call_raw([q, v, tau], outs) == 0
     for o, p in zip(outs, k(q, v, tau)):
         assert np.array_equal(o, p)
