@@ -257,6 +257,9 @@ def cmd_build(args) -> int:
            "seconds": round(time.perf_counter() - t0, 2)}
     if args.casadi:
         row["casadi"] = _casadi_build(model, k.algorithm.name, cset, args, progress, opts)
+    if args.crocoddyl:                 # the C++ crocoddyl action model (gen/crocoddyl_cpp.py)
+        from .crocoddyl_cpp import write_header
+        row["crocoddyl"] = write_header(k, args.out).name
     print(render_table([row], list(row), args.format))
     return 0
 
@@ -456,6 +459,9 @@ def parser() -> argparse.ArgumentParser:
                         "external-function API (casadi.external('<prefix>_casadi', path), Jacobian included)")
     s.add_argument("--prefix", help="C symbol of the kernel, its header, library and CMake package (default: "
                                     "rbd_<robot>_<algorithm>[_<constraints>][_v<hash of non-default options>])")
+    s.add_argument("--crocoddyl", action="store_true",
+                   help="also write <prefix>_crocoddyl.hpp, a header-only crocoddyl action model on this kernel "
+                        "(-a aba_derivatives: free dynamics; -a constrained_derivatives: contacts)")
     _common(s)
     s.set_defaults(func=cmd_build)
 

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Build the two kernels with their crocoddyl headers (rbdgen build ... --crocoddyl), then
+# the examples against crocoddyl's and Pinocchio's wheels (cmeel.prefix), and run them.
+#   sh examples/crocoddyl/cpp/run.sh [--T N] [--repeat N]      (WORK: build folder, default /tmp/rbdgen-crocoddyl)
+set -e
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=${WORK:-/tmp/rbdgen-crocoddyl}
+PYTHON=${PYTHON:-python3}
+RBDGEN=${RBDGEN:-"$PYTHON -m gen.cli"}
+PREFIX=$($PYTHON -c "import cmeel, sys; print(cmeel.__path__[0] + '.prefix')" 2>/dev/null || \
+         $PYTHON -c "import sysconfig; print(sysconfig.get_paths()['purelib'] + '/cmeel.prefix')")
+mkdir -p "$WORK"
+$RBDGEN build panda -a aba_derivatives --crocoddyl -o "$WORK/panda" -q > "$WORK/rbdgen.log"
+$RBDGEN build solo12 -a constrained_derivatives -c 3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT --baumgarte 0,50 \
+    --crocoddyl -o "$WORK/solo12" -q >> "$WORK/rbdgen.log"
+cmake -S "$HERE" -B "$WORK/build" -DCMAKE_PREFIX_PATH="$PREFIX" -DRBDGEN_PANDA="$WORK/panda" \
+    -DRBDGEN_SOLO12="$WORK/solo12" -DROBOTS_DIR="$PREFIX/share/example-robot-data/robots" > "$WORK/build.log" 2>&1
+cmake --build "$WORK/build" -j 1 >> "$WORK/build.log" 2>&1
+export LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+"$WORK/build/panda" "$@"
+"$WORK/build/solo12" "$@"
