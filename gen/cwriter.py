@@ -438,13 +438,12 @@ def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
                lanes: int = TRIG_LANES) -> tuple[list[_Step], dict[int, int]]:
     """``(steps, widths)`` with the sin and cos whose arguments need no other sin or cos
     (a joint's angle, or a mimic joint's affine map of it) computed together: their
-    distinct arguments, ``lanes`` at a time, go through ``<routine>_trig`` (the vector
-    routine of ``gen.emit._batch_trig_code`` on ``<routine>_v``, ``lanes`` doubles;
-    ``void <routine>_trig(const <routine>_v *x, <routine>_v *y, int cosine)``), once for
-    the sines and once for the cosines, right after the statements those arguments
-    need; each sin or cos statement (or a lane group's vector of them, :func:`_lane_steps`)
-    becomes a read of its lanes.  A joint's sin and cos through libm cost ~100
-    instructions (one ``sincos`` call), the routine ~130 per call of 4 lanes (AVX2).
+    distinct arguments, ``lanes`` at a time, go through :func:`sincos_wrapper` (sines and
+    cosines of ``lanes`` doubles from one inlined pair of calls of the vector routine
+    ``<routine>_trig``), right after the statements those arguments need; each sin or
+    cos statement (or a lane group's vector of them, :func:`_lane_steps`) becomes a read
+    of its lanes.  A joint's sin and cos through libm cost ~100 instructions (one
+    ``sincos`` call); the wrapper ~140 per 4 joints (AVX2, callgrind).
     ``widths``: the lane widths of vector slots; slots are assigned anew
     (:func:`_allocate`).  Fewer than two distinct arguments: unchanged."""
     reads, users = _dataflow(steps)
@@ -481,25 +480,21 @@ def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
         fresh += len(holder)
         return expr_of(holder), tuple(holder.values()), tuple(holder)
 
-    kinds = {(args[a] // lanes, steps[k].op == ca.OP_COS) for k in hoisted for a in operands(k)}
     keys = list(args)
-    vectors: dict[tuple[int, bool], int] = {}    # (chunk, cosine) -> its step
+    vectors = []                                 # per chunk its step: sines in lanes 0.., cosines after
     for c in range(0, len(keys), lanes):
         chunk = keys[c:c + lanes]
-        for cosine in (False, True):
-            if (c // lanes, cosine) not in kinds:
-                continue
-            expr, placeholders, values = step(lambda h: ", ".join(
-                [f"{{{h[v]}{lane}}}" for v, lane in chunk] + ["0.0"] * (lanes - len(chunk))), [v for v, _ in chunk])
-            vectors[c // lanes, cosine] = len(ext)
-            value_width[len(ext)] = lanes
-            ext.append(_Step(f"__extension__ ({{ {routine}_v t_ = {{{expr}}}; {routine}_trig(&t_, &t_, {int(cosine)}); "
-                             "t_; })", placeholders, fresh))
-            ext_reads.append(values)
-            fresh += 1
+        expr, placeholders, values = step(lambda h: ", ".join(
+            [f"{{{h[v]}{lane}}}" for v, lane in chunk] + ["0.0"] * (lanes - len(chunk))), [v for v, _ in chunk])
+        vectors.append(len(ext))
+        value_width[len(ext)] = 2 * lanes
+        ext.append(_Step(f"__extension__ ({{ {routine}_v t_ = {{{expr}}}; {lane_type(2 * lanes)} y_; "
+                         f"{routine}_sincos(&t_, &y_); y_; }})", placeholders, fresh))
+        ext_reads.append(values)
+        fresh += 1
     for k in hoisted:                            # sin / cos -> lanes of the vectors
-        cosine = steps[k].op == ca.OP_COS
-        where = [(vectors[args[a] // lanes, cosine], args[a] % lanes) for a in operands(k)]
+        offset = lanes if steps[k].op == ca.OP_COS else 0
+        where = [(vectors[args[a] // lanes], offset + args[a] % lanes) for a in operands(k)]
         expr, placeholders, values = step(lambda h: ", ".join(f"{{{h[v]}.{lane}}}" for v, lane in where),
                                           [v for v, _ in where])
         if len(where) > 1:
@@ -512,6 +507,21 @@ def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
             ext_users[r].append(k)
     order = sorted(cone) + list(range(n, len(ext))) + [k for k in range(n) if k not in cone]
     return _allocate(ext, ext_reads, ext_users, order, value_width)
+
+
+def sincos_wrapper(routine: str, lanes: int = TRIG_LANES) -> str:
+    """C of ``void <routine>_sincos(const <routine>_v *x, rbdgen_v<2 lanes> *y)``: the sines
+    of ``x``'s lanes in ``y``'s first ``lanes`` lanes, their cosines after, by the vector
+    routine ``<routine>_trig`` (``void (const <routine>_v *x, <routine>_v *y, int
+    cosine)``, ``gen.emit._batch_trig_code``) called for each.  ``flatten`` inlines both
+    calls (GCC and Clang, "Common Function Attributes"), so the compiler computes their
+    shared reduction and both polynomials once: ~140 instructions for 4 lanes against
+    ~260 for the two calls (callgrind, AVX2)."""
+    wide = lane_type(2 * lanes)
+    halves = " ".join(f"out[{i}] = s[{i}]; out[{lanes + i}] = c[{i}];" for i in range(lanes))
+    return (f"__attribute__((flatten)) static void {routine}_sincos(const {routine}_v *x, {wide} *y)\n"
+            f"{{\n    {routine}_v s, c;\n    {wide} out;\n    {routine}_trig(x, &s, 0);\n"
+            f"    {routine}_trig(x, &c, 1);\n    {halves}\n    *y = out;\n}}")
 
 
 def _slots(step: _Step) -> tuple[int, ...]:
@@ -756,8 +766,12 @@ def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     # the routines only where a function calls one (an unused static function is a warning)
     called = any(name in w.code for name in [fmt.split("(")[0] for fmt in (calls or {}).values()] +
-                 ([f"{trig_vector}_trig("] if trig_vector else []) for w in written)
+                 ([f"{trig_vector}_sincos("] if trig_vector else []) for w in written)
+    sincos = trig_vector is not None and any(f"{trig_vector}_sincos(" in w.code for w in written)
+    if sincos:
+        widths.append(2 * TRIG_LANES)
     head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble and called else []) + \
         ([vector_types(widths), ""] if widths else []) + \
+        ([sincos_wrapper(trig_vector), ""] if sincos else []) + \
         ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
     return "\n".join(head + ["\n\n".join(w.code for w in written)]), written

@@ -54,9 +54,11 @@ def _options(variant: str, cache: Path) -> dict:
     return {} if variant == "libm" else {"scalar_trig": "vector", "cache": cache}
 
 
-def max_difference(robot: str, algorithm: str, cache: Path, n_states: int = 64, seed: int = 1) -> float:
-    """Largest |hoisted - libm| over every output of ``n_states`` random states, relative
-    to max(1, |libm|)."""
+def max_difference(robot: str, algorithm: str, cache: Path, n_states: int = 64, seed: int = 1) -> tuple[float, float]:
+    """``(hoisted, ulp)``: the largest |hoisted - libm| over every output of ``n_states``
+    random states, relative to max(1, |libm|), and as the yardstick of rounding the
+    largest change of the libm kernel's outputs when every input moves by one ulp
+    (``numpy.nextafter`` away from zero), in the same measure."""
     model = load_robot(robot)
     ref = build(model, algorithm, quiet=True)
     with hoisted_emit():
@@ -64,18 +66,24 @@ def max_difference(robot: str, algorithm: str, cache: Path, n_states: int = 64, 
     fn = ref.manifest["functions"][0]
     inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
     states = make_states(model, inputs, n_states, seed)
-    worst = 0.0
-    for s in states:
+
+    def outputs(kernel, s):
         args, o = [], 0
         for _, size in inputs:
             args.append(s[o:o + size])
             o += size
-        a, b = ref(*args), hoisted(*args)
-        a, b = (a if isinstance(a, tuple) else (a,)), (b if isinstance(b, tuple) else (b,))
-        for x, y in zip(a, b):
-            x, y = np.asarray(x), np.asarray(y)
-            worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(1.0, np.abs(x)))))
-    return worst
+        y = kernel(*args)
+        return [np.asarray(x) for x in (y if isinstance(y, tuple) else (y,))]
+
+    def rel(a, b):
+        return max(float(np.max(np.abs(x - y) / np.maximum(1.0, np.abs(x)))) for x, y in zip(a, b))
+
+    worst = ulp = 0.0
+    for s in states:
+        a = outputs(ref, s)
+        worst = max(worst, rel(a, outputs(hoisted, s)))
+        ulp = max(ulp, rel(a, outputs(ref, np.nextafter(s, np.copysign(np.inf, s)))))
+    return worst, ulp
 
 
 def measure(robot: str, algorithm: str, cache: Path, repeats: int, time_it: bool, calls: int = 500) -> dict:
@@ -89,7 +97,7 @@ def measure(robot: str, algorithm: str, cache: Path, repeats: int, time_it: bool
             if time_it:
                 runs = [_benchmark(robot, algorithm, _options(variant, cache)) for _ in range(repeats)]
                 row[variant]["runs"] = [_ratios(r) for r in runs]
-    row["max_difference"] = max_difference(robot, algorithm, cache)
+    row["max_difference"], row["one_ulp_change"] = max_difference(robot, algorithm, cache)
     return row
 
 
@@ -113,8 +121,8 @@ def _ratios(result: dict) -> dict:
 
 def summary(rows: list[dict]) -> str:
     lines = ["| robot | algorithm | Ir libm / hoisted | callees libm / hoisted | ns libm / hoisted (median of runs) "
-             "| Pinocchio / rbdgen libm / hoisted | ADAM / rbdgen libm / hoisted | max rel. diff |",
-             "|---|---|--:|--:|--:|--:|--:|--:|"]
+             "| Pinocchio / rbdgen libm / hoisted | ADAM / rbdgen libm / hoisted | max rel. diff | one-ulp input change |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         a, b = r["libm"], r["hoisted"]
 
@@ -126,7 +134,7 @@ def summary(rows: list[dict]) -> str:
         lines.append(f"| {r['robot']} | {r['algorithm']} | {a['ir']:.0f} / {b['ir']:.0f} "
                      f"| {a['ir_callees']:.0f} / {b['ir_callees']:.0f} | {med(a, 'ns')} / {med(b, 'ns')} "
                      f"| {med(a, 'pinocchio/specialized')} / {med(b, 'pinocchio/specialized')} "
-                     f"| {med(a, 'adam/specialized')} / {med(b, 'adam/specialized')} | {r['max_difference']:.1e} |")
+                     f"| {med(a, 'adam/specialized')} / {med(b, 'adam/specialized')} | {r['max_difference']:.1e} | {r['one_ulp_change']:.1e} |")
     return "\n".join(lines) + "\n"
 
 
