@@ -13,9 +13,11 @@ Columns (medians over ``--repeat`` timings of ``--number`` calls each, one state
 * ``casadi_map_us``: per evaluation, the kernel as ``gen.casadi_external`` (CasADi's
   external-function C API, no Python in the call) inside ``F.map(1000)``;
 * ``casadi_jac_us``: per evaluation, its Jacobian ``jac_<name>`` (the derivative kernel,
-  chart included) inside ``F.map(1000)``, on the rows that have one.  Both take DM
-  arguments made beforehand; the map's outputs are fresh DMs of ``1000 x`` the output
-  size (8 MB for solo12's Jacobian), whose allocation and first touch are in the time.
+  chart included) inside ``F.map(1000)``, on the rows that have one.  Both maps run on
+  buffers bound once (``Function.buffer``): a call from Python with DM arguments would
+  add the allocation of fresh outputs of 1000 x the output size (60 MB for talos's
+  Jacobian) to every timing.  The map's outputs stream to memory (talos's Jacobian: 60
+  kB per evaluation), where ``c_us`` writes one cache-hot output.
 
 Overheads are ``call_us - c_us`` and ``out_us - c_us``; ``floor_us`` is a bare cffi call of
 the C function with pointers cast beforehand, the least any Python call can cost here.
@@ -26,7 +28,6 @@ import argparse
 import sys
 import timeit
 
-import casadi as ca
 import numpy as np
 
 from .. import pinref
@@ -76,23 +77,43 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
     return None
 
 
-def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 3) -> tuple:
+def _bound_map(f, columns: list[np.ndarray], n: int):
+    """``f.map(n)`` bound to preallocated buffers (``Function.buffer``): returns (a
+    zero-argument call evaluating the n columns, the outputs as nnz x n arrays).  One
+    Python call per n evaluations and no allocation in it, so the time is CasADi's map
+    and the function's C."""
+    fm = f.map(n)
+    buf, run = fm.buffer()
+    args = [np.ascontiguousarray(np.asarray(a, dtype=float).ravel(order="F")) for a in columns]
+    outs = [np.zeros(fm.nnz_out(i)) for i in range(fm.n_out())]
+    for i, a in enumerate(args):
+        buf.set_arg(i, memoryview(a))
+    for i, o in enumerate(outs):
+        buf.set_res(i, memoryview(o))
+    keep = (fm, buf, args, outs)                # run() reads and writes these: they must outlive it
+
+    def call():
+        run()
+        return keep
+
+    call()
+    return call, args, [o.reshape(-1, n, order="F") for o in outs]
+
+
+def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 7) -> tuple:
     """Per evaluation, ``gen.casadi_external`` and its Jacobian function inside
-    ``F.map(n)`` (None where there is none)."""
+    ``F.map(n)`` (:func:`_bound_map`; None where there is none)."""
     try:
         f = casadi_external(model, algorithm, cset)
     except Exception:                           # noqa: BLE001  (a row without an external: no column)
         return None, None
-    # DM arguments made once: the time is the map's evaluation, not NumPy -> DM conversion
-    args = [ca.DM(np.tile(np.reshape(x, (-1, 1)), (1, n))) for x in ins]
-    fm = f.map(n)
-    value = _time(lambda: fm(*args), 1, repeat) / n
+    columns = [np.tile(np.reshape(x, (-1, 1)), (1, n)) for x in ins]
+    run, _, outs = _bound_map(f, columns, n)
+    value = _time(run, 1, repeat) / n
     if algorithm not in ALGORITHMS or ALGORITHMS[algorithm].jacobian is None:
         return value, None
-    jm = f.jacobian().map(n)
-    outs = fm(*args)
-    jargs = args + list(outs if isinstance(outs, tuple) else (outs,))
-    return value, _time(lambda: jm(*jargs), 1, repeat) / n
+    jrun, *_ = _bound_map(f.jacobian(), columns + outs, n)     # jac_<name>: inputs, then outputs
+    return value, _time(jrun, 1, repeat) / n
 
 
 def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000, repeat: int = 7,
