@@ -5,6 +5,8 @@ quasiStatic, and whole FDDP solves (same iterations, cost and trajectories)."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +177,32 @@ def test_python_examples_run(script):
                        text=True, cwd=EXAMPLES, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "same iterations: yes" in r.stdout, r.stdout
+
+
+def _cmeel_prefix() -> Path | None:
+    import sysconfig
+    prefix = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"
+    needed = ["lib/cmake/crocoddyl/crocoddylConfig.cmake", "lib/cmake/pinocchio/pinocchioConfig.cmake"]
+    ok = all((prefix / n).exists() for n in needed) and any(prefix.glob("**/urdfdom_headers*onfig.cmake"))
+    return prefix if ok else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None, reason="needs cmake and a C++ compiler")
+@pytest.mark.skipif(_cmeel_prefix() is None, reason="needs the crocoddyl, Pinocchio and urdfdom-headers CMake "
+                                                    "configurations of the wheels (pip install 'rbdgen[crocoddyl]')")
+def test_cpp_examples_build_and_agree(tmp_path):
+    """rbdgen build --crocoddyl, the C++ examples compiled against the wheels' headers, both
+    solving with the same iterations as crocoddyl's built-in models (short horizon)."""
+    env = dict(os.environ, WORK=str(tmp_path), PYTHON=sys.executable)
+    r = subprocess.run(["sh", str(EXAMPLES / "cpp" / "run.sh"), "--T", "10", "--repeat", "1"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=1800)
+    log = tmp_path / "build.log"
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{log.read_text() if log.exists() else ''}"
+    assert r.stdout.count("same iterations: yes") == 2, r.stdout
+
+
+def test_cli_crocoddyl_refuses_a_value_kernel(tmp_path, capsys):
+    from gen.cli import main
+    assert main(["build", "chain:3", "-a", "aba", "--crocoddyl", "-o", str(tmp_path / "k"), "-q"]) == 2
+    assert "--crocoddyl needs -a aba_derivatives (free dynamics) or -a constrained_derivatives" in capsys.readouterr().err
