@@ -438,12 +438,12 @@ def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
                lanes: int = TRIG_LANES) -> tuple[list[_Step], dict[int, int]]:
     """``(steps, widths)`` with the sin and cos whose arguments need no other sin or cos
     (a joint's angle, or a mimic joint's affine map of it) computed together: their
-    distinct arguments, ``lanes`` at a time, go through :func:`sincos_wrapper` (sines and
-    cosines of ``lanes`` doubles from one inlined pair of calls of the vector routine
-    ``<routine>_trig``), right after the statements those arguments need; each sin or
+    distinct arguments, ``lanes`` at a time, go through :func:`trig_wrappers` (the vector
+    routine ``<routine>_trig`` inlined, once for the sines and once for the cosines, which
+    share their reduction), right after the statements those arguments need; each sin or
     cos statement (or a lane group's vector of them, :func:`_lane_steps`) becomes a read
     of its lanes.  A joint's sin and cos through libm cost ~100 instructions (one
-    ``sincos`` call); the wrapper ~140 per 4 joints (AVX2, callgrind).
+    ``sincos`` call).
     ``widths``: the lane widths of vector slots; slots are assigned anew
     (:func:`_allocate`).  Fewer than two distinct arguments: unchanged."""
     reads, users = _dataflow(steps)
@@ -481,20 +481,24 @@ def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
         return expr_of(holder), tuple(holder.values()), tuple(holder)
 
     keys = list(args)
-    vectors = []                                 # per chunk its step: sines in lanes 0.., cosines after
+    kinds = {(args[a] // lanes, steps[k].op == ca.OP_COS) for k in hoisted for a in operands(k)}
+    vectors: dict[tuple[int, bool], int] = {}    # (chunk, cosine) -> its step
     for c in range(0, len(keys), lanes):
         chunk = keys[c:c + lanes]
-        expr, placeholders, values = step(lambda h: ", ".join(
-            [f"{{{h[v]}{lane}}}" for v, lane in chunk] + ["0.0"] * (lanes - len(chunk))), [v for v, _ in chunk])
-        vectors.append(len(ext))
-        value_width[len(ext)] = 2 * lanes
-        ext.append(_Step(f"__extension__ ({{ {routine}_v t_ = {{{expr}}}; {lane_type(2 * lanes)} y_; "
-                         f"{routine}_sincos(&t_, &y_); y_; }})", placeholders, fresh))
-        ext_reads.append(values)
-        fresh += 1
+        for cosine in (False, True):
+            if (c // lanes, cosine) not in kinds:
+                continue
+            expr, placeholders, values = step(lambda h: ", ".join(
+                [f"{{{h[v]}{lane}}}" for v, lane in chunk] + ["0.0"] * (lanes - len(chunk))), [v for v, _ in chunk])
+            vectors[c // lanes, cosine] = len(ext)
+            value_width[len(ext)] = lanes
+            ext.append(_Step(f"__extension__ ({{ {routine}_v t_ = {{{expr}}}; "
+                             f"{routine}_{'cos' if cosine else 'sin'}(&t_); t_; }})", placeholders, fresh))
+            ext_reads.append(values)
+            fresh += 1
     for k in hoisted:                            # sin / cos -> lanes of the vectors
-        offset = lanes if steps[k].op == ca.OP_COS else 0
-        where = [(vectors[args[a] // lanes], offset + args[a] % lanes) for a in operands(k)]
+        cosine = steps[k].op == ca.OP_COS
+        where = [(vectors[args[a] // lanes, cosine], args[a] % lanes) for a in operands(k)]
         expr, placeholders, values = step(lambda h: ", ".join(f"{{{h[v]}.{lane}}}" for v, lane in where),
                                           [v for v, _ in where])
         if len(where) > 1:
@@ -509,19 +513,23 @@ def hoist_trig(steps: list[_Step], widths: dict[int, int], routine: str,
     return _allocate(ext, ext_reads, ext_users, order, value_width)
 
 
-def sincos_wrapper(routine: str, lanes: int = TRIG_LANES) -> str:
-    """C of ``void <routine>_sincos(const <routine>_v *x, rbdgen_v<2 lanes> *y)``: the sines
-    of ``x``'s lanes in ``y``'s first ``lanes`` lanes, their cosines after, by the vector
-    routine ``<routine>_trig`` (``void (const <routine>_v *x, <routine>_v *y, int
-    cosine)``, ``gen.emit._batch_trig_code``) called for each.  ``flatten`` inlines both
-    calls (GCC and Clang, "Common Function Attributes"), so the compiler computes their
-    shared reduction and both polynomials once: ~140 instructions for 4 lanes against
-    ~260 for the two calls (callgrind, AVX2)."""
-    wide = lane_type(2 * lanes)
-    halves = " ".join(f"out[{i}] = s[{i}]; out[{lanes + i}] = c[{i}];" for i in range(lanes))
-    return (f"__attribute__((flatten)) static void {routine}_sincos(const {routine}_v *x, {wide} *y)\n"
-            f"{{\n    {routine}_v s, c;\n    {wide} out;\n    {routine}_trig(x, &s, 0);\n"
-            f"    {routine}_trig(x, &c, 1);\n    {halves}\n    *y = out;\n}}")
+#: the attribute of a function with hoisted sin and cos (:func:`hoist_trig`): every call
+#: in it inlined (GCC and Clang, "Common Function Attributes"; the kernel files need GCC's
+#: vector extensions already), so the vector routine's sine and cosine of one vector share
+#: their reduction and polynomials (common-subexpression elimination) and no vector
+#: crosses a call; libm's functions are not inlined
+FLATTEN = "__attribute__((flatten)) "
+
+
+def trig_wrappers(routine: str) -> str:
+    """C of ``<routine>_sin`` and ``<routine>_cos`` (``void (<routine>_v *x)``: ``*x`` =
+    its sines or cosines) by the vector routine ``<routine>_trig`` (``void (const
+    <routine>_v *x, <routine>_v *y, int cosine)``, ``gen.emit._batch_trig_code``), for a
+    function with :data:`FLATTEN`.  A single wrapper returning both as one vector of 8
+    doubles was 1.3-1.5x slower than libm on AVX-512 (gcc 12, -march=native: the 512-bit
+    value's lane inserts and extracts), as fast or faster with AVX2."""
+    return "\n".join(f"static inline void {routine}_{name}({routine}_v *x)\n{{\n    {routine}_trig(x, x, {cosine});\n}}"
+                      for name, cosine in (("sin", 0), ("cos", 1)))
 
 
 def _slots(step: _Step) -> tuple[int, ...]:
@@ -637,12 +645,13 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
         if order == "schedule" or after < SCHEDULE_BELOW * before:
             steps, scheduled = new, True
             slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+    flatten = ""
     if trig_vector is not None:
         if avoid_stack:
             raise RbdgenError("trig_vector keeps vectors in locals: avoid_stack does not apply")
         hoisted, widths = hoist_trig(steps, widths, trig_vector)
         if hoisted is not steps:
-            steps = hoisted
+            steps, flatten = hoisted, FLATTEN
             slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
     name = f.name()
     params = "const double **arg, double **res" + (", double *w" if avoid_stack else "")
@@ -656,17 +665,18 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
         used = {s for st in steps for s in _slots(st)}
         body = [f"    {_render(st, slot, slot)}" for st in steps]
         unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in fills + body)]
-        lines = [head, f"{'static ' if static else ''}void {name}({params})", "{",
+        lines = [head, f"{flatten}{'static ' if static else ''}void {name}({params})", "{",
                  *([] if avoid_stack else _declare(used, widths)), *unused, *fills, *body, "}"]
         return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths, o0)
-    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths, static)
+    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths, static, flatten)
     return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0)
 
 
 def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths=None,
-           static: bool = False) -> Written:
+           static: bool = False, flatten: str = "") -> Written:
     """``name`` as parts of ``part_size`` steps and the entry point calling them (the
-    module docstring, "Splitting"), which first runs ``fills``."""
+    module docstring, "Splitting"), which first runs ``fills``; ``flatten``: the
+    attribute the first part gets (:data:`FLATTEN`, where the hoisted sin and cos are)."""
     chunks = [steps[i:i + part_size] for i in range(0, len(steps), part_size)]
     live_in, defs = [], []
     for chunk in chunks:
@@ -699,7 +709,8 @@ def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, width
         decl = {"arg": "const double **arg", "res": "double **res", "w": "double *w",
                 "x": "double *restrict x"}
         sig = ", ".join(decl[p] for p in used) or "void"
-        parts += [f"static RBDGEN_PART void {pname}({sig})", "{", *_declare(local, widths), *body, "}", ""]
+        parts += [f"{flatten if i == 0 else ''}static RBDGEN_PART void {pname}({sig})", "{",
+                  *_declare(local, widths), *body, "}", ""]
         calls.append(f"    {pname}({', '.join(used)});")
     top = [head, f"{'static ' if static else ''}void {name}({params})", "{"]
     if crossing:
@@ -765,13 +776,11 @@ def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None
                for f, plan in zip(funcs, lanes)]
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     # the routines only where a function calls one (an unused static function is a warning)
-    called = any(name in w.code for name in [fmt.split("(")[0] for fmt in (calls or {}).values()] +
-                 ([f"{trig_vector}_sincos("] if trig_vector else []) for w in written)
-    sincos = trig_vector is not None and any(f"{trig_vector}_sincos(" in w.code for w in written)
-    if sincos:
-        widths.append(2 * TRIG_LANES)
+    hoisted = trig_vector is not None and any(f"{trig_vector}_{name}(&t_" in w.code for name in ("sin", "cos")
+                                              for w in written)
+    called = hoisted or any(fmt.split("(")[0] in w.code for fmt in (calls or {}).values() for w in written)
     head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble and called else []) + \
         ([vector_types(widths), ""] if widths else []) + \
-        ([sincos_wrapper(trig_vector), ""] if sincos else []) + \
+        ([trig_wrappers(trig_vector), ""] if hoisted else []) + \
         ([PART_MACROS, ""] if any(w.parts > 1 for w in written) else [])
     return "\n".join(head + ["\n\n".join(w.code for w in written)]), written
