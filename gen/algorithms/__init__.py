@@ -59,6 +59,7 @@ from .registry import (  # noqa: F401
 )
 from .rnea import nle, rnea
 from .rnea_derivatives import pinocchio_rnea_derivatives, rnea_derivatives
+from .rnea_second_order import rnea_second_order
 
 
 def _q(m, c):
@@ -121,6 +122,21 @@ def _square(*names, value=None):
     """nv x nv matrices ``names``, then the nv-vector ``value`` (the value the derivatives
     are taken at, appended after them so that outputs keep their positions)."""
     return lambda m, c: [(n, m.nv, m.nv) for n in names] + ([(value, m.nv, 1)] if value else [])
+
+
+#: issue 35: Pinocchio's Data::Tensor3x (column-major) as an (nv, nv^2) output
+TENSOR = (" (nv x nv x nv tensor stored as nv x nv^2: element (i, j, k) in column j + nv k, i.e. at "
+          "i + nv j + nv^2 k, Pinocchio's Tensor3x memory)")
+SECOND_ORDER_DOCS = {
+    "d2tau_dqdq": "d/dq_k (dtau/dq)[i, j]" + TANGENT + TENSOR,
+    "d2tau_dvdv": "d/dv_k (dtau/dv)[i, j] (symmetric in j, k)" + TENSOR,
+    "dtau_dqdv": "d/dv_k (dtau/dq)[i, j]" + TENSOR,
+    "dtau_dadq": "d/dq_k M[i, j] (symmetric in i, j)" + TANGENT + TENSOR}
+
+
+def _tensors(*names):
+    """nv x nv x nv tensors ``names``, each as nv x nv^2 (:data:`TENSOR`)."""
+    return lambda m, c: [(n, m.nv, m.nv * m.nv) for n in names]
 
 
 # the derivative rows of the rows they differentiate (Jacobian w.r.t. each input, in order)
@@ -192,6 +208,12 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               pinocchio=PinocchioRef(pinocchio_rnea_derivatives, "computeRNEADerivatives (M symmetrised)"),
               generic=GenericC(17, "rbg_rnea_derivatives", _work(76, 24)),
               options=(ROUTE,), ad=ADRoute("rnea", 1), pin_peer="rnea_derivatives"),
+    Algorithm("rnea_second_order", rnea_second_order, _qvx("a"), _tensors("d2tau_dqdq", "d2tau_dvdv", "dtau_dqdv",
+                                                                        "dtau_dadq"),
+              "dynamics", "second-order partial derivatives of inverse dynamics (Pinocchio's "
+              "ComputeRNEASecondOrderDerivatives tensors), forward-mode differentiation of the world-frame recursion",
+              "Carpentier & Mansard, RSS 2018, Alg. 1, differentiated once more; Singh, Russell & Wensing, RA-L 2022",
+              docs=SECOND_ORDER_DOCS, generic_note=NO_GENERIC_DERIV, pin_peer="rnea_second_order"),
     Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv", value="ddq"),
               "dynamics", "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) "
               "at a = ddq, and ddq", "Carpentier & Mansard, RSS 2018, §IV; M^-1 by LTDL, Featherstone 2005",
