@@ -72,8 +72,9 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     assert [p["Y"] for p in plan] == [("output", 2), ("output", 0), ("output", 1)]
     assert [t["A"] for p in plan[1:] for t in p["terms"]] == [("output", 2), ("output", 2)]
     V = plan[0]["terms"][0]["A"]
-    # outputs + V, the nonzeros of each X and the bases' entries of dddq/dq and dddq/dv
-    assert V[0] == "scratch" and f.n_out() == 3 + 4 + 2
+    # outputs (the three products and ddq) + V, the nonzeros of each X and the bases'
+    # entries of dddq/dq and dddq/dv
+    assert V[0] == "scratch" and f.n_out() == 4 + 4 + 2
     assert [f.nnz_out(o) for o in range(3)] == [0, 0, 0]      # the loops write every entry of the outputs
     assert plan[0]["base"] is None                             # M^-1: a zero base
     q, v, tau = (np.random.default_rng(0).normal(size=n) for n in (19, 18, 18))
@@ -83,8 +84,8 @@ def test_aba_derivatives_defers_its_products_and_reads_minv_from_its_output():
     # the bases hold the free-flyer's closed-form entries: dddq/dq's rows 0:3 of columns 3:6
     at, positions = plan[1]["base"]
     assert sorted({p // 18 for p in positions}) == [3, 4, 5] and all(p % 18 < 3 for p in positions)
-    assert rel_err(np.array(head[3 + at]).ravel(), ref[0].ravel(order="F")[positions]) <= 1e-12
-    Vh = np.array(head[3 + V[1]]).reshape(18, 18, order="F")
+    assert rel_err(np.array(head[4 + at]).ravel(), ref[0].ravel(order="F")[positions]) <= 1e-12
+    Vh = np.array(head[4 + V[1]]).reshape(18, 18, order="F")
     assert rel_err(Vh @ Vh.T, ref[2]) <= 1e-12
 
 
@@ -289,7 +290,7 @@ def test_a_kernel_with_products_returns_a_non_finite_output_error():
     assert "all_finite(Minv" not in wrapper
     q, v = model.neutral(), np.zeros(model.nv)
     for tau, rc in ((1e300, 0), (1e305, -2)):
-        outs = [np.zeros(model.nv * model.nv) for _ in range(3)]
+        outs = [np.zeros(model.nv * model.nv) for _ in range(3)] + [np.zeros(model.nv)]     # ..., Minv, ddq
         assert kernel.call_raw([q, v, np.full(model.nv, tau)], outs) == rc
         assert all(np.all(np.isfinite(o)) for o in outs) == (rc == 0)
 
