@@ -35,6 +35,7 @@ from .bench.cli import add_parser as add_bench_parser
 from .build import build
 from .choose import AUTO, choose, is_auto
 from .constraint_spec import parse_constraints, spec_names
+from .crocoddyl_cpp import write_header as write_crocoddyl_header
 from .emit import timed
 from .errors import RbdgenError
 from .robots import load_robot
@@ -258,8 +259,7 @@ def cmd_build(args) -> int:
     if args.casadi:
         row["casadi"] = _casadi_build(model, k.algorithm.name, cset, args, progress, opts)
     if args.crocoddyl:                 # the C++ crocoddyl action model (gen/crocoddyl_cpp.py)
-        from .crocoddyl_cpp import write_header
-        row["crocoddyl"] = write_header(k, args.out).name
+        row["crocoddyl"] = write_crocoddyl_header(k, args.out).name
     print(render_table([row], list(row), args.format))
     return 0
 

@@ -199,7 +199,7 @@ def test_cpp_examples_build_and_agree(tmp_path):
                        capture_output=True, text=True, timeout=1800)
     log = tmp_path / "build.log"
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{log.read_text() if log.exists() else ''}"
-    assert r.stdout.count("same iterations: yes") == 2, r.stdout
+    assert r.stdout.count("same iterations: yes") == 3, r.stdout
 
 
 def test_cli_crocoddyl_refuses_a_value_kernel(tmp_path, capsys):

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build the two kernels with their crocoddyl headers (rbdgen build ... --crocoddyl), then
+# Build the three kernels with their crocoddyl headers (rbdgen build ... --crocoddyl), then
 # the examples against crocoddyl's and Pinocchio's wheels (cmeel.prefix), and run them.
 #   sh examples/crocoddyl/cpp/run.sh [--T N] [--repeat N]      (WORK: build folder, default /tmp/rbdgen-crocoddyl)
 set -e
@@ -13,10 +13,14 @@ mkdir -p "$WORK"
 $RBDGEN build panda -a aba_derivatives --crocoddyl -o "$WORK/panda" -q > "$WORK/rbdgen.log"
 $RBDGEN build solo12 -a constrained_derivatives -c 3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT --baumgarte 0,50 \
     --crocoddyl -o "$WORK/solo12" -q >> "$WORK/rbdgen.log"
+$RBDGEN build "$PREFIX/share/example-robot-data/robots/talos_data/robots/talos_reduced.urdf" --floating-base \
+    -a constrained_derivatives -c 6D:left_sole_link,6D:right_sole_link --baumgarte 0,50 --crocoddyl \
+    -o "$WORK/talos" -q >> "$WORK/rbdgen.log"
 cmake -S "$HERE" -B "$WORK/build" -DCMAKE_PREFIX_PATH="$PREFIX" -DRBDGEN_PANDA="$WORK/panda" \
-    -DRBDGEN_SOLO12="$WORK/solo12" -DROBOTS_DIR="$PREFIX/share/example-robot-data/robots" > "$WORK/build.log" 2>&1
+    -DRBDGEN_SOLO12="$WORK/solo12" -DRBDGEN_TALOS="$WORK/talos" -DROBOTS_DIR="$PREFIX/share/example-robot-data/robots" > "$WORK/build.log" 2>&1
 cmake --build "$WORK/build" -j 1 >> "$WORK/build.log" 2>&1
 export LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$WORK/build/panda" "$@"
 "$WORK/build/solo12" "$@"
+"$WORK/build/talos" "$@"
