@@ -44,19 +44,17 @@ from .world import World, coriolis_apply, coriolis_apply_t, coriolis_block, cori
 
 
 class Tangent(NamedTuple):
-    """Directional derivatives of the per-body quantities of :class:`World` (same shapes;
-    ``oI`` rigid triples)."""
+    """Directional derivatives of the per-body quantities of :class:`World` the pair
+    formulas read (``J``, ``dVdq``, ``dAdq``, ``dAdv``, 6 x nv_i each) and of the subtree
+    sums (``Yc`` rigid triples, ``Fc``, ``K`` Coriolis terms, :func:`_sums`)."""
 
     J: list
-    ov: list
-    oa: list
-    oI: list
-    hv: list
-    of: list
-    P: list
     dVdq: list
     dAdq: list
     dAdv: list
+    Yc: list
+    Fc: list
+    K: list
 
 
 def _turn_inertia(u, Y, be):
@@ -70,56 +68,90 @@ def _turn_inertia(u, Y, be):
     return 0.0 * m, cross3(ua, h, be) + m * ul, Wa @ Ib - Ib @ Wa - Wl @ H - H @ Wl
 
 
+def _turn_coriolis(u, K, be):
+    """The rate of change of Coriolis terms ``K = (2 hv_l, hv_a, P)`` (:func:`coriolis_terms`)
+    of a subtree carried rigidly by the twist ``u``: ``hv`` is a force (``u x* hv``) and
+    ``P`` the lower-right block of ``N = C + C^T`` (:func:`coriolis_block`), which turns as
+    ``u x* N + N (u x*)^T``: ``[ua] P - P [ua] + [ul][hv_l] + [hv_l][ul]``."""
+    l2, ha, P = K
+    ul, ua = lin(u), ang(u)
+    Wa, Wl, L = skew3(ua, be), skew3(ul, be), skew3(0.5 * l2, be)
+    dh = cross_force(u, be.vcat([0.5 * l2, ha]), be)
+    return 2.0 * lin(dh), ang(dh), Wa @ P - P @ Wa + Wl @ L + L @ Wl
+
+
+def _add_terms(K1, K2):
+    return tuple(x + y for x, y in zip(K1, K2))
+
+
 def _cols(X, f, be):
     return be.hcat([f(x) for x in colsof(X)])
 
 
-def _tangent_pass(model: Model, w: World, v, a, s: int, c: int, wrt_q: bool, be) -> Tangent:
-    """Derivatives of the forward pass ``w`` along column ``c`` of joint ``s``: w.r.t.
-    ``q`` (tangent space) when ``wrt_q``, else w.r.t. ``v``.  Bodies outside the subtree
-    of ``s`` get zeros."""
+def _tangent(model: Model, w: World, S, s: int, c: int, wrt_q: bool, be) -> Tangent:
+    """Derivatives along column ``c`` of joint ``s`` (twist ``u``): w.r.t. ``q`` (tangent
+    space) when ``wrt_q``, else w.r.t. ``v``.  For a body ``m`` in the subtree of ``s``,
+    in closed form (:mod:`gen.algorithms.world`): along q, ``D ov_m = u x ov_m + dVdq_u``,
+    ``D oa_m = u x oa_m + dAdq_u + dVdq_u x ov_m``, ``D J_m = u x J_m``; along v,
+    ``D ov_m = u``, ``D oa_m = dAdv_u + u x ov_m``; the per-joint partials by the product
+    rule on their definitions.  Subtree sums of a body ``i`` in the subtree: along q
+    ``D Yc = u x* Yc - Yc (u x)``, ``D Fc = u x* Fc + Yc dAdq_u + Bc dVdq_u``,
+    ``D hv = u x* hv + Yc dVdq_u``, ``D P`` turned (:func:`_turn_coriolis`) plus
+    ``P(Yc, dVdq_u)``; along v ``D Yc = 0``, ``D Fc = Yc dAdv_u + Bc u``, ``D hv = Yc u``,
+    ``D P = P(Yc, u)``; an ancestor of ``s`` gets the sums of ``s``, the other bodies
+    zeros."""
     u = w.J[s][:, c:c + 1]
+    dVu, dAu, dAvu = w.dVdq[s][:, c:c + 1], w.dAdq[s][:, c:c + 1], w.dAdv[s][:, c:c + 1]
     z6 = be.zeros(6, 1)
+    zY = (0.0 * w.oI[0][0], be.zeros(3, 1), be.zeros(3, 3))
+    zK = (be.zeros(3, 1), be.zeros(3, 1), be.zeros(3, 3))
+
+    def dov(m):
+        return cross_motion(u, w.ov[m], be) + dVu if wrt_q else u
+
+    def doa(m):
+        if wrt_q:
+            return cross_motion(u, w.oa[m], be) + dAu + cross_motion(dVu, w.ov[m], be)
+        return dAvu + cross_motion(u, w.ov[m], be)
+
     out = Tangent(*([] for _ in Tangent._fields))
     for i, b in enumerate(model.bodies):
-        if s not in model.ancestors(i):
+        anc = model.ancestors(i)
+        if s not in anc:
             zJ = be.zeros(6, b.nv)
-            Y = w.oI[i]
-            for lst, x in zip(out, (zJ, z6, z6, (0.0 * Y[0], be.zeros(3, 1), be.zeros(3, 3)), z6, z6,
-                                    be.zeros(3, 3), zJ, zJ, zJ)):
+            for lst, x in zip(out, (zJ, zJ, zJ, zJ, zY, z6, zK)):
                 lst.append(x)
             continue
-        Ji, vi, ai = w.J[i], vslice(model, i, v), vslice(model, i, a)
-        root = b.parent == -1
-        vp = z6 if root else w.ov[b.parent]
-        ap = w.a0 if root else w.oa[b.parent]
-        Dvp = z6 if i == s else out.ov[b.parent]
-        Dap = z6 if i == s else out.oa[b.parent]
+        Ji, dV = w.J[i], w.dVdq[i]
+        p = b.parent
+        vp = z6 if p == -1 else w.ov[p]
+        ap = w.a0 if p == -1 else w.oa[p]
+        Dvp, Dap = (z6, z6) if i == s else (dov(p), doa(p))
+        Dvi = dov(i)
+        DJ = _cols(Ji, lambda x: cross_motion(u, x, be), be) if wrt_q else be.zeros(6, b.nv)
+        DdV = _cols(Ji, lambda x: cross_motion(Dvp, x, be), be)
         if wrt_q:
-            DJ = _cols(Ji, lambda x: cross_motion(u, x, be), be)
-            DY = _turn_inertia(u, w.oI[i], be)
-        else:
-            DJ = be.zeros(6, b.nv)
-            DY = (0.0 * w.oI[i][0], be.zeros(3, 1), be.zeros(3, 3))
-        dV = w.dVdq[i]
-        DdV = _cols(Ji, lambda x: cross_motion(Dvp, x, be), be) + _cols(DJ, lambda x: cross_motion(vp, x, be), be)
-        Dv = Dvp + DJ @ vi
-        Da = Dap + DJ @ ai + DdV @ vi
-        if not wrt_q and i == s:                      # the explicit v-dependence of joint s
-            Dv = Dv + u
-            Da = Da + dV[:, c:c + 1]
+            DdV = DdV + _cols(DJ, lambda x: cross_motion(vp, x, be), be)
         DdA = be.hcat([cross_motion(Dap, Ji[:, r:r + 1], be) + cross_motion(ap, DJ[:, r:r + 1], be)
                        + cross_motion(Dvp, dV[:, r:r + 1], be) + cross_motion(vp, DdV[:, r:r + 1], be)
                        for r in range(b.nv)])
-        DdAv = be.hcat([cross_motion(Dvp + Dv, Ji[:, r:r + 1], be) + cross_motion(vp + w.ov[i], DJ[:, r:r + 1], be)
+        DdAv = be.hcat([cross_motion(Dvp + Dvi, Ji[:, r:r + 1], be) + cross_motion(vp + w.ov[i], DJ[:, r:r + 1], be)
                         for r in range(b.nv)])
-        Y, ov, hv = w.oI[i], w.ov[i], w.hv[i]
-        Dh = rigid_apply(DY, ov, be) + rigid_apply(Y, Dv, be)
-        Df = (rigid_apply(DY, w.oa[i], be) + rigid_apply(Y, Da, be)
-              + cross_force(Dv, hv, be) + cross_force(ov, Dh, be))
-        DP = coriolis_block(DY, ov, be) + coriolis_block(Y, Dv, be) if wrt_q else coriolis_block(Y, Dv, be)
-        for lst, x in zip(out, (DJ, Dv, Da, DY, Dh, Df, DP, DdV, DdA, DdAv)):
+        Yc, K = S.Yc[i], S.K[i]
+        if wrt_q:
+            DY = _turn_inertia(u, Yc, be)
+            DF = cross_force(u, S.Fc[i], be) + rigid_apply(Yc, dAu, be) + coriolis_apply(K, dVu, be)
+            dh = rigid_apply(Yc, dVu, be)
+            DK = _add_terms(_turn_coriolis(u, K, be), (2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)))
+        else:
+            DY = zY
+            DF = rigid_apply(Yc, dAvu, be) + coriolis_apply(K, u, be)
+            dh = rigid_apply(Yc, u, be)
+            DK = (2.0 * lin(dh), ang(dh), coriolis_block(Yc, u, be))
+        for lst, x in zip(out, (DJ, DdV, DdA, DdAv, DY, DF, DK)):
             lst.append(x)
+    for i in model.ancestors(s)[1:]:              # a subtree holding s: the change of s's
+        out.Yc[i], out.Fc[i], out.K[i] = out.Yc[s], out.Fc[s], out.K[s]
     return out
 
 
@@ -139,16 +171,17 @@ def _sums(model: Model, oI, of, hv, P, be) -> _Sums:
     return _Sums(composite(model, oI, rigid_add), composite(model, of), K)
 
 
-def _partials_tangent(model: Model, w: World, S: _Sums, t: Tangent, dS: _Sums, be, want_q: bool, want_M: bool):
+def _partials_tangent(model: Model, w: World, S: _Sums, t: Tangent, be, q_cols, v_cols, want_M: bool):
     """The derivatives of ``(dtau_dq, dtau_dv, M)`` (the pair formulas of
     :func:`~gen.algorithms.world.tau_partials`) along the direction of ``t``, by the
-    product rule; ``dtau_dq`` and ``M`` only when wanted."""
+    product rule: of ``dtau_dq`` the columns in ``q_cols``, of ``dtau_dv`` those in
+    ``v_cols`` (sets of dof indices; the others stay 0), ``M`` when wanted."""
     nv = model.nv
-    dq = be.zeros(nv, nv) if want_q else None
+    dq = be.zeros(nv, nv)
     dv = be.zeros(nv, nv)
     dM = be.zeros(nv, nv) if want_M else None
     for i, b in enumerate(model.bodies):
-        Yc, K, DYc, DK = S.Yc[i], S.K[i], dS.Yc[i], dS.K[i]
+        Yc, K, DYc, DK = S.Yc[i], S.K[i], t.Yc[i], t.K[i]
         Ji, DJi = w.J[i], t.J[i]
         t1, Dt1, t4, Dt4, G, DG, H, DH = [], [], [], [], [], [], [], []
         for r in range(b.nv):
@@ -160,9 +193,9 @@ def _partials_tangent(model: Model, w: World, S: _Sums, t: Tangent, dS: _Sums, b
             dA, DdA = w.dAdq[i][:, r:r + 1], t.dAdq[i][:, r:r + 1]
             dV, DdV = w.dVdq[i][:, r:r + 1], t.dVdq[i][:, r:r + 1]
             dAv, DdAv = w.dAdv[i][:, r:r + 1], t.dAdv[i][:, r:r + 1]
-            if want_q:      # G = x x* Fc + Yc dAdq + Bc dVdq
+            if q_cols:      # G = x x* Fc + Yc dAdq + Bc dVdq
                 G.append(cross_force(x, S.Fc[i], be) + rigid_apply(Yc, dA, be) + coriolis_apply(K, dV, be))
-                DG.append(cross_force(Dx, S.Fc[i], be) + cross_force(x, dS.Fc[i], be) + rigid_apply(DYc, dA, be)
+                DG.append(cross_force(Dx, S.Fc[i], be) + cross_force(x, t.Fc[i], be) + rigid_apply(DYc, dA, be)
                           + rigid_apply(Yc, DdA, be) + coriolis_apply(DK, dV, be) + coriolis_apply(K, DdV, be))
             H.append(rigid_apply(Yc, dAv, be) + coriolis_apply(K, x, be))      # H = Yc dAdv + Bc x
             DH.append(rigid_apply(DYc, dAv, be) + rigid_apply(Yc, DdAv, be) + coriolis_apply(DK, x, be)
@@ -177,40 +210,66 @@ def _partials_tangent(model: Model, w: World, S: _Sums, t: Tangent, dS: _Sums, b
                     dA, DdA = w.dAdq[j][:, c:c + 1], t.dAdq[j][:, c:c + 1]
                     dV, DdV = w.dVdq[j][:, c:c + 1], t.dVdq[j][:, c:c + 1]
                     dAv, DdAv = w.dAdv[j][:, c:c + 1], t.dAdv[j][:, c:c + 1]
-                    if want_q:
+                    if cj in q_cols:
                         dq[ri, cj] = (_dot(Dt1[r], dA) + _dot(t1[r], DdA)
                                       + _dot(Dt4[r], ang(dV)) + _dot(t4[r], ang(DdV)))
-                    dv[ri, cj] = (_dot(Dt1[r], dAv) + _dot(t1[r], DdAv)
-                                  + _dot(Dt4[r], ang(y)) + _dot(t4[r], ang(Dy)))
+                    if cj in v_cols:
+                        dv[ri, cj] = (_dot(Dt1[r], dAv) + _dot(t1[r], DdAv)
+                                      + _dot(Dt4[r], ang(y)) + _dot(t4[r], ang(Dy)))
                     if want_M and (j != i or c >= r):
                         dM[ri, cj] = _dot(Dt1[r], y) + _dot(t1[r], Dy)
                         dM[cj, ri] = dM[ri, cj]
                     if j != i:
-                        if want_q:
+                        if ri in q_cols:
                             dq[cj, ri] = _dot(Dy, G[r]) + _dot(y, DG[r])
-                        dv[cj, ri] = _dot(Dy, H[r]) + _dot(y, DH[r])
+                        if ri in v_cols:
+                            dv[cj, ri] = _dot(Dy, H[r]) + _dot(y, DH[r])
     return dq, dv, dM
+
+
+def _symmetric_pairs(model: Model):
+    """``same[d]``: the dofs of the joint of dof ``d``.  ``d2tau_dqdq[:, j, k]`` is symmetric
+    in ``(j, k)`` when the two dofs are of different joints (their coordinates are
+    independent, the perturbations commute) or of a one-dof joint; within a spherical,
+    planar or free joint it is not (the tangent perturbations do not commute)."""
+    same = {}
+    for b in model.bodies:
+        for d in range(b.idx_v, b.idx_v + b.nv):
+            same[d] = set(range(b.idx_v, b.idx_v + b.nv))
+    return same
 
 
 def second_order_tensors(model: Model, q, v, a, be):
     """The four tensors, each a list of nv slices (``nv x nv`` matrices, slice ``k`` the
-    derivative along direction ``k``), on a model without mimic joints."""
+    derivative along direction ``k``), on a model without mimic joints.  Slice ``k`` of
+    ``d2tau_dqdq`` and of ``d2tau_dvdv`` is formed in the columns ``j <= k`` (and, for
+    ``d2tau_dqdq``, the columns of ``k``'s own joint); the others are mirrored from slice
+    ``j`` (:func:`_symmetric_pairs`; ``d2tau_dvdv`` is a Hessian in ``v``).  The mixed
+    tensor ``dtau_dqdv[:, j, k] = d/dv_k (dtau/dq)[:, j]`` comes from the v-directions."""
     w = world_pass(model, q, v, a, be)
     be.mark("forward", *w.of, *w.P)
     S = _sums(model, w.oI, w.of, w.hv, w.P, be)
+    nv = model.nv
+    same = _symmetric_pairs(model)
+    everything = set(range(nv))
+    dirs = [(s, c, b.idx_v + c) for s, b in enumerate(model.bodies) for c in range(b.nv)]
+    tq = [_tangent(model, w, S, s, c, True, be) for s, c, _ in dirs]
+    tv = [_tangent(model, w, S, s, c, False, be) for s, c, _ in dirs]
+    be.mark("directions", *(x for t in tq + tv for x in (*t.dVdq, *t.dAdq, *t.dAdv, *t.Fc)))
     qq, vv, qv, aq = [], [], [], []
-    for s, b in enumerate(model.bodies):
-        for c in range(b.nv):
-            for wrt_q in (True, False):
-                t = _tangent_pass(model, w, v, a, s, c, wrt_q, be)
-                dS = _sums(model, t.oI, t.of, t.hv, t.P, be)
-                dq, dv, dM = _partials_tangent(model, w, S, t, dS, be, want_q=True, want_M=wrt_q)
-                if wrt_q:
-                    qq.append(dq)
-                    aq.append(dM)
-                else:
-                    qv.append(dq)
-                    vv.append(dv)
+    for (s, c, k), t1, t2 in zip(dirs, tq, tv):
+        low = set(range(k + 1))
+        dq, _, dM = _partials_tangent(model, w, S, t1, be, low | same[k], set(), want_M=True)
+        qq.append(dq)
+        aq.append(dM)
+        dq, dv, _ = _partials_tangent(model, w, S, t2, be, everything, low, want_M=False)
+        qv.append(dq)
+        vv.append(dv)
+    for k in range(nv):
+        for j in range(k + 1, nv):
+            vv[k][:, j] = vv[j][:, k]
+            if j not in same[k]:
+                qq[k][:, j] = qq[j][:, k]
     return qq, vv, qv, aq
 
 

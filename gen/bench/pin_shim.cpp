@@ -20,6 +20,7 @@
  *   PINSHIM_PART_CONSTRAINED_DERIVATIVES
  *                             constraintDynamics + computeConstraintDynamicsDerivatives,
  *                             impulseDynamics + computeImpulseDynamicsDerivatives
+ *   PINSHIM_PART_SECOND_ORDER ComputeRNEASecondOrderDerivatives
  *
  * Timed entry points do exactly Pinocchio's call; results stay in pinocchio::Data
  * unless an output pointer is non-NULL, in which case they are copied out (crba:
@@ -70,6 +71,9 @@
 #if defined(PINSHIM_PART_DERIVATIVES)
 #include "pinocchio/algorithm/rnea-derivatives.hpp"
 #include "pinocchio/algorithm/aba-derivatives.hpp"
+#endif
+#if defined(PINSHIM_PART_SECOND_ORDER)
+#include "pinocchio/algorithm/rnea-second-order-derivatives.hpp"
 #endif
 #if defined(PINSHIM_PART_CONSTRAINED_DERIVATIVES)
 #include "pinocchio/algorithm/constrained-dynamics.hpp"
@@ -490,6 +494,36 @@ int pinshim_aba_derivatives(pinshim *s, const double *q, const double *v, const 
     PINSHIM_CATCH
 }
 #endif /* PINSHIM_PART_DERIVATIVES */
+
+#if defined(PINSHIM_PART_SECOND_ORDER)
+/* (d2tau_dqdq, d2tau_dvdv, dtau_dqdv, dtau_dadq) = ComputeRNEASecondOrderDerivatives(q, v,
+ * a) (results in the Data::Tensor3x members of the same names, column-major: (i, j, k) at
+ * i + nv j + nv^2 k).  Each is copied out as rbdgen's nv x nv^2 output, row-major: (i, j,
+ * k) at i nv^2 + j + nv k.  Any pointer may be NULL. */
+static void copy_tensor(const pin::Data::Tensor3x &T, int nv, double *out)
+{
+    if (!out)
+        return;
+    for (int k = 0; k < nv; ++k)
+        for (int j = 0; j < nv; ++j)
+            for (int i = 0; i < nv; ++i)
+                out[(size_t)i * nv * nv + j + (size_t)nv * k] = T(i, j, k);
+}
+
+int pinshim_rnea_second_order(pinshim *s, const double *q, const double *v, const double *a, double *d2tau_dqdq,
+                              double *d2tau_dvdv, double *dtau_dqdv, double *dtau_dadq)
+{
+    PINSHIM_TRY
+    const int nq = s->model.nq, nv = s->model.nv;
+    pin::ComputeRNEASecondOrderDerivatives(s->model, *s->data, CVec(q, nq), CVec(v, nv), CVec(a, nv));
+    copy_tensor(s->data->d2tau_dqdq, nv, d2tau_dqdq);
+    copy_tensor(s->data->d2tau_dvdv, nv, d2tau_dvdv);
+    copy_tensor(s->data->d2tau_dqdv, nv, dtau_dqdv);
+    copy_tensor(s->data->d2tau_dadq, nv, dtau_dadq);
+    return 0;
+    PINSHIM_CATCH
+}
+#endif /* PINSHIM_PART_SECOND_ORDER */
 
 /* ===================================================================== */
 /*  Constrained algorithms (after pinshim_init_constraints)              */
