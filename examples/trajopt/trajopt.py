@@ -27,9 +27,10 @@ external supplies first derivatives only) two ways:
 
 (a) ``sx``: ``gen.casadi_function`` -- the SX graph of prox_ltl inlined in the NLP
     (``expand``), its Jacobian by CasADi's AD, evaluated by CasADi's virtual machine;
-(b) ``external``: ``gen.casadi_external`` -- the compiled C of ``gen.build`` called
-    through a ``casadi.Callback``, its Jacobian the compiled ``constrained_derivatives``
-    (Carpentier & Mansard RSS 2018's analytical derivatives).
+(b) ``external``: ``gen.casadi_external`` -- the compiled C loaded by
+    ``casadi.external`` from a shared library that speaks CasADi's external-function C
+    API (no Python in a call), its Jacobian ``jac_<name>`` the compiled
+    ``constrained_derivatives`` (Carpentier & Mansard RSS 2018's analytical derivatives).
 
 Run ``python examples/trajopt/trajopt.py`` (``--help`` for the options); it prints the
 figures of examples/trajopt/README.md and writes ``trajopt.png`` (matplotlib).
@@ -162,27 +163,45 @@ def time_call(fn, reps: int) -> float:
     return (time.perf_counter() - t) / reps
 
 
-def micro_timings(model, F, reps: int) -> dict:
+def bound_map(f, columns, n: int):
+    """``f.map(n)`` bound once to preallocated buffers (``Function.buffer``): a call
+    evaluates the n columns with one Python call and no allocation."""
+    fm = f.map(n)
+    buf, run = fm.buffer()
+    args = [np.ascontiguousarray(np.asarray(c, dtype=float).ravel(order="F")) for c in columns]
+    outs = [np.zeros(fm.nnz_out(i)) for i in range(fm.n_out())]
+    for i, a in enumerate(args):
+        buf.set_arg(i, memoryview(a))
+    for i, o in enumerate(outs):
+        buf.set_res(i, memoryview(o))
+    keep = (fm, buf, args, outs)           # run() reads and writes these: they must outlive it
+
+    def call():
+        run()
+        return keep
+    return call
+
+
+def micro_timings(model, F, reps: int, n_map: int = 1000) -> dict:
     """Time of one dynamics evaluation and of one Jacobian (w.r.t. q, v, tau) outside the
-    solver, at the 'standing' posture with a random velocity and torque."""
+    solver, at the 'standing' posture with a random velocity and torque: one call from
+    Python, and per evaluation inside ``F.map(n_map)`` (:func:`bound_map`: no Python per
+    evaluation)."""
     rng = np.random.default_rng(0)
     q, v, tau = standing(model), rng.normal(size=model.nv), np.concatenate([np.zeros(6), rng.normal(size=12)])
     x = [ca.MX.sym(n, F.size_in(i)) for i, n in enumerate(F.name_in())]
     J = ca.Function("J", x, [ca.jacobian(F(*x)[0], ca.vertcat(*x))])
-    if isinstance(F, ca.Function) and F.is_a("SXFunction"):
+    if F.is_a("SXFunction"):
         J = J.expand()
-    out = {"eval_us": 1e6 * time_call(lambda: F(q, v, tau), reps),
-           "jacobian_us": 1e6 * time_call(lambda: J(q, v, tau), reps)}
-    if isinstance(F, gen.casadi_api.ExternalFunction):     # the C kernels alone, no Python around
-        for key, kernel in (("c_eval_us", F.kernel), ("c_jacobian_us", F.jac_kernel)):
-            outs = [np.empty(o["size"]) for o in kernel.function["outputs"]]
-            work = np.empty(max(1, kernel.work_size))
-            ptrs = [kernel.ffi.cast("double *", a.ctypes.data) for a in (q, v, tau, *outs, work)]
-            out[key] = 1e6 * time_call(lambda: kernel._c(*ptrs), reps)
-    return out
+    columns = [np.tile(a.reshape(-1, 1), (1, n_map)) for a in (q, v, tau)]
+    Fm, Jm = bound_map(F, columns, n_map), bound_map(J, columns, n_map)
+    return {"eval_us": 1e6 * time_call(lambda: F(q, v, tau), reps),
+            "jacobian_us": 1e6 * time_call(lambda: J(q, v, tau), reps),
+            "map_eval_us": 1e6 * time_call(Fm, 5) / n_map,
+            "map_jacobian_us": 1e6 * time_call(Jm, 5) / n_map}
 
 
-def solve(model, variant: str, nodes: int, horizon: float, *, max_iter: int = 500, flags=None,
+def solve(model, variant: str, nodes: int, horizon: float, *, max_iter: int = 2000, flags=None,
           verbose: bool = False, home_pose: bool = True) -> dict:
     t0 = time.perf_counter()
     F = dynamics(model, variant, flags)
@@ -258,6 +277,7 @@ def main(argv=None) -> int:
     ap.add_argument("--horizon", type=float, default=1.6, help="duration T in s (default 1.6)")
     ap.add_argument("--variants", default="sx,external", help="sx, external or both (default)")
     ap.add_argument("--flags", default=None, help="C compiler flags of the external (default gen.build's)")
+    ap.add_argument("--max-iter", type=int, default=2000, help="IPOPT's iteration cap (default 2000)")
     ap.add_argument("--reps", type=int, default=200, help="repetitions of the micro timings")
     ap.add_argument("--plot", default=str(Path(__file__).with_name("trajopt.png")), help="PNG path ('' none)")
     ap.add_argument("--json", default="", help="write the figures to this JSON file")
@@ -266,7 +286,8 @@ def main(argv=None) -> int:
     model = gen.load_robot(ROBOT)
     results = []
     for variant in args.variants.split(","):
-        r = solve(model, variant, args.nodes, args.horizon, flags=args.flags, verbose=args.verbose)
+        r = solve(model, variant, args.nodes, args.horizon, max_iter=args.max_iter, flags=args.flags,
+                  verbose=args.verbose)
         r.update(micro_timings(model, r.pop("F"), args.reps))
         results.append(r)
         print(f"({variant}) {r['status']}: {r['iterations']} IPOPT iterations, solve {r['solve_s']:.2f} s "
@@ -274,9 +295,8 @@ def main(argv=None) -> int:
               f"solver: value {r['g_per_dynamics_us']:.1f} us, Jacobian {r['jac_per_dynamics_us']:.1f} us; "
               f"standalone: value {r['eval_us']:.1f} us, Jacobian {r['jacobian_us']:.1f} us; "
               f"cost {r['cost']:.6g}, max |tau| {r['max_tau']:.3f} N m, max defect {r['max_defect']:.1e}, "
-              f"foot drift {1e3 * r['foot_drift_m']:.2f} mm"
-              + (f"; C kernels alone: value {r['c_eval_us']:.1f} us, Jacobian {r['c_jacobian_us']:.1f} us"
-                 if "c_eval_us" in r else ""), flush=True)
+              f"foot drift {1e3 * r['foot_drift_m']:.2f} mm; inside F.map(1000): value {r['map_eval_us']:.2f} us, "
+              f"Jacobian {r['map_jacobian_us']:.2f} us", flush=True)
     if args.plot:
         plot(results, Path(args.plot))
         print(f"wrote {args.plot}")
