@@ -59,7 +59,7 @@ from .registry import (  # noqa: F401
 )
 from .rnea import nle, rnea
 from .rnea_derivatives import pinocchio_rnea_derivatives, rnea_derivatives
-from .rnea_second_order import rnea_second_order
+from .rnea_second_order import pinocchio_rnea_second_order, rnea_second_order
 
 
 def _q(m, c):
@@ -213,7 +213,11 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "dynamics", "second-order partial derivatives of inverse dynamics (Pinocchio's "
               "ComputeRNEASecondOrderDerivatives tensors), forward-mode differentiation of the world-frame recursion",
               "Carpentier & Mansard, RSS 2018, Alg. 1, differentiated once more; Singh, Russell & Wensing, RA-L 2022",
-              docs=SECOND_ORDER_DOCS, generic_note=NO_GENERIC_DERIV, pin_peer="rnea_second_order"),
+              docs=SECOND_ORDER_DOCS, generic_note=NO_GENERIC_DERIV, pin_peer="rnea_second_order",
+              pinocchio=PinocchioRef(pinocchio_rnea_second_order,
+                                     "Richardson differences (h = 1e-3) of computeRNEADerivatives along integrate "
+                                     "and v (pin's binding lacks ComputeRNEASecondOrderDerivatives; the benchmark "
+                                     "shim calls the C++ one)")),
     Algorithm("aba_derivatives", aba_derivatives, _qvx("tau"), _square("ddq_dq", "ddq_dv", "Minv", value="ddq"),
               "dynamics", "partial derivatives of forward dynamics (dddq/dq, dddq/dv, M^-1) = -M^-1 dtau/d(q, v) "
               "at a = ddq, and ddq", "Carpentier & Mansard, RSS 2018, §IV; M^-1 by LTDL, Featherstone 2005",

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from ..kinematics import extended_state, vslice
 from ..model import Model
 from ..spatial import ang, cross3, cross_force, cross_motion, lin, rigid_add, rigid_apply, skew3
@@ -287,3 +289,39 @@ def rnea_second_order(model: Model, q, v, a, *, be):
     out = tuple(be.hcat(T) for T in tensors)
     be.mark("backward", *out)
     return out
+
+
+#: the step of :func:`pinocchio_rnea_second_order`'s differences: truncation O(h^4)
+#: (Richardson), rounding ~eps |dtau| / h
+PIN_FD_STEP = 1e-3
+
+
+def pinocchio_rnea_second_order(pin, pm, pd, q, v, a, **_):
+    """Pinocchio's reference for the four tensors.  The pin 4.1 Python binding does not
+    expose ``ComputeRNEASecondOrderDerivatives`` (the C++ one is compared in
+    tests/test_second_order.py through the benchmark shim), so this is Pinocchio's own
+    definition of them, as its unit test checks them: differences of
+    ``computeRNEADerivatives`` along ``pin.integrate(q, d)`` and along v, central at ``h``
+    and ``h/2`` combined (Richardson)."""
+    nv = pm.nv
+    n2 = nv * nv
+
+    def first(qq, vv):
+        dq, dv, M = (np.array(X) for X in pin.computeRNEADerivatives(pm, pd, qq, vv, a))
+        M = np.triu(M) + np.triu(M, 1).T
+        return np.concatenate([dq.ravel(order="F"), dv.ravel(order="F"), M.ravel(order="F")])
+
+    def diff(f):
+        cols = []
+        for e in np.eye(nv):
+            d1 = (f(PIN_FD_STEP * e) - f(-PIN_FD_STEP * e)) / (2 * PIN_FD_STEP)
+            d2 = (f(PIN_FD_STEP / 2 * e) - f(-PIN_FD_STEP / 2 * e)) / PIN_FD_STEP
+            cols.append((4 * d2 - d1) / 3)
+        return np.column_stack(cols)           # rows: (i, j) column-major, columns: k
+
+    def as_out(F):       # (i, j) x k -> nv x nv^2, (i, j, k) in column j + nv k
+        return F.reshape(-1, order="F").reshape(nv, n2, order="F")
+
+    Fq = diff(lambda d: first(pin.integrate(pm, q, d), v))
+    Fv = diff(lambda d: first(q, v + d))
+    return as_out(Fq[:n2]), as_out(Fv[n2:2 * n2]), as_out(Fv[:n2]), as_out(Fq[2 * n2:])
