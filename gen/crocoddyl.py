@@ -310,10 +310,11 @@ def contact_set(robot, pm, contacts):
         cls = type(c).__name__
         kind = {"ContactModel3D": "3D", "ContactModel6D": "6D"}.get(cls)
         if kind is None:
-            raise RbdgenError(f"contact '{name}': {cls} has no rbdgen constraint (ContactModel3D and ContactModel6D do)")
+            raise RbdgenError(f"contact '{name}': {cls} has no rbdgen constraint "
+                              f"(ContactModel3D and ContactModel6D do)")
         if c.type != pin.ReferenceFrame.LOCAL:
-            raise RbdgenError(f"contact '{name}': reference frame {c.type.name} is not supported; rbdgen's contact rows "
-                              f"are pinocchio.LOCAL (build the contact with pinocchio.LOCAL)")
+            raise RbdgenError(f"contact '{name}': reference frame {c.type.name} is not supported; rbdgen's contact "
+                              f"rows are pinocchio.LOCAL (build the contact with pinocchio.LOCAL)")
         tokens.append(f"{kind}:{pm.frames[c.id].name}")
         gains.add((float(c.gains[0]), float(c.gains[1])))
     if len(gains) > 1:

@@ -46,8 +46,8 @@ def inv_damping_of(options: dict) -> float:
         return mu
     if (iterations, mu) == (DEFAULT_ITERATIONS, DEFAULT_MU):
         return 0.0
-    raise RbdgenError(f"--crocoddyl: iterations={iterations}, mu={mu:g} is no crocoddyl inv_damping (use --iterations 1 "
-                      f"--mu EPS for inv_damping EPS, or the defaults for 0)")
+    raise RbdgenError(f"--crocoddyl: iterations={iterations}, mu={mu:g} is no crocoddyl inv_damping (use "
+                      f"--iterations 1 --mu EPS for inv_damping EPS, or the defaults for 0)")
 
 
 def _contacts(kernel) -> dict:
@@ -65,7 +65,8 @@ def _contacts(kernel) -> dict:
     eps = inv_damping_of(kernel.options)
     return {"frames": [json.dumps(f) for f in frames], "sizes": [c.size for c in cset.constraints],
             "nc": cset.m, "kd": f"{cset.Kd:g}", "kd_literal": repr(float(cset.Kd)),
-            "eps": f"{eps:g}", "eps_literal": repr(float(eps)), "spec": _comment(",".join(str(c) for c in cset.constraints))}
+            "eps": f"{eps:g}", "eps_literal": repr(float(eps)),
+            "spec": _comment(",".join(str(c) for c in cset.constraints))}
 
 
 def _comment(text: str) -> str:

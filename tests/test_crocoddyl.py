@@ -188,7 +188,8 @@ def _cmeel_prefix() -> Path | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None, reason="needs cmake and a C++ compiler")
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
+                    reason="needs cmake and a C++ compiler")
 @pytest.mark.skipif(_cmeel_prefix() is None, reason="needs the crocoddyl, Pinocchio and urdfdom-headers CMake "
                                                     "configurations of the wheels (pip install 'rbdgen[crocoddyl]')")
 def test_cpp_examples_build_and_agree(tmp_path):
@@ -205,4 +206,5 @@ def test_cpp_examples_build_and_agree(tmp_path):
 def test_cli_crocoddyl_refuses_a_value_kernel(tmp_path, capsys):
     from gen.cli import main
     assert main(["build", "chain:3", "-a", "aba", "--crocoddyl", "-o", str(tmp_path / "k"), "-q"]) == 2
-    assert "--crocoddyl needs -a aba_derivatives (free dynamics) or -a constrained_derivatives" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--crocoddyl needs -a aba_derivatives (free dynamics) or -a constrained_derivatives" in err
