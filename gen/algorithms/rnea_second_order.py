@@ -229,6 +229,116 @@ def _partials_tangent(model: Model, w: World, S: _Sums, t: Tangent, be, q_cols, 
     return dq, dv, dM
 
 
+class _Explicit(NamedTuple):
+    """The explicit parts ``E = D - u x`` of a q-direction's derivatives (twist ``u`` of
+    column ``c`` of joint ``s``) for the bodies in the subtree of ``s``, None elsewhere,
+    and the full derivatives of the subtree sums at ``s`` (what its ancestors see)."""
+
+    dV: list
+    dA: list
+    Fc: list
+    K: list
+    Yc_s: tuple
+    Fc_s: object
+    K_s: tuple
+
+
+def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit:
+    """Every quantity of a body in the subtree of ``s`` turns with ``u`` plus an explicit
+    part: the velocity ``dVu = ov_p(s) x u`` and acceleration terms (:func:`_tangent`).
+    With Jacobi's identity ``D(a x x) = u x (a x x) + E(a) x x + a x E(x)``:
+    ``E(dVdq_j) = dVu x J_j``, ``E(dAdq_j) = Ea x J_j + dVu x dVdq_j + ov_p x E(dVdq_j)``,
+    with ``Ea = oa_p x u`` for ``j = s`` (its parent does not move) and
+    ``dAu + dVu x ov_p`` below; ``E(Yc) = 0``, ``E(Fc) = Yc dAu + Bc dVu``,
+    ``E(hv) = Yc dVu``, ``E(P) = P(Yc, dVu)``."""
+    u = w.J[s][:, c:c + 1]
+    dVu, dAu = w.dVdq[s][:, c:c + 1], w.dAdq[s][:, c:c + 1]
+    out = _Explicit([], [], [], [], None, None, None)
+    for i, b in enumerate(model.bodies):
+        if s not in model.ancestors(i):
+            for lst in out[:4]:
+                lst.append(None)
+            continue
+        p = b.parent
+        vp = be.zeros(6, 1) if p == -1 else w.ov[p]
+        ap = w.a0 if p == -1 else w.oa[p]
+        Ea = cross_motion(ap, u, be) if i == s else dAu + cross_motion(dVu, w.ov[p], be)
+        EdV = _cols(w.J[i], lambda x: cross_motion(dVu, x, be), be)
+        EdA = be.hcat([cross_motion(Ea, w.J[i][:, r:r + 1], be) + cross_motion(dVu, w.dVdq[i][:, r:r + 1], be)
+                       + cross_motion(vp, EdV[:, r:r + 1], be) for r in range(b.nv)])
+        Yc, K = S.Yc[i], S.K[i]
+        dh = rigid_apply(Yc, dVu, be)
+        out.dV.append(EdV)
+        out.dA.append(EdA)
+        out.Fc.append(rigid_apply(Yc, dAu, be) + coriolis_apply(K, dVu, be))
+        out.K.append((2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)))
+    return out._replace(Yc_s=_turn_inertia(u, S.Yc[s], be), Fc_s=cross_force(u, S.Fc[s], be) + out.Fc[s],
+                        K_s=_add_terms(_turn_coriolis(u, S.K[s], be), out.K[s]))
+
+
+def _q_factors(model: Model, w: World, S: _Sums, E: _Explicit, s: int, u, i: int, be):
+    """Per column x of body i: ``(t1, t4, G)`` and their derivatives along the q-direction
+    of ``E``, split as ``(rotating, explicit)`` in the subtree of ``s`` (``D t1 = u x* t1``
+    there) and full (``(None, D)``) above it."""
+    Yc, K = S.Yc[i], S.K[i]
+    rows = []
+    for r in range(model.bodies[i].nv):
+        x, dA, dV = w.J[i][:, r:r + 1], w.dAdq[i][:, r:r + 1], w.dVdq[i][:, r:r + 1]
+        t1 = rigid_apply(Yc, x, be)
+        t4 = coriolis_apply_t(K, x, be)
+        G = cross_force(x, S.Fc[i], be) + rigid_apply(Yc, dA, be) + coriolis_apply(K, dV, be)
+        if E.dV[i] is not None:
+            EG = (cross_force(x, E.Fc[i], be) + rigid_apply(Yc, E.dA[i][:, r:r + 1], be)
+                  + coriolis_apply(K, E.dV[i][:, r:r + 1], be) + coriolis_apply(E.K[i], dV, be))
+            rows.append((x, t1, t4, G, (cross_force(u, t1, be), None),
+                         (cross3(ang(u), t4, be), coriolis_apply_t(E.K[i], x, be)), (cross_force(u, G, be), EG)))
+        else:
+            DG = cross_force(x, E.Fc_s, be) + rigid_apply(E.Yc_s, dA, be) + coriolis_apply(E.K_s, dV, be)
+            rows.append((x, t1, t4, G, (None, rigid_apply(E.Yc_s, x, be)), (None, coriolis_apply_t(E.K_s, x, be)),
+                         (None, DG)))
+    return rows
+
+
+def _add(*xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs[1:], xs[0]) if xs else None
+
+
+def _q_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, be):
+    """Along column ``c`` of joint ``s`` (tangent space of q): ``D dtau_dq`` in the columns
+    ``cols`` and ``D M``, from :func:`_explicit`.  Where both bodies of a pair are in the
+    subtree of ``s`` the turning parts cancel (``(u x* f).m + f.(u x m) = 0``): only
+    explicit parts remain, and ``D M`` vanishes."""
+    nv = model.nv
+    dq, dM = be.zeros(nv, nv), be.zeros(nv, nv)
+    E = _explicit(model, w, S, s, c, be)
+    u = w.J[s][:, c:c + 1]
+    related = set(model.ancestors(s)) | {i for i in range(model.nbodies) if s in model.ancestors(i)}
+    for i in sorted(related):
+        b = model.bodies[i]
+        rows = _q_factors(model, w, S, E, s, u, i, be)
+        for j in model.ancestors(i):
+            bj = model.bodies[j]
+            inside = E.dV[j] is not None
+            for r, (x, t1, t4, G, Dt1, Dt4, DG) in enumerate(rows):
+                ri = b.idx_v + r
+                for cc in range(bj.nv):
+                    cj = bj.idx_v + cc
+                    y, dA, dV = w.J[j][:, cc:cc + 1], w.dAdq[j][:, cc:cc + 1], w.dVdq[j][:, cc:cc + 1]
+                    if cj in cols:
+                        if inside:      # both turn: explicit parts only
+                            e = _dot(t1, E.dA[j][:, cc:cc + 1]) + _dot(t4, ang(E.dV[j][:, cc:cc + 1]))
+                            dq[ri, cj] = e + _dot(Dt4[1], ang(dV))
+                        else:
+                            dq[ri, cj] = _dot(_add(*Dt1), dA) + _dot(_add(*Dt4), ang(dV))
+                    if not inside and (j != i or cc >= r):
+                        dM[ri, cj] = _dot(_add(*Dt1), y)
+                        dM[cj, ri] = dM[ri, cj]
+                    if j != i and ri in cols:
+                        dq[cj, ri] = _dot(y, DG[1]) if inside else _dot(y, _add(*DG))
+    return dq, dM
+
+
 def _symmetric_pairs(model: Model):
     """``same[d]``: the dofs of the joint of dof ``d``.  ``d2tau_dqdq[:, j, k]`` is symmetric
     in ``(j, k)`` when the two dofs are of different joints (their coordinates are
@@ -255,21 +365,21 @@ def second_order_tensors(model: Model, q, v, a, be):
     same = _symmetric_pairs(model)
     everything = set(range(nv))
     dirs = [(s, c, b.idx_v + c) for s, b in enumerate(model.bodies) for c in range(b.nv)]
-    tq = [_tangent(model, w, S, s, c, True, be) for s, c, _ in dirs]
-    tv = [_tangent(model, w, S, s, c, False, be) for s, c, _ in dirs]
-    be.mark("directions", *(x for t in tq + tv for x in (*t.dVdq, *t.dAdq, *t.dAdv, *t.Fc)))
     qq, vv, qv, aq = [], [], [], []
-    for (s, c, k), t1, t2 in zip(dirs, tq, tv):
-        low = set(range(k + 1))
-        dq, _, dM = _partials_tangent(model, w, S, t1, be, low | same[k], set(), want_M=True)
+    for s, c, k in dirs:
+        dq, dM = _q_partials(model, w, S, s, c, set(range(k, nv)) | same[k], be)
         qq.append(dq)
         aq.append(dM)
-        dq, dv, _ = _partials_tangent(model, w, S, t2, be, everything, low, want_M=False)
+    be.mark("q_directions", *qq, *aq)
+    for s, c, k in dirs:
+        t = _tangent(model, w, S, s, c, False, be)
+        dq, dv, _ = _partials_tangent(model, w, S, t, be, everything, set(range(k + 1)), want_M=False)
         qv.append(dq)
         vv.append(dv)
     for k in range(nv):
         for j in range(k + 1, nv):
             vv[k][:, j] = vv[j][:, k]
+        for j in range(k):
             if j not in same[k]:
                 qq[k][:, j] = qq[j][:, k]
     return qq, vv, qv, aq
