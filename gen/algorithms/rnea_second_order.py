@@ -236,6 +236,7 @@ class _Explicit(NamedTuple):
 
     dV: list
     dA: list
+    dAv: list
     Fc: list
     K: list
     Yc_s: tuple
@@ -249,14 +250,14 @@ def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit
     With Jacobi's identity ``D(a x x) = u x (a x x) + E(a) x x + a x E(x)``:
     ``E(dVdq_j) = dVu x J_j``, ``E(dAdq_j) = Ea x J_j + dVu x dVdq_j + ov_p x E(dVdq_j)``,
     with ``Ea = oa_p x u`` for ``j = s`` (its parent does not move) and
-    ``dAu + dVu x ov_p`` below; ``E(Yc) = 0``, ``E(Fc) = Yc dAu + Bc dVu``,
+    ``dAu + dVu x ov_p`` below, ``E(dAdv_j) = 2 dVu x J_j``; ``E(Yc) = 0``, ``E(Fc) = Yc dAu + Bc dVu``,
     ``E(hv) = Yc dVu``, ``E(P) = P(Yc, dVu)``."""
     u = w.J[s][:, c:c + 1]
     dVu, dAu = w.dVdq[s][:, c:c + 1], w.dAdq[s][:, c:c + 1]
-    out = _Explicit([], [], [], [], None, None, None)
+    out = _Explicit([], [], [], [], [], None, None, None)
     for i, b in enumerate(model.bodies):
         if s not in model.ancestors(i):
-            for lst in out[:4]:
+            for lst in out[:5]:
                 lst.append(None)
             continue
         p = b.parent
@@ -270,6 +271,7 @@ def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit
         dh = rigid_apply(Yc, dVu, be)
         out.dV.append(EdV)
         out.dA.append(EdA)
+        out.dAv.append(2.0 * EdV)
         out.Fc.append(rigid_apply(Yc, dAu, be) + coriolis_apply(K, dVu, be))
         out.K.append((2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)))
     return out._replace(Yc_s=_turn_inertia(u, S.Yc[s], be), Fc_s=cross_force(u, S.Fc[s], be) + out.Fc[s],
@@ -277,25 +279,31 @@ def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit
 
 
 def _q_factors(model: Model, w: World, S: _Sums, E: _Explicit, s: int, u, i: int, be):
-    """Per column x of body i: ``(t1, t4, G)`` and their derivatives along the q-direction
-    of ``E``, split as ``(rotating, explicit)`` in the subtree of ``s`` (``D t1 = u x* t1``
-    there) and full (``(None, D)``) above it."""
+    """Per column x of body i: ``(x, t1, t4, G, H)`` (:func:`~gen.algorithms.world.tau_partials`)
+    and the derivatives of ``t1, t4, G, H`` along the q-direction of ``E``, split as
+    ``(turning, explicit)`` in the subtree of ``s`` (``D t1 = u x* t1`` there) and full
+    (``(None, D)``) above it."""
     Yc, K = S.Yc[i], S.K[i]
     rows = []
     for r in range(model.bodies[i].nv):
         x, dA, dV = w.J[i][:, r:r + 1], w.dAdq[i][:, r:r + 1], w.dVdq[i][:, r:r + 1]
         t1 = rigid_apply(Yc, x, be)
         t4 = coriolis_apply_t(K, x, be)
+        dAv = w.dAdv[i][:, r:r + 1]
         G = cross_force(x, S.Fc[i], be) + rigid_apply(Yc, dA, be) + coriolis_apply(K, dV, be)
+        H = rigid_apply(Yc, dAv, be) + coriolis_apply(K, x, be)
         if E.dV[i] is not None:
             EG = (cross_force(x, E.Fc[i], be) + rigid_apply(Yc, E.dA[i][:, r:r + 1], be)
                   + coriolis_apply(K, E.dV[i][:, r:r + 1], be) + coriolis_apply(E.K[i], dV, be))
-            rows.append((x, t1, t4, G, (cross_force(u, t1, be), None),
-                         (cross3(ang(u), t4, be), coriolis_apply_t(E.K[i], x, be)), (cross_force(u, G, be), EG)))
+            EH = rigid_apply(Yc, E.dAv[i][:, r:r + 1], be) + coriolis_apply(E.K[i], x, be)
+            rows.append((x, t1, t4, G, H, (cross_force(u, t1, be), None),
+                         (cross3(ang(u), t4, be), coriolis_apply_t(E.K[i], x, be)), (cross_force(u, G, be), EG),
+                         (cross_force(u, H, be), EH)))
         else:
             DG = cross_force(x, E.Fc_s, be) + rigid_apply(E.Yc_s, dA, be) + coriolis_apply(E.K_s, dV, be)
-            rows.append((x, t1, t4, G, (None, rigid_apply(E.Yc_s, x, be)), (None, coriolis_apply_t(E.K_s, x, be)),
-                         (None, DG)))
+            DH = rigid_apply(E.Yc_s, dAv, be) + coriolis_apply(E.K_s, x, be)
+            rows.append((x, t1, t4, G, H, (None, rigid_apply(E.Yc_s, x, be)), (None, coriolis_apply_t(E.K_s, x, be)),
+                         (None, DG), (None, DH)))
     return rows
 
 
@@ -306,11 +314,11 @@ def _add(*xs):
 
 def _q_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, be):
     """Along column ``c`` of joint ``s`` (tangent space of q): ``D dtau_dq`` in the columns
-    ``cols`` and ``D M``, from :func:`_explicit`.  Where both bodies of a pair are in the
-    subtree of ``s`` the turning parts cancel (``(u x* f).m + f.(u x m) = 0``): only
-    explicit parts remain, and ``D M`` vanishes."""
+    ``cols``, ``D dtau_dv`` and ``D M``, from :func:`_explicit`.  Where both bodies of a
+    pair are in the subtree of ``s`` the turning parts cancel (``(u x* f).m + f.(u x m) =
+    0``): only explicit parts remain, and ``D M`` vanishes."""
     nv = model.nv
-    dq, dM = be.zeros(nv, nv), be.zeros(nv, nv)
+    dq, dv, dM = be.zeros(nv, nv), be.zeros(nv, nv), be.zeros(nv, nv)
     E = _explicit(model, w, S, s, c, be)
     u = w.J[s][:, c:c + 1]
     related = set(model.ancestors(s)) | {i for i in range(model.nbodies) if s in model.ancestors(i)}
@@ -320,23 +328,29 @@ def _q_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, be):
         for j in model.ancestors(i):
             bj = model.bodies[j]
             inside = E.dV[j] is not None
-            for r, (x, t1, t4, G, Dt1, Dt4, DG) in enumerate(rows):
+            for r, (x, t1, t4, G, H, Dt1, Dt4, DG, DH) in enumerate(rows):
                 ri = b.idx_v + r
                 for cc in range(bj.nv):
                     cj = bj.idx_v + cc
-                    y, dA, dV = w.J[j][:, cc:cc + 1], w.dAdq[j][:, cc:cc + 1], w.dVdq[j][:, cc:cc + 1]
-                    if cj in cols:
-                        if inside:      # both turn: explicit parts only
-                            e = _dot(t1, E.dA[j][:, cc:cc + 1]) + _dot(t4, ang(E.dV[j][:, cc:cc + 1]))
-                            dq[ri, cj] = e + _dot(Dt4[1], ang(dV))
-                        else:
-                            dq[ri, cj] = _dot(_add(*Dt1), dA) + _dot(_add(*Dt4), ang(dV))
-                    if not inside and (j != i or cc >= r):
-                        dM[ri, cj] = _dot(_add(*Dt1), y)
-                        dM[cj, ri] = dM[ri, cj]
-                    if j != i and ri in cols:
-                        dq[cj, ri] = _dot(y, DG[1]) if inside else _dot(y, _add(*DG))
-    return dq, dM
+                    y, dA, dV, dAv = (X[j][:, cc:cc + 1] for X in (w.J, w.dAdq, w.dVdq, w.dAdv))
+                    if inside:      # both turn: explicit parts only
+                        if cj in cols:
+                            dq[ri, cj] = (_dot(t1, E.dA[j][:, cc:cc + 1]) + _dot(t4, ang(E.dV[j][:, cc:cc + 1]))
+                                          + _dot(Dt4[1], ang(dV)))
+                        dv[ri, cj] = _dot(t1, E.dAv[j][:, cc:cc + 1]) + _dot(Dt4[1], ang(y))
+                    else:
+                        T1, T4 = _add(*Dt1), _add(*Dt4)
+                        if cj in cols:
+                            dq[ri, cj] = _dot(T1, dA) + _dot(T4, ang(dV))
+                        dv[ri, cj] = _dot(T1, dAv) + _dot(T4, ang(y))
+                        if j != i or cc >= r:
+                            dM[ri, cj] = _dot(T1, y)
+                            dM[cj, ri] = dM[ri, cj]
+                    if j != i:
+                        if ri in cols:
+                            dq[cj, ri] = _dot(y, DG[1]) if inside else _dot(y, _add(*DG))
+                        dv[cj, ri] = _dot(y, DH[1]) if inside else _dot(y, _add(*DH))
+    return dq, dv, dM
 
 
 def _symmetric_pairs(model: Model):
@@ -357,7 +371,8 @@ def second_order_tensors(model: Model, q, v, a, be):
     ``d2tau_dqdq`` and of ``d2tau_dvdv`` is formed in the columns ``j <= k`` (and, for
     ``d2tau_dqdq``, the columns of ``k``'s own joint); the others are mirrored from slice
     ``j`` (:func:`_symmetric_pairs`; ``d2tau_dvdv`` is a Hessian in ``v``).  The mixed
-    tensor ``dtau_dqdv[:, j, k] = d/dv_k (dtau/dq)[:, j]`` comes from the v-directions."""
+    tensor ``dtau_dqdv[:, j, k] = d/dv_k (dtau/dq)[:, j] = d/dq_j (dtau/dv)[:, k]`` (v is a
+    vector space: the partials commute) comes from the q-directions."""
     w = world_pass(model, q, v, a, be)
     be.mark("forward", *w.of, *w.P)
     S = _sums(model, w.oI, w.of, w.hv, w.P, be)
@@ -365,17 +380,17 @@ def second_order_tensors(model: Model, q, v, a, be):
     same = _symmetric_pairs(model)
     everything = set(range(nv))
     dirs = [(s, c, b.idx_v + c) for s, b in enumerate(model.bodies) for c in range(b.nv)]
-    qq, vv, qv, aq = [], [], [], []
+    qq, vv, vq, aq = [], [], [], []
     for s, c, k in dirs:
-        dq, dM = _q_partials(model, w, S, s, c, set(range(k, nv)) | same[k], be)
+        dq, dv, dM = _q_partials(model, w, S, s, c, set(range(k, nv)) | same[k], be)
         qq.append(dq)
+        vq.append(dv)
         aq.append(dM)
-    be.mark("q_directions", *qq, *aq)
+    be.mark("q_directions", *qq, *vq, *aq)
     for s, c, k in dirs:
         t = _tangent(model, w, S, s, c, False, be)
-        dq, dv, _ = _partials_tangent(model, w, S, t, be, everything, set(range(k + 1)), want_M=False)
-        qv.append(dq)
-        vv.append(dv)
+        vv.append(_partials_tangent(model, w, S, t, be, set(), set(range(k + 1)), want_M=False)[1])
+    qv = [be.hcat([vq[j][:, k:k + 1] for j in range(nv)]) for k in range(nv)]   # d/dv_k dtau_dq = d/dq_j dtau_dv
     for k in range(nv):
         for j in range(k + 1, nv):
             vv[k][:, j] = vv[j][:, k]
