@@ -19,24 +19,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 from opcount.report import render as render_opcount
 
 from . import pinref
 from .algorithms import ALGORITHMS
 from .algorithms.registry import ROUTES
-from .api import get_algorithm, run
+from .api import get_algorithm
 from .bench.cli import add_parser as add_bench_parser
 from .build import build
+from .casadi_api import casadi_library
 from .choose import AUTO, choose, is_auto
 from .constraint_spec import parse_constraints, spec_names
 from .crocoddyl_cpp import write_header as write_crocoddyl_header
-from .emit import timed
+from .emit import timed, write
 from .errors import RbdgenError
 from .robots import load_robot
 from .robots.named import NAMED_ROBOTS
@@ -269,10 +269,6 @@ def _casadi_build(model, algorithm, cset, args, progress, opts) -> str:
     kernels, jac_<name>) written into --out as lib<name>.so with its sources (the
     derivative kernel's files and <name>_jacobian.c beside the folder's own); returns its
     casadi.external name."""
-    import shutil
-
-    from .casadi_api import casadi_library
-    from .emit import write
     if args.batch or args.avoid_stack or args.prefix:
         raise RbdgenError("--casadi builds the default scalar kernel: leave out --batch, --avoid-stack and --prefix")
     name, lib, files = casadi_library(model, algorithm, cset, flags=args.flags, progress=progress, **opts)
