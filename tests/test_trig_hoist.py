@@ -36,8 +36,8 @@ def _routine() -> str:
     return "\n".join([*_vector_types(PREFIX, TRIG_LANES), "", _batch_trig_code(PREFIX, TRIG_LANES)])
 
 
-def _run(tmp_path, f: ca.Function, inputs, plan=None, name="k"):
-    code, (written,) = write_functions([f], preamble=_routine(), trig_vector=PREFIX, lanes=[plan])
+def _run(tmp_path, f: ca.Function, inputs, plan=None, name="k", **split):
+    code, (written,) = write_functions([f], preamble=_routine(), trig_vector=PREFIX, lanes=[plan], **split)
     lib = compile_shared(tmp_path, code, name, FLAGS)
     outs = [np.zeros(f.nnz_out(j)) for j in range(f.n_out())]
     dp = ctypes.POINTER(ctypes.c_double)
@@ -66,6 +66,19 @@ def test_hoisted_kernel_matches_the_virtual_machine(tmp_path, robot, algorithm):
     angles = len({m.group(1) for m in re.finditer(r"\barg\[0\]\[(\d+)\]", code)})
     assert len(ROUTINE_CALL.findall(code)) == 2 * math.ceil(angles / TRIG_LANES)
     assert not LIBM_TRIG.search(code.split("void rbd_h_kernel")[1])
+
+
+@needs_cc
+def test_hoisted_kernel_split_into_parts_matches_the_virtual_machine(tmp_path):
+    # the vectors of sines and cosines cross the parts' boundaries through x, lane by lane
+    model = gen.load_robot("ur5")
+    f = _kernel_function("rbd_s_kernel", trace_for(model, "aba"))
+    rng = np.random.default_rng(7)
+    inputs = [model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)]
+    code, outs = _run(tmp_path, f, inputs, split_above=300, part_size=300)
+    assert "rbd_s_kernel_p1" in code and cwriter.FLATTEN + "static RBDGEN_PART void rbd_s_kernel_p0" in code
+    for y, ref in zip(outs, _vm(f, inputs)):
+        assert rel_err(y, ref) < VM_TOL
 
 
 @needs_cc
