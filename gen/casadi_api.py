@@ -31,9 +31,12 @@ as their own builds').  Nothing in it keeps state: a call's scratch (the derivat
 kernel's outputs, its work, the chart below) is in CasADi's ``w``, so the function runs
 in ``Function.map(N, "thread", k)`` (one ``w`` per thread), in ``nlpsol``, and in the C
 that ``Function.generate`` writes for a function calling it (link the library).
-``jac_<name>``'s outputs ``jac_<out>_<in>`` are dense for the outputs the derivative
-row differentiates and structurally zero for the others (a solver's ``iterations`` and
-``residual``): the derivative kernels' matrices are dense.
+``jac_<name>``'s outputs ``jac_<out>_<in>`` have the structural pattern of the value
+function's Jacobian (CasADi's ``jac_sparsity`` of the traced graph, the q blocks widened
+by the chart below): the same pattern an NLP gets from :func:`casadi_function`, so a
+solver that factorises by pattern (IPOPT) takes the same path with either; the outputs
+the derivative row does not differentiate (a solver's ``iterations`` and ``residual``)
+are structurally zero.
 
 **Derivatives with respect to q.**  rbdgen's derivative kernels are in the tangent space
 (Pinocchio's ``integrate``, :mod:`gen.configuration`): ``df/dq`` is ``d f(q (+) d) / d d``
@@ -53,11 +56,13 @@ derivatives.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
 
 import casadi as ca
+import numpy as np
 
 from .algorithms import Algorithm
 from .api import get_algorithm
@@ -137,6 +142,47 @@ def _chart(model: Model, fname: str) -> dict:
             "nq": model.nq, "nv": model.nv}
 
 
+def _q_groups(model: Model) -> list[range]:
+    """The raw coordinates of q that the chart ``pinv(T(q))`` mixes (its diagonal blocks:
+    a free-flyer's translation and its quaternion, each other joint's coordinates)."""
+    groups = []
+    for b in model.bodies:
+        if b.nq:
+            groups += [range(b.idx_q, b.idx_q + 3), range(b.idx_q + 3, b.idx_q + 7)] if b.kind == "free" else \
+                [range(b.idx_q, b.idx_q + b.nq)]
+    return groups
+
+
+def _structure(folder: BuildFolder, model: Model, algo: Algorithm, cset, options: dict) -> dict:
+    """``{"<out>|<in>": [colind, row]}``: the structural pattern of each Jacobian block of
+    the value function (CasADi's ``jac_sparsity`` of the traced graph; IPOPT's KKT
+    factorisation follows the pattern it is given, so dense blocks change its path).  The
+    q blocks of a chart (``nq != nv``) are widened to every coordinate of a chart group
+    that any of them touches: ``D pinv(T)`` mixes a group's columns.  Kept beside the
+    cached build folder (tracing once)."""
+    path = folder.path / "casadi_jacobian_structure.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    f = trace(model, algo.name, cset, **options).function("value")
+    names_in, names_out = f.name_in(), f.name_out()
+    groups = _q_groups(model) if model.nq != model.nv else []
+    out = {}
+    for o, blocks in algo.jacobian.blocks.items():
+        oi = names_out.index(o)
+        for i, iname in enumerate(names_in):
+            sp = f.jac_sparsity(oi, i)
+            if iname == "q" and groups:
+                dense = np.array(ca.DM(sp, 1.0)) != 0
+                for g in groups:
+                    dense[:, g.start:g.stop] = dense[:, g.start:g.stop].any(axis=1, keepdims=True)
+                sp = ca.DM(dense.astype(float)).sparsity()
+            out[f"{o}|{iname}"] = [[int(k) for k in sp.colind()], [int(k) for k in sp.row()]]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(path)
+    return out
+
+
 def _sources(folder: BuildFolder) -> dict[str, str]:
     """A scalar build folder's header, wrapper and kernel files (not its ``P_casadi.c``)."""
     m = folder.manifest
@@ -176,7 +222,8 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
         jf = jfolder.manifest["functions"][0]
         jac = {"symbol": jf["symbol"], "header": jfolder.manifest["header"], "work_size": jf["work_size"],
                "inputs": jf["inputs"], "outputs": jf["outputs"], "blocks": algo.jacobian.blocks,
-               "chart": None if model.nq == model.nv else _chart(model, f"{name}_chart")}
+               "chart": None if model.nq == model.nv else _chart(model, f"{name}_chart"),
+               "structure": _structure(folder, model, algo, cset, options)}
     cas = casadi_context(name, fn, folder.manifest["header"], False, jac)
     files[cas["file"]] = render_casadi(cas)
     sources = [n for n in files if n.endswith(".c")]

@@ -871,8 +871,13 @@ def casadi_context(name: str, fn: dict, header: str, driver: bool, jacobian: dic
     ``row``, ``nq``, ``nv``)."""
     patterns: dict[tuple, str] = {}
 
-    def pattern(rows: int, cols: int, dense: bool = True) -> str:
-        data = (rows, cols, 1) if dense else (rows, cols, *[0] * (cols + 1))
+    def pattern(rows: int, cols: int, dense: bool = True, structure=None) -> str:
+        """CasADi's compressed-column sparsity (its dense shorthand ``rows, cols, 1``;
+        ``structure`` ``[colind, row]``; not dense: structurally zero)."""
+        if structure is not None and structure[0][-1] < rows * cols:
+            data = (rows, cols, *structure[0], *structure[1])
+        else:
+            data = (rows, cols, 1) if dense else (rows, cols, *[0] * (cols + 1))
         return patterns.setdefault(data, f"{name}_sp{len(patterns)}")
 
     ins = [{"name": x["name"], "size": x["size"], "sp": pattern(x["size"], 1)} for x in fn["inputs"]]
@@ -910,25 +915,33 @@ def _casadi_jacobian(jac: dict, ins: list[dict], outs: list[dict], pattern) -> d
         offset += y["size"]
     where = {y["name"]: y for y in kernel_outputs}
     chart = jac["chart"]
+    structure = jac.get("structure") or {}
     blocks = []
     for y in outs:
         names = jac["blocks"].get(y["name"])
         for i, x in enumerate(ins):
             src = None if names is None else where[names[i]]
             use_chart = src is not None and chart is not None and x["name"] == "q"
+            sp = structure.get(f"{y['name']}|{x['name']}") if src is not None else None
+            sparse = sp is not None and sp[0][-1] < y["size"] * x["size"]
+            # a sparse block: the kernel's dense block gathered at the pattern's nonzeros
+            gather = [r + y["size"] * c for c in range(x["size"]) for r in sp[1][sp[0][c]:sp[0][c + 1]]] \
+                if sparse else None
             blocks.append({"index": len(blocks), "name": f"jac_{y['name']}_{x['name']}", "rows": y["size"],
                            "cols": x["size"], "src": None if src is None else src["offset"],
                            "kernel_output": None if src is None else src["name"], "chart": use_chart,
-                           "sp": pattern(y["size"], x["size"], dense=src is not None)})
+                           "gather": gather, "sp": pattern(y["size"], x["size"], src is not None, sp)})
     if chart is not None:
         chart = {**chart, "nnz": chart["colind"][-1], "q": nominal["q"]}
     extra = max([x["size"] for x in kernel_inputs if x["nominal"] is None], default=1)
     j_ins = ins + [{"name": f"out_{y['name']}", "size": y["size"], "sp": y["sp"]} for y in outs]
+    # scratch for a sparse chart block: D P formed densely, then gathered
+    dense = max([b["rows"] * b["cols"] for b in blocks if b["chart"] and b["gather"]], default=0)
+    work = offset + jac["work_size"] + (chart["nnz"] if chart else 0)
     return {"symbol": jac["symbol"], "header": jac["header"], "work_size": jac["work_size"],
             "kernel_inputs": kernel_inputs, "kernel_outputs": kernel_outputs, "buffer": offset,
             "inputs": j_ins, "outputs": [{"name": b["name"], "sp": b["sp"]} for b in blocks], "blocks": blocks,
-            "chart": chart, "extra": extra,
-            "sz_w": offset + jac["work_size"] + (chart["nnz"] if chart else 0)}
+            "chart": chart, "extra": extra, "dense_at": work, "sz_w": work + dense}
 
 
 def render_casadi(cas: dict) -> str:
