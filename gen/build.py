@@ -221,7 +221,7 @@ class Patient:
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
           avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
-          scalar_trig: str = "libm", lanes: bool = True, quiet: bool = False, **options) -> Kernel:
+          scalar_trig: str = "hoisted", lanes: bool = True, quiet: bool = False, **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``, or find it in the cache before
     tracing (module docstring); returns a :class:`Kernel`.
 
@@ -233,8 +233,10 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     as the CLI does, unless ``quiet``); ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
     per call (a batched kernel, see the module docstring), ``batch_trig`` its sin and cos
     ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`), ``scalar_trig`` the scalar kernel's
-    ("libm", default, or "vector": the batched kernels' routine, so that with
-    ``-ffp-contract=off`` the lanes of a batched kernel are bit for bit the scalar one's);
+    (:data:`gen.emit.SCALAR_TRIG`: "hoisted", default, the joint angles' through the
+    batched kernels' routine 4 at a time; "vector", every one through it, so that with
+    ``-ffp-contract=off`` the lanes of a batched kernel are bit for bit the scalar one's;
+    "libm", glibc's);
     ``lanes``: write the robot's isomorphic limbs as vector lanes where that pays
     (:mod:`gen.lanes`; False: every statement on doubles);
     other keyword
@@ -284,7 +286,7 @@ def build_folder(robot, algorithm: str, constraints=None, *, flags=None, cache=N
     model = robot if isinstance(robot, Model) else load_robot(robot)
     flags = compile_flags(flags)
     codegen = {"prefix": None, "avoid_stack": False, "batch": None, "batch_trig": "vector",
-               "scalar_trig": "libm", "lanes": True}
+               "scalar_trig": "hoisted", "lanes": True}
     root = cache_dir(cache)
     key = _request_key(model, algorithm, constraints, options, codegen, flags)
     entry = None if key is None else (buildcache.lookup(root, key) or buildcache.lookup(root, f"emit-{key}"))

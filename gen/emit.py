@@ -197,7 +197,7 @@ from .algorithms import in_report
 from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
-from .cwriter import LIBM_OPS, VECTOR_OPS, c_double, o0_temporaries, op_name, stack_bytes, write_functions
+from .cwriter import LIBM_OPS, TRIG_LANES, VECTOR_OPS, c_double, o0_temporaries, op_name, stack_bytes, write_functions
 from .errors import RbdgenError
 from .model import Model
 from .lanes import manifest as lanes_manifest, plan as lane_plan, trace_plan
@@ -409,16 +409,19 @@ _UNSET = object()
 
 
 def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None, batch_trig: str = "vector", scalar_trig: str = "libm",
+            batch: int | None = None, batch_trig: str = "vector", scalar_trig: str = "hoisted",
             choice: dict | None = None, split_above: int | None = None, order: str = "auto",
             lanes: bool = True) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
     ``batch_trig="libm"``), None for the scalar kernel; ``scalar_trig``: the scalar
-    kernel's sin and cos, glibc's (``"libm"``) or the batched kernels' routine on one lane
-    (``"vector"``, symbol ``..._vtrig``: with ``-ffp-contract=off`` on both, the lanes of a
-    batched kernel are then bit for bit this kernel); ``choice``: the record of an
+    kernel's sin and cos (:data:`SCALAR_TRIG`): ``"hoisted"`` (default; the joint angles'
+    through the batched kernels' routine, :data:`gen.cwriter.TRIG_LANES` at a time,
+    :func:`gen.cwriter.hoist_trig`; glibc's with ``avoid_stack``), every one through that
+    routine on one lane (``"vector"``, symbol ``..._vtrig``: with ``-ffp-contract=off`` on
+    both, the lanes of a batched kernel are then bit for bit this kernel) or glibc's
+    (``"libm"``, symbol ``..._libmtrig``); ``choice``: the record of an
     automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
     ``split_above``: the tape length above which a scalar kernel is split into parts
     (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
@@ -436,17 +439,19 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                           "iterations=K, not a tolerance")
     if batch and avoid_stack:
         raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
-    for name, value in (("batch_trig", batch_trig), ("scalar_trig", scalar_trig)):
-        if value not in BATCH_TRIG:
-            raise RbdgenError(f"{name}={value!r}: choose from {', '.join(BATCH_TRIG)}")
-    if batch and scalar_trig != "libm":
+    for name, value, choices in (("batch_trig", batch_trig, BATCH_TRIG), ("scalar_trig", scalar_trig, SCALAR_TRIG)):
+        if value not in choices:
+            raise RbdgenError(f"{name}={value!r}: choose from {', '.join(choices)}")
+    if batch and scalar_trig != SCALAR_TRIG[0]:
         raise RbdgenError("scalar_trig sets the scalar kernel's sin and cos; a batched kernel's are batch_trig")
     runtime = runtime_parameters(tr)
     if batch and runtime:
         raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
                           "weights built in (runtime_params off)")
     tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else \
-        ("_vtrig" if scalar_trig == "vector" else "")
+        {"vector": "_vtrig", "libm": "_libmtrig"}.get(scalar_trig, "")
+    if scalar_trig == "hoisted" and avoid_stack:      # hoisting keeps vectors in locals
+        scalar_trig = "libm"
     # avoid_stack changes the ABI (the work size): its own symbol, so both builds link together
     prefix = prefix or symbol_prefix(model.name, algo.name, spec,
                                      {**variant(tr), **({"avoid_stack": True} if avoid_stack else {})}) + tag
@@ -469,7 +474,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     if batch:
         kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
     else:
-        trig = _one_lane_trig(f"{prefix}_cg") if scalar_trig == "vector" else {}
+        trig = {"hoisted": _hoisted_trig, "vector": _one_lane_trig}.get(scalar_trig, lambda p: {})(f"{prefix}_cg")
         if loops:
             kernel_code, one, plans = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack,
                                                      split_above=split_above, order=order, lanes=with_lanes, **trig)
@@ -521,7 +526,7 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                             if driver else {})},
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
             "batch_trig": batch_trig} if batch else {}),
-        **({"scalar_trig": scalar_trig} if scalar_trig != "libm" else {}),
+        **({"scalar_trig": scalar_trig} if scalar_trig != SCALAR_TRIG[0] and not batch else {}),
         "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
                     **({"lanes": lanes_manifest(model, plans)} if any(plans) else {}),
                     **({"products": products_manifest(tr)} if loops and not batch else {})},
@@ -641,6 +646,12 @@ BATCH_SIZES = (2, 4, 8, 16)
 #: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
 #: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
 BATCH_TRIG = ("vector", "libm")
+#: how a scalar kernel evaluates sin and cos, default first (:func:`context`): glibc's
+#: sincos was 26-58 % of a small arm's instructions; the joint angles' together through the
+#: vector routine, inlined, cut ur5 crba from 1079 to 638 instructions (75 -> 63 ns) and
+#: talos crba from 1520 to 917 ns, within 4e-14 of glibc's values
+#: (bench/reports/2026-11-28-speed.md)
+SCALAR_TRIG = ("hoisted", "vector", "libm")
 _TRIG_OPS = {ca.OP_SIN: "sin", ca.OP_COS: "cos"}
 #: |x| above which the vectorised sin/cos hand a lane to libm: the reduction's products
 #: k*C1, k*C2 are exact while |k| < 2^21 (k = round(2x/pi), C1, C2 of 32 bits)
@@ -750,6 +761,14 @@ def _vector_types(p: str, lanes: int) -> list[str]:
             f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));",
             f"typedef long long {p}_i64 __attribute__((vector_size({8 * lanes})));",
             f"typedef int {p}_i32 __attribute__((vector_size({4 * lanes})));"]
+
+
+def _hoisted_trig(p: str) -> dict:
+    """``write_functions``' ``preamble`` and ``trig_vector`` for :func:`gen.cwriter.hoist_trig`:
+    the joint angles' sin and cos through :func:`_batch_trig_code`'s routine,
+    :data:`gen.cwriter.TRIG_LANES` at a time."""
+    preamble = "\n".join([*_vector_types(p, TRIG_LANES), "", _batch_trig_code(p, TRIG_LANES)])
+    return {"preamble": preamble, "trig_vector": p}
 
 
 def _one_lane_trig(p: str) -> dict:
@@ -1021,7 +1040,7 @@ def write(files: dict[str, str], out_dir) -> Path:
 
 def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
                progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector", scalar_trig: str = "libm", choice: dict | None = None,
+               batch_trig: str = "vector", scalar_trig: str = "hoisted", choice: dict | None = None,
                split_above: int | None = None, order: str = "auto", lanes: bool = True) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in

@@ -88,22 +88,28 @@ def test_constrained_aba_fixed_iterations(robot, spec, lanes, kernel_cache):
 
 def test_scalar_kernel_with_the_batched_sin_cos(kernel_cache):
     """scalar_trig="vector": the scalar kernel's sin and cos are the batched kernels'
-    routine on one lane (symbol ..._vtrig, recorded in the manifest); its results stay
-    within the routine's accuracy of the glibc build (solo12 aba); the lanes against it:
-    test_constrained_aba_fixed_iterations."""
+    routine on one lane (symbol ..._vtrig, recorded in the manifest); "libm": glibc's
+    (..._libmtrig); the default, "hoisted": the joint angles' through the routine four at
+    a time (not recorded).  All within the routine's accuracy of the glibc build (solo12
+    aba); the lanes against the one-lane form: test_constrained_aba_fixed_iterations."""
     model = load_or_skip("solo12")
     plain = build(model, "aba", cache=kernel_cache)
+    libm = build(model, "aba", cache=kernel_cache, scalar_trig="libm")
     vtrig = build(model, "aba", cache=kernel_cache, scalar_trig="vector")
     assert vtrig.symbol == plain.symbol + "_vtrig" and vtrig.manifest["scalar_trig"] == "vector"
+    assert libm.symbol == plain.symbol + "_libmtrig" and libm.manifest["scalar_trig"] == "libm"
     assert "scalar_trig" not in plain.manifest
     assert "_trig1(" in (vtrig.path / f"{vtrig.symbol}_kernel.c").read_text()
+    assert "_trig1(" not in (plain.path / f"{plain.symbol}_kernel.c").read_text()
+    assert "sin(" in (libm.path / f"{libm.symbol}_kernel.c").read_text()
     rng = np.random.default_rng(0)
     for _ in range(5):
         q, v, tau = model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
-        assert rel_err(vtrig(q, v, tau), plain(q, v, tau)) <= 1e-13
+        assert rel_err(vtrig(q, v, tau), libm(q, v, tau)) <= 1e-13
+        assert rel_err(plain(q, v, tau), libm(q, v, tau)) <= 1e-13
     with pytest.raises(RbdgenError, match="scalar_trig sets the scalar kernel"):
         build(model, "aba", cache=kernel_cache, batch=4, scalar_trig="vector")
-    with pytest.raises(RbdgenError, match="scalar_trig='fast': choose from vector, libm"):
+    with pytest.raises(RbdgenError, match="scalar_trig='fast': choose from hoisted, vector, libm"):
         build(model, "aba", cache=kernel_cache, scalar_trig="fast")
 
 

@@ -168,10 +168,10 @@ def test_a_change_to_any_key_component_rebuilds(change, tmp_path, monkeypatch):
 
 def test_every_codegen_option_is_in_the_key():
     model = gen.load_robot("chain:3")
-    base = {"prefix": None, "avoid_stack": False, "batch": None, "batch_trig": "vector", "scalar_trig": "libm",
+    base = {"prefix": None, "avoid_stack": False, "batch": None, "batch_trig": "vector", "scalar_trig": "hoisted",
             "lanes": True}
     variants = [{"prefix": "my_kernel"}, {"avoid_stack": True}, {"batch": 4}, {"batch_trig": "libm"},
-                {"scalar_trig": "vector"}, {"lanes": False}]
+                {"scalar_trig": "vector"}, {"scalar_trig": "libm"}, {"lanes": False}]
     keys = {request_key(model, "aba", None, {}, {**base, **v}, ["-O1"]) for v in variants}
     keys.add(request_key(model, "aba", None, {}, base, ["-O1"]))
     assert len(keys) == len(variants) + 1 and None not in keys

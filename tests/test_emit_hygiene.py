@@ -36,6 +36,7 @@ SHAPES = {
     "scalar": ("ur5", "aba", None, {}, {}, ["kernel"]),
     "lanes": ("solo12", "aba", None, {}, {}, ["kernel"]),
     "vector_trig": ("solo12", "aba", None, {}, {"scalar_trig": "vector"}, ["kernel"]),
+    "libm_trig": ("ur5", "aba", None, {}, {"scalar_trig": "libm"}, ["kernel"]),
     "products": ("solo12", "aba_derivatives", None, {}, {}, ["kernel"]),
     "split": ("ur5", "aba", None, {}, {"split_above": 300}, ["kernel"]),
     "avoid_stack": ("ur5", "crba", None, {}, {"avoid_stack": True}, ["kernel"]),

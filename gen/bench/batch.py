@@ -65,7 +65,7 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
     cset = algo.constraint_set(model, constraints)
     flags, trig = options.get("flags"), options.get("batch_trig", "vector")     # build options
     algo_options = {k: v for k, v in options.items() if k not in ("flags", "batch_trig", "scalar_trig")}
-    scalar = build(model, algorithm, cset, flags=flags, scalar_trig=options.get("scalar_trig", "libm"),
+    scalar = build(model, algorithm, cset, flags=flags, scalar_trig=options.get("scalar_trig", "hoisted"),
                    progress=progress, **algo_options)
     batched = [build(model, algorithm, cset, flags=flags, batch=n, batch_trig=trig, progress=progress,
                      **algo_options) for n in lanes]

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import casadi as ca
 
+from ..emit import _kernel_function, trace_for
+
 LATENCY = {ca.OP_ADD: 3, ca.OP_SUB: 3, ca.OP_MUL: 3, ca.OP_NEG: 1, ca.OP_TWICE: 3, ca.OP_SQ: 3,
            ca.OP_DIV: 13, ca.OP_INV: 13, ca.OP_SQRT: 20, ca.OP_SIN: 40, ca.OP_COS: 40}
 #: an FMA (a mul contracted into its one add or sub user): the pair's latency
@@ -79,7 +81,6 @@ def critical_path(f: ca.Function) -> dict:
 
 
 def kernel_function(robot: str, algorithm: str) -> ca.Function:
-    from ..emit import _kernel_function, trace_for
     return _kernel_function("k", trace_for(robot, algorithm))
 
 

@@ -2,11 +2,7 @@
 (:func:`gen.cwriter.hoist_trig`): instructions per call (callgrind), run time against
 Pinocchio and ADAM in one program per variant, and the largest difference of the outputs.
 
-gen.emit does not yet offer the hoisted form as a build option, so :func:`hoisted_emit`
-stands in for the change it needs (``scalar_trig="vector"`` giving the kernel
-``gen.cwriter.hoist_trig``'s form: the routine of ``TRIG_LANES`` lanes in the preamble and
-``trig_vector`` to the writer, in place of a one-lane routine per call) while a build
-runs; those builds go to a cache folder of their own, since the cache key does not see it.
+The two variants are gen.build's ``scalar_trig="libm"`` and its default ``"hoisted"``.
 
     python -m gen.bench.trig_hoist [--robots ur5,panda] [--algorithms rnea,nle,crba,aba]
                                    [--repeats 3] [--no-time] [--out FILE.json]
@@ -14,20 +10,16 @@ runs; those builds go to a cache folder of their own, since the cache key does n
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .. import emit
 from ..build import build
 from . import harness
-from ..cwriter import TRIG_LANES
 from ..robots import load_robot
 from .callgrind import count
 from .harness import make_states
@@ -35,35 +27,18 @@ from .harness import make_states
 VARIANTS = ("libm", "hoisted")
 
 
-@contextlib.contextmanager
-def hoisted_emit():
-    """While open, ``gen.build(..., scalar_trig="vector")`` writes the hoisted form."""
-    saved = emit._one_lane_trig
-
-    def hoisted(p: str) -> dict:
-        preamble = "\n".join([*emit._vector_types(p, TRIG_LANES), "", emit._batch_trig_code(p, TRIG_LANES)])
-        return {"preamble": preamble, "trig_vector": p}
-
-    emit._one_lane_trig = hoisted
-    try:
-        yield
-    finally:
-        emit._one_lane_trig = saved
+def _options(variant: str) -> dict:
+    return {"scalar_trig": variant}
 
 
-def _options(variant: str, cache: Path) -> dict:
-    return {} if variant == "libm" else {"scalar_trig": "vector", "cache": cache}
-
-
-def max_difference(robot: str, algorithm: str, cache: Path, n_states: int = 64, seed: int = 1) -> tuple[float, float]:
+def max_difference(robot: str, algorithm: str, n_states: int = 64, seed: int = 1) -> tuple[float, float]:
     """``(hoisted, ulp)``: the largest |hoisted - libm| over every output of ``n_states``
     random states, relative to max(1, |libm|), and as the yardstick of rounding the
     largest change of the libm kernel's outputs when every input moves by one ulp
     (``numpy.nextafter`` away from zero), in the same measure."""
     model = load_robot(robot)
-    ref = build(model, algorithm, quiet=True)
-    with hoisted_emit():
-        hoisted = build(model, algorithm, quiet=True, **_options("hoisted", cache))
+    ref = build(model, algorithm, quiet=True, **_options("libm"))
+    hoisted = build(model, algorithm, quiet=True, **_options("hoisted"))
     fn = ref.manifest["functions"][0]
     inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
     states = make_states(model, inputs, n_states, seed)
@@ -87,23 +62,21 @@ def max_difference(robot: str, algorithm: str, cache: Path, n_states: int = 64, 
     return worst, ulp
 
 
-def measure(robot: str, algorithm: str, cache: Path, repeats: int, time_it: bool, calls: int = 500) -> dict:
+def measure(robot: str, algorithm: str, repeats: int, time_it: bool, calls: int = 500) -> dict:
     row = {"robot": robot, "algorithm": algorithm}
     for variant in VARIANTS:
-        ctx = hoisted_emit() if variant == "hoisted" else contextlib.nullcontext()
-        with ctx:
-            try:
-                cg = count(robot, algorithm, calls=calls, **_options(variant, cache))
-                row[variant] = {"ir": cg["ir_specialized"], "ir_self": cg["ir_specialized_self"],
-                                "ir_callees": cg["ir_specialized_callees"], "ops": cg["ops"]}
-            except subprocess.CalledProcessError:
-                # valgrind 3.19 stops on some AVX2 encodings gcc picks (SIGILL: the register
-                # form of VEX vmovq, 0xC5 0x79 0xD6); the program itself runs
-                row[variant] = {"ir": None, "ir_self": None, "ir_callees": None}
-            if time_it:
-                runs = [_benchmark(robot, algorithm, _options(variant, cache)) for _ in range(repeats)]
-                row[variant]["runs"] = [_ratios(r) for r in runs]
-    row["max_difference"], row["one_ulp_change"] = max_difference(robot, algorithm, cache)
+        try:
+            cg = count(robot, algorithm, calls=calls, **_options(variant))
+            row[variant] = {"ir": cg["ir_specialized"], "ir_self": cg["ir_specialized_self"],
+                            "ir_callees": cg["ir_specialized_callees"], "ops": cg["ops"]}
+        except subprocess.CalledProcessError:
+            # valgrind 3.19 stops on some AVX2 encodings gcc picks (SIGILL: the register
+            # form of VEX vmovq, 0xC5 0x79 0xD6); the program itself runs
+            row[variant] = {"ir": None, "ir_self": None, "ir_callees": None}
+        if time_it:
+            runs = [_benchmark(robot, algorithm, _options(variant)) for _ in range(repeats)]
+            row[variant]["runs"] = [_ratios(r) for r in runs]
+    row["max_difference"], row["one_ulp_change"] = max_difference(robot, algorithm)
     return row
 
 
@@ -156,11 +129,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="write the rows as JSON to this file")
     a = p.parse_args(argv)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="rbdgen-hoist-") as cache:
-        for robot in a.robots.split(","):
-            for alg in a.algorithms.split(","):
-                rows.append(measure(robot, alg, Path(cache), a.repeats, not a.no_time))
-                print(summary(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    for robot in a.robots.split(","):
+        for alg in a.algorithms.split(","):
+            rows.append(measure(robot, alg, a.repeats, not a.no_time))
+            print(summary(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))
     print(summary(rows), end="")
