@@ -175,7 +175,7 @@ def _structure(folder: BuildFolder, model: Model, algo: Algorithm, cset, options
                 dense = np.array(ca.DM(sp, 1.0)) != 0
                 for g in groups:
                     dense[:, g.start:g.stop] = dense[:, g.start:g.stop].any(axis=1, keepdims=True)
-                sp = ca.DM(dense.astype(float)).sparsity()
+                sp = ca.sparsify(ca.DM(dense.astype(float))).sparsity()
             out[f"{o}|{iname}"] = [[int(k) for k in sp.colind()], [int(k) for k in sp.row()]]
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(out))

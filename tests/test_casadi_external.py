@@ -111,6 +111,22 @@ def test_solver_outputs_structurally_zero():
             assert rel_err(g, w) < JAC_TOL
 
 
+@pytest.mark.parametrize("robot", ["panda", "solo12"])
+def test_jacobian_pattern_is_the_graphs(robot):
+    """jac_<name>'s blocks have the structural pattern CasADi finds in the traced graph
+    (casadi_function's jac_sparsity): an NLP gets the same pattern from either, so IPOPT
+    takes the same path (examples/trajopt).  panda: aba does not depend on the first
+    joint's angle (gravity along its axis); solo12: nor on the base position."""
+    model = load_or_skip(robot)
+    ext = gen.casadi_external(model, "aba")
+    sx = gen.casadi_function(model, "aba")
+    jac = ext.jacobian()
+    for i, name in enumerate(sx.name_in()):
+        want, got = sx.jac_sparsity(0, i), jac.sparsity_out(jac.name_out().index(f"jac_ddq_{name}"))
+        assert got == want, f"{robot} jac_ddq_{name}: {got.nnz()} nonzeros, the graph's {want.nnz()}"
+        assert got.nnz() < got.numel() or name != "q"
+
+
 def test_thread_map_equals_serial():
     """F.map(N, "thread", 2): each thread its own w; the numbers of the serial map, bit for bit."""
     model = load_or_skip("panda")
