@@ -19,18 +19,20 @@ Layout: each ``nv x nv x nv`` tensor is an ``(nv, nv^2)`` output whose column-ma
 memory is the Eigen Tensor's (``Data::Tensor3x``, column-major): element ``(i, j, k)`` at
 ``i + nv j + nv^2 k``, i.e. column ``j + nv k``.
 
-Method (rbdgen's own): forward-mode differentiation, in closed form, of the world-frame
+Method (rbdgen's own): closed-form directional derivatives of the world-frame
 first-order algorithm (:mod:`gen.algorithms.world`, Carpentier & Mansard RSS 2018 with
-the pair organisation of Singh, Russell & Wensing RA-L 2022).  Along a q-direction
-(column ``u`` of joint ``s``) every quantity of a body in the subtree of ``s`` turns
-rigidly with ``u`` on top of its explicit dependence: ``D J = u x J``,
-``D oI = u x* oI - oI (u x)`` (a rigid triple, :func:`_turn_inertia`), and the
-recursions of :func:`~gen.algorithms.world.world_pass` differentiated term by term give
-``D ov``, ``D oa``, ``D dVdq``, ``D dAdq``, ``D dAdv``, ``D of``, ``D P``; along a
-v-direction only velocities enter.  Bodies outside the subtree of ``s`` do not move; the
-subtree sums (``Ycrb``, ``F``, momenta, Coriolis blocks) and the pair formulas of
-:func:`~gen.algorithms.world.tau_partials` are then differentiated by the product rule.
-Per direction this costs about one first-order evaluation.
+the pair organisation of Singh, Russell & Wensing RA-L 2022), one direction per dof.
+Along a q-direction (column ``u`` of joint ``s``) every quantity of a body in the
+subtree of ``s`` turns rigidly with ``u`` (``D x = u x x + E(x)``: ``D J = u x J``,
+``D Ycrb = u x* Ycrb - Ycrb (u x)``) plus an explicit part ``E`` from the velocity
+``dVdq_u`` and acceleration ``dAdq_u`` the perturbation adds (:func:`_explicit`); the
+bodies above ``s`` see the change of the subtree sums of ``s``, the others nothing.  In
+the pair formulas of :func:`~gen.algorithms.world.tau_partials` the turning parts of two
+bodies both below ``s`` cancel (``(u x* f).m + f.(u x m) = 0``), so those pairs cost
+their explicit terms only and ``dM`` vanishes there (:func:`_q_partials`, which also
+gives ``dtau_dqdv``).  Along a v-direction only velocities move (:func:`_v_partials`,
+``d2tau_dvdv``).  Symmetric halves are formed once (:func:`second_order_tensors`).
+Mimic joints: the extended tree, projected by the constant mimic map (:func:`_project`).
 """
 from __future__ import annotations
 
@@ -38,25 +40,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kinematics import extended_state, vslice
+from ..kinematics import extended_state
 from ..model import Model
 from ..spatial import ang, cross3, cross_force, cross_motion, lin, rigid_add, rigid_apply, skew3
 from .world import World, coriolis_apply, coriolis_apply_t, coriolis_block, coriolis_terms, composite, \
     colsof, world_pass
-
-
-class Tangent(NamedTuple):
-    """Directional derivatives of the per-body quantities of :class:`World` the pair
-    formulas read (``J``, ``dVdq``, ``dAdq``, ``dAdv``, 6 x nv_i each) and of the subtree
-    sums (``Yc`` rigid triples, ``Fc``, ``K`` Coriolis terms, :func:`_sums`)."""
-
-    J: list
-    dVdq: list
-    dAdq: list
-    dAdv: list
-    Yc: list
-    Fc: list
-    K: list
 
 
 def _turn_inertia(u, Y, be):
@@ -90,73 +78,6 @@ def _cols(X, f, be):
     return be.hcat([f(x) for x in colsof(X)])
 
 
-def _tangent(model: Model, w: World, S, s: int, c: int, wrt_q: bool, be) -> Tangent:
-    """Derivatives along column ``c`` of joint ``s`` (twist ``u``): w.r.t. ``q`` (tangent
-    space) when ``wrt_q``, else w.r.t. ``v``.  For a body ``m`` in the subtree of ``s``,
-    in closed form (:mod:`gen.algorithms.world`): along q, ``D ov_m = u x ov_m + dVdq_u``,
-    ``D oa_m = u x oa_m + dAdq_u + dVdq_u x ov_m``, ``D J_m = u x J_m``; along v,
-    ``D ov_m = u``, ``D oa_m = dAdv_u + u x ov_m``; the per-joint partials by the product
-    rule on their definitions.  Subtree sums of a body ``i`` in the subtree: along q
-    ``D Yc = u x* Yc - Yc (u x)``, ``D Fc = u x* Fc + Yc dAdq_u + Bc dVdq_u``,
-    ``D hv = u x* hv + Yc dVdq_u``, ``D P`` turned (:func:`_turn_coriolis`) plus
-    ``P(Yc, dVdq_u)``; along v ``D Yc = 0``, ``D Fc = Yc dAdv_u + Bc u``, ``D hv = Yc u``,
-    ``D P = P(Yc, u)``; an ancestor of ``s`` gets the sums of ``s``, the other bodies
-    zeros."""
-    u = w.J[s][:, c:c + 1]
-    dVu, dAu, dAvu = w.dVdq[s][:, c:c + 1], w.dAdq[s][:, c:c + 1], w.dAdv[s][:, c:c + 1]
-    z6 = be.zeros(6, 1)
-    zY = (0.0 * w.oI[0][0], be.zeros(3, 1), be.zeros(3, 3))
-    zK = (be.zeros(3, 1), be.zeros(3, 1), be.zeros(3, 3))
-
-    def dov(m):
-        return cross_motion(u, w.ov[m], be) + dVu if wrt_q else u
-
-    def doa(m):
-        if wrt_q:
-            return cross_motion(u, w.oa[m], be) + dAu + cross_motion(dVu, w.ov[m], be)
-        return dAvu + cross_motion(u, w.ov[m], be)
-
-    out = Tangent(*([] for _ in Tangent._fields))
-    for i, b in enumerate(model.bodies):
-        anc = model.ancestors(i)
-        if s not in anc:
-            zJ = be.zeros(6, b.nv)
-            for lst, x in zip(out, (zJ, zJ, zJ, zJ, zY, z6, zK)):
-                lst.append(x)
-            continue
-        Ji, dV = w.J[i], w.dVdq[i]
-        p = b.parent
-        vp = z6 if p == -1 else w.ov[p]
-        ap = w.a0 if p == -1 else w.oa[p]
-        Dvp, Dap = (z6, z6) if i == s else (dov(p), doa(p))
-        Dvi = dov(i)
-        DJ = _cols(Ji, lambda x: cross_motion(u, x, be), be) if wrt_q else be.zeros(6, b.nv)
-        DdV = _cols(Ji, lambda x: cross_motion(Dvp, x, be), be)
-        if wrt_q:
-            DdV = DdV + _cols(DJ, lambda x: cross_motion(vp, x, be), be)
-        DdA = be.hcat([cross_motion(Dap, Ji[:, r:r + 1], be) + cross_motion(ap, DJ[:, r:r + 1], be)
-                       + cross_motion(Dvp, dV[:, r:r + 1], be) + cross_motion(vp, DdV[:, r:r + 1], be)
-                       for r in range(b.nv)])
-        DdAv = be.hcat([cross_motion(Dvp + Dvi, Ji[:, r:r + 1], be) + cross_motion(vp + w.ov[i], DJ[:, r:r + 1], be)
-                        for r in range(b.nv)])
-        Yc, K = S.Yc[i], S.K[i]
-        if wrt_q:
-            DY = _turn_inertia(u, Yc, be)
-            DF = cross_force(u, S.Fc[i], be) + rigid_apply(Yc, dAu, be) + coriolis_apply(K, dVu, be)
-            dh = rigid_apply(Yc, dVu, be)
-            DK = _add_terms(_turn_coriolis(u, K, be), (2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)))
-        else:
-            DY = zY
-            DF = rigid_apply(Yc, dAvu, be) + coriolis_apply(K, u, be)
-            dh = rigid_apply(Yc, u, be)
-            DK = (2.0 * lin(dh), ang(dh), coriolis_block(Yc, u, be))
-        for lst, x in zip(out, (DJ, DdV, DdA, DdAv, DY, DF, DK)):
-            lst.append(x)
-    for i in model.ancestors(s)[1:]:              # a subtree holding s: the change of s's
-        out.Yc[i], out.Fc[i], out.K[i] = out.Yc[s], out.Fc[s], out.K[s]
-    return out
-
-
 def _dot(x, y):
     return (x.T @ y)[0, 0]
 
@@ -173,60 +94,51 @@ def _sums(model: Model, oI, of, hv, P, be) -> _Sums:
     return _Sums(composite(model, oI, rigid_add), composite(model, of), K)
 
 
-def _partials_tangent(model: Model, w: World, S: _Sums, t: Tangent, be, q_cols, v_cols, want_M: bool):
-    """The derivatives of ``(dtau_dq, dtau_dv, M)`` (the pair formulas of
-    :func:`~gen.algorithms.world.tau_partials`) along the direction of ``t``, by the
-    product rule: of ``dtau_dq`` the columns in ``q_cols``, of ``dtau_dv`` those in
-    ``v_cols`` (sets of dof indices; the others stay 0), ``M`` when wanted."""
+def _v_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, be):
+    """``d/dv dtau_dv`` along column ``c`` of joint ``s`` (twist ``u``) in the columns
+    ``cols``.  Along v only velocities move: ``D ov_m = u`` for ``m`` in the subtree of
+    ``s``, so ``D dAdv_j = (D ov_p + D ov_j) x J_j``, the subtree sums' Coriolis terms
+    change by ``(Yc u, P(Yc, u))`` (an ancestor of ``s`` by those of ``s``), and with
+    ``Yc`` and ``J`` fixed the pair formulas of :func:`~gen.algorithms.world.tau_partials`
+    give ``D dtau_i/dv_j = (D Bc_i^T J_i).J_j + (Yc_i J_i).D dAdv_j`` and
+    ``D dtau_j/dv_i = J_j.(Yc_i D dAdv_i + D Bc_i J_i)``."""
     nv = model.nv
-    dq = be.zeros(nv, nv)
-    dv = be.zeros(nv, nv)
-    dM = be.zeros(nv, nv) if want_M else None
+    u = w.J[s][:, c:c + 1]
+    z6 = be.zeros(6, 1)
+    inside = [s in model.ancestors(i) for i in range(model.nbodies)]
+    DAv, DK = [], []
     for i, b in enumerate(model.bodies):
-        Yc, K, DYc, DK = S.Yc[i], S.K[i], t.Yc[i], t.K[i]
-        Ji, DJi = w.J[i], t.J[i]
-        t1, Dt1, t4, Dt4, G, DG, H, DH = [], [], [], [], [], [], [], []
+        if not inside[i]:
+            DAv.append(None)
+            DK.append(None)
+            continue
+        Dvp = u if i != s else z6
+        DAv.append(_cols(w.J[i], lambda x: cross_motion(Dvp + u, x, be), be))
+        dh = rigid_apply(S.Yc[i], u, be)
+        DK.append((2.0 * lin(dh), ang(dh), coriolis_block(S.Yc[i], u, be)))
+    for i in model.ancestors(s)[1:]:
+        DK[i] = DK[s]
+    dv = be.zeros(nv, nv)
+    for i, b in enumerate(model.bodies):
+        if DK[i] is None:
+            continue
         for r in range(b.nv):
-            x, Dx = Ji[:, r:r + 1], DJi[:, r:r + 1]
-            t1.append(rigid_apply(Yc, x, be))
-            Dt1.append(rigid_apply(DYc, x, be) + rigid_apply(Yc, Dx, be))
-            t4.append(coriolis_apply_t(K, x, be))
-            Dt4.append(coriolis_apply_t(DK, x, be) + coriolis_apply_t(K, Dx, be))
-            dA, DdA = w.dAdq[i][:, r:r + 1], t.dAdq[i][:, r:r + 1]
-            dV, DdV = w.dVdq[i][:, r:r + 1], t.dVdq[i][:, r:r + 1]
-            dAv, DdAv = w.dAdv[i][:, r:r + 1], t.dAdv[i][:, r:r + 1]
-            if q_cols:      # G = x x* Fc + Yc dAdq + Bc dVdq
-                G.append(cross_force(x, S.Fc[i], be) + rigid_apply(Yc, dA, be) + coriolis_apply(K, dV, be))
-                DG.append(cross_force(Dx, S.Fc[i], be) + cross_force(x, t.Fc[i], be) + rigid_apply(DYc, dA, be)
-                          + rigid_apply(Yc, DdA, be) + coriolis_apply(DK, dV, be) + coriolis_apply(K, DdV, be))
-            H.append(rigid_apply(Yc, dAv, be) + coriolis_apply(K, x, be))      # H = Yc dAdv + Bc x
-            DH.append(rigid_apply(DYc, dAv, be) + rigid_apply(Yc, DdAv, be) + coriolis_apply(DK, x, be)
-                      + coriolis_apply(K, Dx, be))
-        for j in model.ancestors(i):
-            bj = model.bodies[j]
-            for r in range(b.nv):
-                ri = b.idx_v + r
-                for c in range(bj.nv):
-                    cj = bj.idx_v + c
-                    y, Dy = w.J[j][:, c:c + 1], t.J[j][:, c:c + 1]
-                    dA, DdA = w.dAdq[j][:, c:c + 1], t.dAdq[j][:, c:c + 1]
-                    dV, DdV = w.dVdq[j][:, c:c + 1], t.dVdq[j][:, c:c + 1]
-                    dAv, DdAv = w.dAdv[j][:, c:c + 1], t.dAdv[j][:, c:c + 1]
-                    if cj in q_cols:
-                        dq[ri, cj] = (_dot(Dt1[r], dA) + _dot(t1[r], DdA)
-                                      + _dot(Dt4[r], ang(dV)) + _dot(t4[r], ang(DdV)))
-                    if cj in v_cols:
-                        dv[ri, cj] = (_dot(Dt1[r], dAv) + _dot(t1[r], DdAv)
-                                      + _dot(Dt4[r], ang(y)) + _dot(t4[r], ang(Dy)))
-                    if want_M and (j != i or c >= r):
-                        dM[ri, cj] = _dot(Dt1[r], y) + _dot(t1[r], Dy)
-                        dM[cj, ri] = dM[ri, cj]
-                    if j != i:
-                        if ri in q_cols:
-                            dq[cj, ri] = _dot(Dy, G[r]) + _dot(y, DG[r])
-                        if ri in v_cols:
-                            dv[cj, ri] = _dot(Dy, H[r]) + _dot(y, DH[r])
-    return dq, dv, dM
+            x, ri = w.J[i][:, r:r + 1], b.idx_v + r
+            t1 = rigid_apply(S.Yc[i], x, be)
+            Dt4 = coriolis_apply_t(DK[i], x, be)
+            DH = coriolis_apply(DK[i], x, be)
+            if inside[i]:
+                DH = DH + rigid_apply(S.Yc[i], DAv[i][:, r:r + 1], be)
+            for j in model.ancestors(i):
+                bj = model.bodies[j]
+                for cc in range(bj.nv):
+                    cj, y = bj.idx_v + cc, w.J[j][:, cc:cc + 1]
+                    if cj in cols:
+                        e = _dot(Dt4, ang(y))
+                        dv[ri, cj] = e + _dot(t1, DAv[j][:, cc:cc + 1]) if inside[j] else e
+                    if j != i and ri in cols:
+                        dv[cj, ri] = _dot(y, DH)
+    return dv
 
 
 class _Explicit(NamedTuple):
@@ -378,7 +290,6 @@ def second_order_tensors(model: Model, q, v, a, be):
     S = _sums(model, w.oI, w.of, w.hv, w.P, be)
     nv = model.nv
     same = _symmetric_pairs(model)
-    everything = set(range(nv))
     dirs = [(s, c, b.idx_v + c) for s, b in enumerate(model.bodies) for c in range(b.nv)]
     qq, vv, vq, aq = [], [], [], []
     for s, c, k in dirs:
@@ -388,8 +299,7 @@ def second_order_tensors(model: Model, q, v, a, be):
         aq.append(dM)
     be.mark("q_directions", *qq, *vq, *aq)
     for s, c, k in dirs:
-        t = _tangent(model, w, S, s, c, False, be)
-        vv.append(_partials_tangent(model, w, S, t, be, set(), set(range(k + 1)), want_M=False)[1])
+        vv.append(_v_partials(model, w, S, s, c, set(range(k + 1)), be))
     qv = [be.hcat([vq[j][:, k:k + 1] for j in range(nv)]) for k in range(nv)]   # d/dv_k dtau_dq = d/dq_j dtau_dv
     for k in range(nv):
         for j in range(k + 1, nv):
