@@ -65,21 +65,29 @@ def integrate(model: Model, q, delta) -> np.ndarray:
         elif b.kind == "revolute_unb":
             c, s, cd, sd = q[iq], q[iq + 1], np.cos(d[iv]), np.sin(d[iv])
             out[iq:iq + 2] = c * cd - s * sd, s * cd + c * sd
-        else:
+        elif b.kind == "spherical":          # q (x) exp(w / 2), w in the joint frame
+            out[iq:iq + 4] = _quat_mul(q[iq:iq + 4], _half_angle_quat(d[iv:iv + 3]))
+        else:                                # free: SE(3) exponential of (v, w), body frame
             v, w = d[iv:iv + 3], d[iv + 3:iv + 6]
             quat = q[iq + 3:iq + 7]
             R = quat_rotation(*quat, be=NUMPY)
             t = np.linalg.norm(w)
             W = _skew(w)
-            if t < 1e-6:      # Taylor branches of V(w) and exp(w/2)
+            if t < 1e-6:      # Taylor branch of V(w)
                 V = np.eye(3) + 0.5 * W + W @ W / 6.0
-                h = np.concatenate([0.5 * w, [1.0 - t * t / 8.0]])
             else:
                 V = np.eye(3) + (1 - np.cos(t)) / t ** 2 * W + (t - np.sin(t)) / t ** 3 * (W @ W)
-                h = np.concatenate([np.sin(t / 2) * w / t, [np.cos(t / 2)]])
             out[iq:iq + 3] = q[iq:iq + 3] + np.asarray(R) @ (V @ v)
-            out[iq + 3:iq + 7] = _quat_mul(quat, h)
+            out[iq + 3:iq + 7] = _quat_mul(quat, _half_angle_quat(w))
     return out
+
+
+def _half_angle_quat(w) -> np.ndarray:
+    """exp(w / 2) as a quaternion (x y z w): the rotation by the angle |w| about w."""
+    t = np.linalg.norm(w)
+    if t < 1e-6:                             # Taylor branch
+        return np.concatenate([0.5 * w, [1.0 - t * t / 8.0]])
+    return np.concatenate([np.sin(t / 2) * w / t, [np.cos(t / 2)]])
 
 
 def tangent_map(model: Model, q, be):

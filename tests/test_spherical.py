@@ -77,6 +77,22 @@ def test_integrate_matches_pinocchio():
         assert rel_err(got, pin.integrate(pm, q, dv)) < 1e-12
 
 
+@pytest.mark.parametrize("seed", [3, 8])
+def test_configuration_integrate_matches_pinocchio(seed):
+    """gen.configuration.integrate (the tangent convention of the derivative rows) on trees
+    of every joint kind, spherical joints among them: the exact and the Taylor branch."""
+    from random_trees import every_kind_tree
+
+    from gen import configuration
+    model = every_kind_tree(12, seed)
+    assert any(b.kind == "spherical" for b in model.bodies)
+    pm = pin_model(model)
+    rng = np.random.default_rng(seed)
+    for scale in (1.0, 1e-7):
+        q, dv = model.random_q(rng), scale * rng.normal(size=model.nv)
+        assert rel_err(configuration.integrate(model, q, dv), pin.integrate(pm, q, dv)) < 1e-12
+
+
 def test_traced_sx_equals_numpy():
     model = spherical_tree(9)
     rng = np.random.default_rng(3)

@@ -90,6 +90,10 @@ def unavailable(bench: Bench, peer: str | None) -> str | None:
     if algo.constrained != (peer in CONSTRAINED_PEERS):
         return f"Pinocchio's {peer} does not compute {algo.name}'s outputs"
     if not algo.constrained and not pinref.supports(bench.model, algo.name):
+        if algo.pinocchio is None:
+            return f"{algo.name} has no Pinocchio reference (registry) to hold {peer} to"
+        if bench.model.has_mimic and not algo.pinocchio.mimic:
+            return f"Pinocchio's {peer} does not handle mimic joints"
         return f"Pinocchio's {peer} needs depth-first joint numbering ({bench.model.name} is not)"
     if peer in IMPULSE_PEERS:
         return impulse_peer_settings(bench.manifest, bench.options)[1]
