@@ -226,7 +226,7 @@ class ConstraintSet:
     # --- numbers, over the backend -----------------------------------------------------
     def evaluate(self, model: Model, q, v, *, be, kin=None, jacobian: bool = True,
                  drift: bool = True) -> "ConstraintEval":
-        """Constraint quantities at (q, v).  ``kin = (Xup, vel, c)`` from
+        """Constraint quantities at (q, v).  ``kin = (liMi, vel, c)`` from
         ``gen.kinematics.forward_velocities`` may be passed to share the forward pass.
         ``jacobian``/``drift`` skip J (m x nv) and the drift pass when not needed (the
         maximal-coordinate solvers need neither)."""
@@ -292,14 +292,14 @@ def motion_matrix(M, be):
     return X
 
 
-def _placements(model: Model, Xup, bodies, be) -> dict:
+def _placements(model: Model, liMi, bodies, be) -> dict:
     """World placements oMi of the listed bodies and their ancestors."""
     oM: dict[int, tuple] = {}
 
     def get(i):
         if i not in oM:
             p = model.bodies[i].parent
-            oM[i] = Xup[i] if p == -1 else compose(get(p), Xup[i])
+            oM[i] = liMi[i] if p == -1 else compose(get(p), liMi[i])
         return oM[i]
 
     for b in bodies:
@@ -308,15 +308,15 @@ def _placements(model: Model, Xup, bodies, be) -> dict:
 
 
 def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_drift: bool):
-    Xup, vel, c = kin
+    liMi, vel, c = kin
     acc = None
-    if want_drift:                       # a_i = Xup_i^-1 a_parent + c_i, no gravity
+    if want_drift:                       # a_i = liMi[i]^-1 a_parent + c_i, no gravity
         acc = []
         for i, b in enumerate(model.bodies):
-            acc.append(c[i] if b.parent == -1 else inv_motion(Xup[i], acc[b.parent], be) + c[i])
+            acc.append(c[i] if b.parent == -1 else inv_motion(liMi[i], acc[b.parent], be) + c[i])
     need_oM = [b for con in cset.constraints for b in (con.body1, con.body2)
                if b >= 0 and (con.body2 >= 0 or _position_feedback(cset, con))]
-    oM = _placements(model, Xup, need_oM, be)
+    oM = _placements(model, liMi, need_oM, be)
 
     J = be.zeros(cset.m, model.nv) if want_J else None
     Jv, gam, ast, rest, terms = [], [], [], [], []
@@ -351,7 +351,7 @@ def _evaluate(cset: ConstraintSet, model: Model, S, kin, be, want_J: bool, want_
             ast.append(r - gk)
         terms.append(_terms(con, rel, be))
         if want_J:
-            _fill_jacobian(model, cset, ci, con, rel, Xup, S, J, be)
+            _fill_jacobian(model, cset, ci, con, rel, liMi, S, J, be)
     cat = (lambda xs: be.vcat(xs) if xs else be.zeros(0, 1))
     return ConstraintEval(J, cat(Jv), cat(gam) if want_drift else None,
                           cat(ast) if want_drift else None, cat(rest), terms)
@@ -428,7 +428,7 @@ def _motion_matrix_np(M: SE3) -> np.ndarray:
     return X
 
 
-def _side_columns(model: Model, body: int, start, stop: set[int], Xup, S, be, rows: int):
+def _side_columns(model: Model, body: int, start, stop: set[int], liMi, S, be, rows: int):
     """LOCAL Jacobian columns ``fXj S_j`` of the frame whose body->frame transform is
     ``start``, for the joints j supporting ``body`` and not in ``stop``.  The transform
     is walked up the chain (Featherstone 2008 §8.1), so axis-aligned joints give
@@ -442,12 +442,12 @@ def _side_columns(model: Model, body: int, start, stop: set[int], Xup, S, be, ro
             col = act_motion(fMj, S[j][:, k:k + 1], be)[0:rows, 0:1]
             col = col if s == 1.0 else s * col
             cols[d] = cols[d] + col if d in cols else col
-        fMj = compose(fMj, _inverse(Xup[j]))
+        fMj = compose(fMj, _inverse(liMi[j]))
         j = b.parent
     return cols
 
 
-def _fill_jacobian(model, cset, ci, con, rel, Xup, S, J, be):
+def _fill_jacobian(model, cset, ci, con, rel, liMi, S, J, be):
     size = con.size
     common: set[int] = set()
     if con.kind == "6D" and con.body1 >= 0 and con.body2 >= 0:
@@ -455,15 +455,15 @@ def _fill_jacobian(model, cset, ci, con, rel, Xup, S, J, be):
     cols: dict[int, object] = {}
     if con.body1 >= 0:
         start = _const(con.placement1.inverse(), be)
-        cols = _side_columns(model, con.body1, start, common, Xup, S, be, size)
+        cols = _side_columns(model, con.body1, start, common, liMi, S, be, size)
     if con.body2 >= 0:
         if con.kind == "6D":       # c1Xj S_j through c1Mb2 = c1Mc2 c2Mb2
             start = compose(rel, _const(con.placement2.inverse(), be))
-            cols2 = _side_columns(model, con.body2, start, common, Xup, S, be, 6)
+            cols2 = _side_columns(model, con.body2, start, common, liMi, S, be, 6)
         else:                      # c1R2 lin(c2Xj S_j): the point c2's velocity, rotated
             start = _const(con.placement2.inverse(), be)
             cols2 = {d: rel[0] @ col for d, col in
-                     _side_columns(model, con.body2, start, set(), Xup, S, be, 3).items()}
+                     _side_columns(model, con.body2, start, set(), liMi, S, be, 3).items()}
         for d, col in cols2.items():
             cols[d] = -col if d not in cols else cols[d] - col
     r0 = cset.offsets[ci]

@@ -127,17 +127,19 @@ def subspaces(model: Model, be, *, mimic: bool = False):
 
 
 def forward_velocities(model: Model, q, v, S, be):
-    """Per body: ``Xup_i = parentMi(q_i)``, ``v_i = Xup_i^-1 v_parent + S_i qd_i`` and
-    the velocity-product acceleration ``c_i = v_i x (S_i qd_i)`` (S constant locally)."""
-    Xup, vel, c = [], [], []
+    """Per body: ``liMi[i]``, the placement of body i in its parent's frame at ``q_i``
+    (Pinocchio's ``data.liMi``; Featherstone's ``Xup`` is the motion transform of its
+    inverse), ``v_i = liMi[i]^-1 v_parent + S_i qd_i`` and the velocity-product
+    acceleration ``c_i = v_i x (S_i qd_i)`` (S constant locally)."""
+    liMi, vel, c = [], [], []
     for i, b in enumerate(model.bodies):
         X = parent_transform(b, qslice(model, i, q), be)
         vJ = S[i] @ vslice(model, i, v)
         vi = vJ if b.parent == -1 else inv_motion(X, vel[b.parent], be) + vJ
-        Xup.append(X)
+        liMi.append(X)
         vel.append(vi)
         c.append(cross_motion(vi, vJ, be))
-    return Xup, vel, c
+    return liMi, vel, c
 
 
 def gravity_acceleration(model: Model, be):
@@ -170,7 +172,7 @@ def frame_jacobian(model: Model, name: str, q, *, be):
     if f.body == -1:
         return J
     S = subspaces(model, be, mimic=True)
-    Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
+    liMi = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
     fMj = _inverse(const_transform(f.placement, be))      # frame <- body i
     j = f.body
     while j != -1:
@@ -178,7 +180,7 @@ def frame_jacobian(model: Model, name: str, q, *, be):
         for k, (d, s) in enumerate(dof_columns(model, j)):
             col = act_motion(fMj, S[j][:, k:k + 1], be)
             J[:, d:d + 1] = J[:, d:d + 1] + s * col if model.has_mimic else col
-        fMj = compose(fMj, _inverse(Xup[j]))               # frame <- parent of j
+        fMj = compose(fMj, _inverse(liMi[j]))               # frame <- parent of j
         j = b.parent
     return J
 
@@ -190,10 +192,10 @@ def frame_velocity_and_drift(model: Model, name: str, q, v, *, be):
     if f.body == -1:
         return be.zeros(6, 1), be.zeros(6, 1)
     S = subspaces(model, be, mimic=True)
-    Xup, vel, c = forward_velocities(model, q, v, S, be)
+    liMi, vel, c = forward_velocities(model, q, v, S, be)
     acc = []
     for i, b in enumerate(model.bodies):
-        acc.append(c[i] if b.parent == -1 else inv_motion(Xup[i], acc[b.parent], be) + c[i])
+        acc.append(c[i] if b.parent == -1 else inv_motion(liMi[i], acc[b.parent], be) + c[i])
     iMf = const_transform(f.placement, be)
     return inv_motion(iMf, vel[f.body], be), inv_motion(iMf, acc[f.body], be)
 

@@ -2,7 +2,7 @@
 the impact map and cABA-OSIM (Featherstone 2008 Table 7.1 in LOCAL frames; Sathya 2024
 Alg. 1 and 4):
 
-1. forward pass: ``Xup_i``, ``v_i``, ``c_i = v_i x S_i qd_i``, ``IA_i = I_i``,
+1. forward pass: ``liMi[i]``, ``v_i``, ``c_i = v_i x S_i qd_i``, ``IA_i = I_i``,
    ``pA_i = v_i x* I_i v_i - fext_i``, and for the solvers the constraint rows in maximal
    coordinates (:class:`ConstraintRow`, Sathya 2024 eq. 20c);
 2. backward pass, leaves to root: ``U_i = IA_i S_i``, ``D_i = S_i^T U_i`` (factored once:
@@ -45,12 +45,12 @@ from .dense import ldlt_factor, ldlt_solve
 
 
 class Articulated(NamedTuple):
-    """Per-body lists of the articulated-body sweeps: motion subspaces ``S``, ``Xup``,
+    """Per-body lists of the articulated-body sweeps: motion subspaces ``S``, ``liMi``,
     ``c``, articulated inertias ``IA`` and bias forces ``pA`` (as propagated), ``U``, the
     factor ``Dfac`` of ``D``, ``u``, ``D^-1 u`` and ``D^-1 U^T`` (:func:`joint_terms`)."""
 
     S: list
-    Xup: list
+    liMi: list
     c: list
     IA: list
     pA: list
@@ -61,19 +61,19 @@ class Articulated(NamedTuple):
     Dinv_Ut: list
 
     @classmethod
-    def begin(cls, S, Xup, c, IA, pA) -> Articulated:
+    def begin(cls, S, liMi, c, IA, pA) -> Articulated:
         """The state after the forward pass: the backward pass's lists still empty."""
-        return cls(S, Xup, c, IA, pA, *([None] * len(S) for _ in range(5)))
+        return cls(S, liMi, c, IA, pA, *([None] * len(S) for _ in range(5)))
 
 
 def forward_pass(model: Model, q, v, be, prox=None, fext=None, phase="kinematics"):
-    """Pass 1 (Sathya 2024 Alg. 1 lines 1-4, Alg. 4 line 4): ``Xup``, ``v``, ``c``,
+    """Pass 1 (Sathya 2024 Alg. 1 lines 1-4, Alg. 4 line 4): ``liMi``, ``v``, ``c``,
     ``IA_i = I_i``, ``pA_i = v_i x* I_i v_i`` (minus ``fext[i]``, a LOCAL external force, when
     given), and with ``prox`` its constraint rows (:func:`constraint_rows`).  Marks
     ``phase``.  Returns (Articulated with the sweep lists still empty, rows)."""
     S = subspaces(model, be)
-    Xup, vel, c = forward_velocities(model, q, v, S, be)
-    cons = constraint_rows(model, prox.cset, prox.rho, q, v, (Xup, vel, c), be) if prox and prox.cset.m else []
+    liMi, vel, c = forward_velocities(model, q, v, S, be)
+    cons = constraint_rows(model, prox.cset, prox.rho, q, v, (liMi, vel, c), be) if prox and prox.cset.m else []
     IA, pA = [], []
     for i, b in enumerate(model.bodies):
         I = inertia_matrix(b.inertia, be)
@@ -81,7 +81,7 @@ def forward_pass(model: Model, q, v, be, prox=None, fext=None, phase="kinematics
         p = cross_force(vel[i], I @ vel[i], be)
         pA.append(p if fext is None or fext[i] is None else p - fext[i])
     be.mark(phase, *c, *pA, *[row.k for row in cons])
-    return Articulated.begin(S, Xup, c, IA, pA), cons
+    return Articulated.begin(S, liMi, c, IA, pA), cons
 
 
 def backward_pass(model: Model, q, tau, art: Articulated, be, visit=None, phase="factorisation") -> None:
@@ -112,7 +112,7 @@ def rollout(model: Model, bodies, art: Articulated, acc, ddq, be, Dinv_u=None, c
     Dinv_u = art.Dinv_u if Dinv_u is None else Dinv_u
     for i in bodies:
         p = model.bodies[i].parent
-        a = inv_motion(art.Xup[i], a0 if p == -1 else acc[p], be) + art.c[i]
+        a = inv_motion(art.liMi[i], a0 if p == -1 else acc[p], be) + art.c[i]
         if p == -1 and solve_roots:
             ddq[i] = dsolve(art.Dfac[i], art.u[i] - art.U[i].T @ a, be)
         else:
@@ -139,8 +139,8 @@ def constraint_rows(model: Model, cset, rho, q, v, kin, be) -> list[ConstraintRo
     the desired (gravity-offset) acceleration component; a loop whose two frames are on
     one body has the single term ``K_1 + K_2``."""
     ev = cset.evaluate(model, q, v, be=be, kin=kin, jacobian=False, drift=False)
-    Xup = kin[0]
-    grav = body_gravity(model, Xup, [b for terms in ev.terms for b, _ in terms], be)
+    liMi = kin[0]
+    grav = body_gravity(model, liMi, [b for terms in ev.terms for b, _ in terms], be)
     out = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
         terms = by_body(terms)
@@ -235,7 +235,7 @@ def propagate(model: Model, i: int, q, art: Articulated, be) -> None:
     Ia = pass_inertia(model, i, q, art.IA, art.U[i], art.Dinv_Ut[i], be)
     pa = art.pA[i] + Ia @ art.c[i] + art.U[i] @ art.Dinv_u[i]
     p = model.bodies[i].parent
-    art.pA[p] = art.pA[p] + act_force(art.Xup[i], pa, be)
+    art.pA[p] = art.pA[p] + act_force(art.liMi[i], pa, be)
 
 
 def project_force(U, Dinv_Ut, S, f):
@@ -244,16 +244,16 @@ def project_force(U, Dinv_Ut, S, f):
     return f - Dinv_Ut.T @ (S.T @ f)
 
 
-def body_gravity(model: Model, Xup, bodies, be) -> dict:
+def body_gravity(model: Model, liMi, bodies, be) -> dict:
     """The world's gravity offset ``a_0 = -g`` seen in the LOCAL frame of each listed body
-    (and its ancestors): ``g_i = Xup_i^-1 g_parent``; angular part zero."""
+    (and its ancestors): ``g_i = liMi[i]^-1 g_parent``; angular part zero."""
     a0 = gravity_acceleration(model, be)
     g: dict[int, object] = {}
 
     def get(i):
         if i not in g:
             p = model.bodies[i].parent
-            g[i] = inv_motion(Xup[i], a0 if p == -1 else get(p), be)
+            g[i] = inv_motion(liMi[i], a0 if p == -1 else get(p), be)
         return g[i]
 
     for b in bodies:

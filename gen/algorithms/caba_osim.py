@@ -243,7 +243,7 @@ def constraint_space(model: Model, chain, m: int) -> bool:
     return chain_cost(m) + m * m / 2 <= chain_cost(6) + 66 * m + 5.5 * m * m + 640
 
 
-def sweep(model: Model, q, Xup, S, IA, nodes, cons, be) -> None:
+def sweep(model: Model, q, liMi, S, IA, nodes, cons, be) -> None:
     """Algorithm 5 lines 5-11 (with line 16), leaves to root over the trees holding
     constraints: articulated inertias, and along each branching body's chain its
     propagator (``^iK^T`` or ``^iP_d``) and ``rel``; fills the nodes' fields."""
@@ -270,7 +270,7 @@ def sweep(model: Model, q, Xup, S, IA, nodes, cons, be) -> None:
         rel = add(rel, quadratic_form(Dfac, Q, be))
         if p != -1:                                    # line 9: X_i^* P_i
             F = project_force(U, DinvUt, S[i], eye if F is None else F)
-            F = be.hcat([act_force(Xup[i], F[:, k:k + 1], be) for k in range(F.shape[1])])
+            F = be.hcat([act_force(liMi[i], F[:, k:k + 1], be) for k in range(F.shape[1])])
         if p == -1 or p in nodes:
             n = nodes[d]
             n.anc, n.rel = p, rel

@@ -137,7 +137,7 @@ def step(model: Model, plan: Plan, const: Const, state: State, prox, be) -> Iter
             push(j, -(M @ du))
         p = model.bodies[i].parent
         if p != -1:
-            push(p, act_force(art.Xup[i], dp[i] - art.U[i] @ du, be))
+            push(p, act_force(art.liMi[i], dp[i] - art.U[i] @ du, be))
 
     def accelerations():                               # Alg. 3, lines 9-11
         rollout(model, plan.rest, art, acc, ddq, be, Dinv_u)

@@ -25,7 +25,7 @@ from ..spatial import (
 
 def crba(model: Model, q, *, be):
     S = subspaces(model, be, mimic=True)
-    Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
+    liMi = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
     Ic = [rigid_inertia(b.inertia, be) for b in model.bodies]
     for i in reversed(range(model.nbodies)):           # Ic_parent += X^* Ic_i X^-1
         p = model.bodies[i].parent
@@ -33,7 +33,7 @@ def crba(model: Model, q, *, be):
             Ic[p] = rigid_add(Ic[p], rigid_to_parent(model.bodies[i], qslice(model, i, q), Ic[i], be))
     be.mark("composite", *[x for Y in Ic for x in Y[1:]])
     if model.has_mimic:
-        return (_columns_mimic(model, S, Xup, Ic, be),)
+        return (_columns_mimic(model, S, liMi, Ic, be),)
     M = be.zeros(model.nv, model.nv)
     for i, b in enumerate(model.bodies):
         F = be.hcat([rigid_apply(Ic[i], S[i][:, k:k + 1], be) for k in range(b.nv)])  # F = Ic_i S_i
@@ -41,7 +41,7 @@ def crba(model: Model, q, *, be):
         M[si, si] = S[i].T @ F
         j = i
         while model.bodies[j].parent != -1:             # walk F up the support of i
-            F = _act_force_cols(Xup[j], F, be)
+            F = _act_force_cols(liMi[j], F, be)
             j = model.bodies[j].parent
             bj = model.bodies[j]
             sj = slice(bj.idx_v, bj.idx_v + bj.nv)
@@ -52,7 +52,7 @@ def crba(model: Model, q, *, be):
     return (M,)
 
 
-def _columns_mimic(model: Model, S, Xup, Ic, be):
+def _columns_mimic(model: Model, S, liMi, Ic, be):
     """The columns pass of :func:`crba` accumulated into ``G^T M_ext G``."""
     M = be.zeros(model.nv, model.nv)
     for i in range(model.nbodies):
@@ -69,7 +69,7 @@ def _columns_mimic(model: Model, S, Xup, Ic, be):
                         M[di, dj] = M[di, dj] + e
             if model.bodies[j].parent == -1:
                 break
-            F = _act_force_cols(Xup[j], F, be)
+            F = _act_force_cols(liMi[j], F, be)
             j = model.bodies[j].parent
     be.mark("columns", M)
     return M

@@ -87,17 +87,17 @@ def setup(model: Model, q, v_minus, prox, be, restitution: float = 0.0):
     check_restitution(restitution)
     cset, nb = prox.cset, model.nbodies
     S = subspaces(model, be)
-    Xup, vel, _ = forward_velocities(model, q, v_minus, S, be)
+    liMi, vel, _ = forward_velocities(model, q, v_minus, S, be)
     c = [be.zeros(6, 1)] * nb                           # no velocity-product terms in an impact
-    ev = cset.evaluate(model, q, v_minus, be=be, kin=(Xup, vel, c), jacobian=False, drift=False)
+    ev = cset.evaluate(model, q, v_minus, be=be, kin=(liMi, vel, c), jacobian=False, drift=False)
     rows = []
     for ci, (con, terms) in enumerate(zip(cset.constraints, ev.terms)):
         r0 = cset.offsets[ci]
         k = -(1.0 + restitution) * ev.Jv[r0:r0 + con.size, 0:1]           # -(1 + e) K v-
         rows.append(constraint_row(con, by_body(terms), k, 1.0 / prox.rho[r0]))
-    be.mark("kinematics", *[x for X in Xup for x in X], *[row.k for row in rows])
+    be.mark("kinematics", *[x for X in liMi for x in X], *[row.k for row in rows])
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
-    art = Articulated.begin(S, Xup, c, IA, [be.zeros(6, 1)] * nb)
+    art = Articulated.begin(S, liMi, c, IA, [be.zeros(6, 1)] * nb)
     caba = augment(model, art, rows, q, be.zeros(model.nv, 1), be)._replace(inputs=(q, None, None))  # eq. 29
     SE = supporting_bodies(model, cset)
     plan = Plan(SE, [i for i in range(nb) if i not in SE], [([body for body, _ in row.terms], row.w) for row in rows])

@@ -59,7 +59,7 @@ class Couplings:
         nbrs = sorted(j for (j, k) in self.C if k == i)
         if not nbrs:
             return
-        S, X, p = art.S[i], art.Xup[i], model.bodies[i].parent
+        S, X, p = art.S[i], art.liMi[i], model.bodies[i].parent
         a_const = art.c[i] if p != -1 else inv_motion(X, gravity_acceleration(model, be), be) + art.c[i]
         a_bias = a_const + S @ (art.Dinv_u[i] - art.Dinv_Ut[i] @ a_const)      # P a' + S D^-1 u
         rec = []

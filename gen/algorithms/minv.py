@@ -37,7 +37,7 @@ def minv(model: Model, q, *, be):
         Minv = mimic_solve(model, q, be.eye(nv), be)
         return (0.5 * (Minv + Minv.T),)
     S = subspaces(model, be)
-    Xup = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
+    liMi = [parent_transform(b, qslice(model, i, q), be) for i, b in enumerate(model.bodies)]
     IA = [inertia_matrix(b.inertia, be) for b in model.bodies]
     P = [dict() for _ in range(n)]              # body -> {dof: 6x1 bias force column}
     U, R, Dfac = [None] * n, [None] * n, [None] * n
@@ -51,7 +51,7 @@ def minv(model: Model, q, *, be):
         pass_inertia(model, i, q, IA, U[i], dsolve(Dfac[i], U[i].T, be), be)
         for j in cols:
             f = U[i] @ R[i][j] if j not in P[i] else P[i][j] + U[i] @ R[i][j]
-            g = act_force(Xup[i], f, be)
+            g = act_force(liMi[i], f, be)
             P[b.parent][j] = g if j not in P[b.parent] else P[b.parent][j] + g
     be.mark("backward", *[r for Ri in R for r in Ri.values()])
 
@@ -60,7 +60,7 @@ def minv(model: Model, q, *, be):
     for i, b in enumerate(model.bodies):
         A[i] = {}
         for j in range(b.idx_v, nv):
-            a = None if b.parent == -1 or j not in A[b.parent] else inv_motion(Xup[i], A[b.parent][j], be)
+            a = None if b.parent == -1 or j not in A[b.parent] else inv_motion(liMi[i], A[b.parent][j], be)
             row = R[i].get(j)
             if a is not None:
                 row = (be.zeros(b.nv, 1) if row is None else row) - dsolve(Dfac[i], U[i].T @ a, be)

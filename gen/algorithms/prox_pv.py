@@ -88,7 +88,7 @@ def setup(model: Model, q, v, tau, prox, be):
     def visit(i):                                     # lines 9-11
         if sub[i].rows:
             p = model.bodies[i].parent
-            pv_step(sub[i], sub[p if p != -1 else nb], art.Xup[i], art.S[i], art.c[i], art.U[i],
+            pv_step(sub[i], sub[p if p != -1 else nb], art.liMi[i], art.S[i], art.c[i], art.U[i],
                     art.Dfac[i], art.Dinv_u[i], art.Dinv_Ut[i], be)
 
     backward_pass(model, q, tau, art, be, visit)
@@ -141,7 +141,7 @@ def accelerations(model: Model, plan: Plan, const: Const, lam, cset, be):
         Dinv_u[i] = Dinv_u[i] + dv                   # D^-1 (u + S^T F)
         p = model.bodies[i].parent
         if p != -1:
-            f = act_force(art.Xup[i], F[i] - art.U[i] @ dv, be)
+            f = act_force(art.liMi[i], F[i] - art.U[i] @ dv, be)
             F[p] = f if p not in F else F[p] + f
     acc, ddq = [None] * nb, [None] * nb
     rollout(model, range(nb), art, acc, ddq, be, Dinv_u)

@@ -23,13 +23,13 @@ def rnea(model: Model, q, v, a, *, be, fext=None):
     """``M a + b`` (minus ``J^T`` of the LOCAL external forces ``fext[i]``, None where there
     is none: the residual of the constrained dynamics, :func:`.proximal.relative_residual`)."""
     S = subspaces(model, be, mimic=True)
-    Xup, vel, c = forward_velocities(model, q, v, S, be)
+    liMi, vel, c = forward_velocities(model, q, v, S, be)
     a0 = gravity_acceleration(model, be)
     acc, f = [], []
     for i, b in enumerate(model.bodies):
-        # a_i = Xup_i^-1 a_parent + S_i qdd_i + c_i
+        # a_i = liMi[i]^-1 a_parent + S_i qdd_i + c_i
         ap = a0 if b.parent == -1 else acc[b.parent]
-        ai = inv_motion(Xup[i], ap, be) + S[i] @ vslice(model, i, a) + c[i]
+        ai = inv_motion(liMi[i], ap, be) + S[i] @ vslice(model, i, a) + c[i]
         acc.append(ai)
         # f_i = I_i a_i + v_i x* I_i v_i
         I = inertia_matrix(b.inertia, be)
@@ -41,7 +41,7 @@ def rnea(model: Model, q, v, a, *, be, fext=None):
         b = model.bodies[i]
         tau[i] = S[i].T @ f[i]                      # tau_i = S_i^T f_i
         if b.parent != -1:
-            f[b.parent] = f[b.parent] + act_force(Xup[i], f[i], be)
+            f[b.parent] = f[b.parent] + act_force(liMi[i], f[i], be)
     out = be.vcat(tau) if not model.has_mimic else _project(model, tau, be)
     be.mark("backward", out)
     return (out,)
