@@ -102,9 +102,9 @@ def operations(tr: Trace) -> int:
 
 
 #: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least
-#: this many rows, or at least :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds.  Measured on this machine
-#: kind (register-summed loops, talos and solo12 kernels with the products of
-#: constrained_derivatives as of 2026-11-26 (sixth session)): 18 rows: solo12
+#: this many rows, or at least :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds
+#: (register-summed loops against straight-line code, measured on the talos and solo12
+#: derivative kernels, bench/reports/2026-11-26-compile-time.md): 18 rows: solo12
 #: aba_derivatives 2.70 us straight-line, 2.15 as loops
 LOOP_ROWS = 16
 #: ... shorter columns than one vector of 8 hold too few independent sums: panda
