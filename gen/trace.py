@@ -104,7 +104,7 @@ def operations(tr: Trace) -> int:
 #: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least
 #: this many rows, or at least :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds
 #: (register-summed loops against straight-line code, measured on the talos and solo12
-#: derivative kernels, bench/reports/2026-11-26-compile-time.md): 18 rows: solo12
+#: derivative kernels): 18 rows: solo12
 #: aba_derivatives 2.70 us straight-line, 2.15 as loops
 LOOP_ROWS = 16
 #: ... shorter columns than one vector of 8 hold too few independent sums: panda
