@@ -139,7 +139,8 @@ class ADRoute:
     Jacobian of the traced graph of the value algorithm ``value`` (its first ``outputs``
     outputs) with respect to each of its inputs, the q-columns composed with the tangent
     map of :func:`gen.configuration.tangent_map` (Pinocchio's ``q + d = integrate(q, d)``).
-    The row's outputs are, per value output, the Jacobians in input order.  Taken by
+    The row's outputs are, per value output, the Jacobians in input order, then the value
+    outputs themselves (the value the derivatives are taken at, as on the analytical route).  Taken by
     :func:`gen.trace.trace` (algorithms never import casadi)."""
 
     value: str
