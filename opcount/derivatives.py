@@ -32,6 +32,8 @@ import argparse
 import sys
 import time
 
+from gen.algorithms import ALGORITHMS, in_report
+
 from .api import opcount
 from .constrained import CONSTRAINED_SETS
 from .counter import CLASSES
@@ -91,13 +93,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for robot in [r for r in args.robots.split(",") if r]:
-        for algorithm in ("rnea_derivatives", "aba_derivatives"):
+        for algorithm in (n for n in in_report("derivatives") if not ALGORITHMS[n].constrained):
             rows.append(compare(robot, algorithm))
             print(rows[-1]["robot"], algorithm, rows[-1]["analytical"], rows[-1]["ad"],
                   f"{rows[-1]['seconds']:.0f}s", file=sys.stderr, flush=True)
     for name in [s for s in args.sets.split(",") if s]:
         robot, spec = CONSTRAINED_SETS[name]
-        for algorithm in ("constrained_derivatives", "impulse_derivatives"):
+        for algorithm in (n for n in in_report("derivatives") if ALGORITHMS[n].constrained):
             rows.append(compare(robot, algorithm, spec))
             print(name, algorithm, rows[-1]["analytical"], rows[-1]["ad"], f"{rows[-1]['seconds']:.0f}s",
                   file=sys.stderr, flush=True)

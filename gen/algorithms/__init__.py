@@ -207,7 +207,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               docs={**DERIV_DOCS, **VALUE_DOCS["rnea_derivatives"]},
               pinocchio=PinocchioRef(pinocchio_rnea_derivatives, "computeRNEADerivatives (M symmetrised)"),
               generic=GenericC(17, "rbg_rnea_derivatives", _work(76, 24)),
-              options=(ROUTE,), ad=ADRoute("rnea", 1), pin_peer="rnea_derivatives"),
+              options=(ROUTE,), ad=ADRoute("rnea", 1), pin_peer="rnea_derivatives",
+              reports=frozenset({"derivatives"}), pin_target=3.0),
     Algorithm("rnea_second_order", rnea_second_order, _qvx("a"), _tensors("d2tau_dqdq", "d2tau_dvdv", "dtau_dqdv",
                                                                         "dtau_dadq"),
               "dynamics", "second-order partial derivatives of inverse dynamics (Pinocchio's "
@@ -227,7 +228,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               floor=Floor(1e-10, 1e-10, "products with M^-1: rounding grows with cond(M) (2e5 on humanoid30, "
                                         "1e7 on talos); worst seen 2.5e-12 (SX vs NumPy, humanoid30), 6e-13 "
                                         "(generic C, talos)"),
-              options=(ROUTE,), ad=ADRoute("aba", 1), pin_peer="aba_derivatives"),
+              options=(ROUTE,), ad=ADRoute("aba", 1), pin_peer="aba_derivatives",
+              reports=frozenset({"derivatives"}), pin_target=3.0),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,
@@ -284,7 +286,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
                                      "constraintDynamics (K iterations, same mu) + computeConstraintDynamicsDerivatives",
                                      joint1_only=True, **SOLVER_REF),
               generic_note=NO_GENERIC_DERIV, ad=ADRoute("constrained_aba", 2), floor=KKT_FLOOR,
-              pin_peer="constraint_dynamics_derivatives"),
+              pin_peer="constraint_dynamics_derivatives", reports=frozenset({"derivatives"}), pin_target=2.0),
     Algorithm("impulse_derivatives", impulse_derivatives, impulse_inputs, impulse_derivatives_outputs, "event",
               "partial derivatives of the impact map (v_plus and impulse w.r.t. q, v_minus) by implicit "
               "differentiation of M (v+ - v-) = J^T impulse, J v+ = -e J v-, and (v_plus, impulse)",
@@ -295,7 +297,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
                                      joint1_only=True, unit_weights=True, full_rank=True,
                                      converged={"iterations": 30}),
               generic_note=NO_GENERIC_DERIV, ad=ADRoute("impulse", 2), floor=KKT_FLOOR,
-              pin_peer="impulse_dynamics_derivatives"),
+              pin_peer="impulse_dynamics_derivatives", reports=frozenset({"derivatives"})),
     Algorithm("delassus", delassus, delassus_inputs("delassus"), matrix_output("Delassus"), "delassus",
               "Delassus matrix J M^-1 J^T by CRBA, sparse LTDL and sparse back-substitution",
               "Featherstone 2005 §5", docs=DELASSUS_DOC, pinocchio=DELASSUS_REF,

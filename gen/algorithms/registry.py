@@ -29,6 +29,8 @@ REPORTS = {"opcount": "opcount/reports/<robot>: op counts per named robot (uncon
            "suite-constrained": "bench/reports/*-constrained: the named constraint sets",
            "scaling": "bench/reports/scaling: chains and binary trees (Sathya 2024 Fig. 3)",
            "callgrind": "bench/reports/*-callgrind: instructions per call",
+           "derivatives": "opcount/reports/derivatives.md (analytical vs AD) and bench/reports/*-derivatives "
+                          "(specialised vs Pinocchio and the generic C)",
            "golden": "generated/: the committed C of ur5, solo12 and talos (tests/test_golden.py)"}
 
 #: one-line docs of the input and output names shared by several rows (a row's
@@ -262,7 +264,9 @@ class Algorithm:
     floor: Floor = Floor()
     pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
     mujoco_peer: str | None = None  # the MuJoCo call sequence timed against it (gen.bench.mujoco_peer.CALLS)
-    adam_peer: str | None = None    # ADAM's quantity timed against it (gen.bench.adam_peer)
+    adam_peer: str | None = None    # ADAM's quantity timed against it (gen.bench.peers.adam)
+    #: the speed target against its Pinocchio peer in its reports (Pinocchio's median over ours)
+    pin_target: float | None = None
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
     ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)

@@ -2,7 +2,7 @@
 ``aba_derivatives`` on panda, solo12 and talos, and of ``constrained_derivatives``
 (whose kernel includes the forward solve) and ``impulse_derivatives`` (one damped solve,
 ``iterations=1``: the iterate Pinocchio's ``impulseDynamics`` computes, see
-:func:`gen.bench.harness.impulse_peer_settings`) on talos's 6D soles and solo12's four 3D feet,
+:func:`gen.bench.peers.pinocchio.impulse_peer_settings`) on talos's 6D soles and solo12's four 3D feet,
 against Pinocchio's analytical derivatives compiled header-only with the same flags
 (:mod:`gen.bench.pinshim`): ``computeRNEADerivatives``, ``computeABADerivatives``,
 ``constraintDynamics`` + ``computeConstraintDynamicsDerivatives`` (K = 3, mu = 1e-6,
@@ -29,18 +29,24 @@ from pathlib import Path
 
 from opcount.constrained import CONSTRAINED_SETS
 
+from ..algorithms import ALGORITHMS, in_report
 from ..errors import RbdgenError
 from . import harness, report
+from .peers.pinocchio import IMPULSE_PEERS
 
 ROBOTS = ("panda", "solo12", "talos")
-UNCONSTRAINED = ("rnea_derivatives", "aba_derivatives")
+#: the report's rows (registry ``reports``), unconstrained then constrained
+UNCONSTRAINED = tuple(n for n in in_report("derivatives") if not ALGORITHMS[n].constrained)
+CONSTRAINED = tuple(n for n in in_report("derivatives") if ALGORITHMS[n].constrained)
 SETS = ("solo12_3d_4feet", "talos_6d_soles")
-#: issue 13 §5: specialised vs Pinocchio, Pinocchio's median over ours (impulse_derivatives: none)
-TARGETS = {"rnea_derivatives": 3.0, "aba_derivatives": 3.0, "constrained_derivatives": 2.0}
-#: the options of each algorithm's kernel (impulse_derivatives: Pinocchio's single damped solve)
-OPTIONS = {"impulse_derivatives": {"iterations": 1}}
-#: the peers of each algorithm (the generic C has the unconstrained rows only)
-PEERS = {a: ("generic", "pinocchio") for a in UNCONSTRAINED}
+#: specialised vs Pinocchio, Pinocchio's median over ours (registry ``pin_target``)
+TARGETS = {n: ALGORITHMS[n].pin_target for n in UNCONSTRAINED + CONSTRAINED if ALGORITHMS[n].pin_target}
+#: the kernels' options: one iteration where the Pinocchio peer is impulseDynamics' single
+#: damped solve (gen.bench.peers.pinocchio.impulse_peer_settings)
+OPTIONS = {n: {"iterations": 1} for n in CONSTRAINED if ALGORITHMS[n].pin_peer in IMPULSE_PEERS}
+#: the peers of each algorithm: the generic C where it has the row
+PEERS = {n: ("generic", "pinocchio") if ALGORITHMS[n].generic else ("pinocchio",)
+         for n in UNCONSTRAINED + CONSTRAINED}
 ANCHORS = [
     "Carpentier & Mansard, RSS 2018 (Pinocchio's analytical derivatives): ABA derivatives in 3 us "
     "(7-DoF arm) to 17 us (36-DoF humanoid).",
@@ -54,7 +60,7 @@ def run(robots=ROBOTS, sets=SETS, *, date: str | None = None, progress=None, **b
     say = progress or (lambda s: None)
     jobs = [(r, a, None, None) for r in robots for a in UNCONSTRAINED]
     jobs += [(CONSTRAINED_SETS[s][0], a, CONSTRAINED_SETS[s][1], s)
-             for a in ("constrained_derivatives", "impulse_derivatives") for s in sets]
+             for a in CONSTRAINED for s in sets]
     results = []
     for robot, algo, spec, setname in jobs:
         say(f"derivatives: {robot}/{algo}" + (f" on {setname}" if setname else ""))
