@@ -418,7 +418,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     ``batch_trig="libm"``), None for the scalar kernel; ``scalar_trig``: the scalar
     kernel's sin and cos (:data:`SCALAR_TRIG`): ``"hoisted"`` (default; the joint angles'
     through the batched kernels' routine, :data:`gen.cwriter.TRIG_LANES` at a time,
-    :func:`gen.cwriter.hoist_trig`; glibc's with ``avoid_stack``), every one through that
+    :func:`gen.cwriter.hoist_trig`; glibc's with ``avoid_stack`` or without ``lanes``, plain
+    C99), every one through that
     routine on one lane (``"vector"``, symbol ``..._vtrig``: with ``-ffp-contract=off`` on
     both, the lanes of a batched kernel are then bit for bit this kernel) or glibc's
     (``"libm"``, symbol ``..._libmtrig``); ``choice``: the record of an
@@ -450,8 +451,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
                           "weights built in (runtime_params off)")
     tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else \
         {"vector": "_vtrig", "libm": "_libmtrig"}.get(scalar_trig, "")
-    if scalar_trig == "hoisted" and avoid_stack:      # hoisting keeps vectors in locals
-        scalar_trig = "libm"
+    if scalar_trig == "hoisted" and (avoid_stack or not lanes):
+        scalar_trig = "libm"       # hoisting keeps vectors in locals; --no-lanes: plain C99
     # avoid_stack changes the ABI (the work size): its own symbol, so both builds link together
     prefix = prefix or symbol_prefix(model.name, algo.name, spec,
                                      {**variant(tr), **({"avoid_stack": True} if avoid_stack else {})}) + tag
@@ -554,7 +555,9 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
         "vector_uses": (["batched states"] if batch else []) + (["product loops"] if loops and not batch else [])
-        + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plans) else []),
+        + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plans) else [])
+        + (["the joint angles' sines and cosines four at a time, which --no-lanes turns off"]
+           if f"typedef double {prefix}_cg_v " in kernel_code else []),
         "kernel_code": kernel_code,
         "cas": None if batch else casadi_context(casadi_name(prefix), manifest["functions"][0], files["header"],
                                                  driver is not None),

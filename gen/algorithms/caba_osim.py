@@ -100,15 +100,20 @@ def caba_osim(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_pa
 
 
 def floating_roots_only(model: Model, cset) -> str | None:
-    """Why caba_osimf does not apply to ``cset`` on ``model`` (a root of the constrained tree
-    that is not a free-flyer: eq. 41 splits at a floating base), or None."""
+    """Why caba_osimf does not apply to ``cset`` on ``model`` (one line: a root of the
+    constrained tree that is not a free-flyer, where eq. 41 splits), or None."""
     for con in cset.constraints:
         for b in (con.body1, con.body2):
             if b >= 0:
-                root = model.ancestors(b)[-1]
-                if model.bodies[root].kind != "free":
-                    return f"the constrained tree's root joint '{model.bodies[root].name}' is not a free-flyer"
+                root = model.bodies[model.ancestors(b)[-1]]
+                if root.kind != "free":
+                    return _not_floating(root)
     return None
+
+
+def _not_floating(root) -> str:
+    return (f"caba_osimf splits the Delassus matrix at a floating base (Sathya 2024 eq. 41), but "
+            f"joint '{root.name}' at the root of the constrained tree is '{root.kind}'; use caba_osim")
 
 
 def caba_osimf(model: Model, q, *params, be, cset=None, mu=DEFAULT_MU, runtime_params=()):
@@ -210,9 +215,7 @@ def branching_bodies(model: Model, SE, cons, split_roots: bool) -> dict:
     if split_roots:
         for r in roots:
             if model.bodies[r].kind != "free":
-                raise RbdgenError(f"caba_osimf splits the Delassus matrix at a floating base (Sathya 2024 "
-                                  f"eq. 41), but joint '{model.bodies[r].name}' at the root of the constrained "
-                                  f"tree is '{model.bodies[r].kind}'; use caba_osim")
+                raise RbdgenError(_not_floating(model.bodies[r]))
         N.update(roots)
     nodes = {}
     for d in sorted(N):

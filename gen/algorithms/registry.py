@@ -270,7 +270,8 @@ class Algorithm:
     reports: frozenset = frozenset()
     jacobian: Jacobian | None = None  # its derivative row (gen.casadi_api.casadi_external)
     ad: ADRoute | None = None    # the AD route (a derivative row; its options include ROUTE)
-    #: (model, cset) -> why the row does not apply to them, or None: what ``-a all`` leaves out
+    #: (model, cset) -> why the row does not apply to them (a one-line message naming the
+    #: row), or None: what ``-a all`` leaves out and the generic C refuses
     refuses: Callable | None = None
     runtime: tuple[str, ...] = ()  # its run-time parameters (RUNTIME_INPUTS order) under RUNTIME_PARAMS
 

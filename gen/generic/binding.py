@@ -30,6 +30,8 @@ header.
 """
 from __future__ import annotations
 
+import functools
+
 import os
 import shlex
 import shutil
@@ -68,6 +70,10 @@ STATUS = {0: "ok", 1: "an input contains NaN or inf (or an option is out of rang
           4: "inconsistent rbg_model or rbg_constraints",
           5: "a loop closure between two moving bodies (this solver handles constraints relative to the world)",
           6: "a unilateral (+) row given to a solver of bilateral constraints (use prox_lcp)"}
+#: rbg.h's RBG_EUNILATERAL
+RBG_EUNILATERAL = 6
+#: gen.run's options of the proximal rows, passed as rbg_prox_options
+PROX_OPTIONS = ("iterations", "mu", "tol", "max_iter")
 
 
 def _compiler() -> list[str]:
@@ -182,97 +188,83 @@ class GenericModel:
     def _w(self):
         return self.ffi.from_buffer("double[]", self._work)
 
-    # --- algorithms ------------------------------------------------------------------------
-    def rnea(self, q, v, a) -> np.ndarray:
-        """``tau = M(q) a + b(q, v)``."""
-        tau, t = self._out(self.nv)
-        self._check("rnea", self.lib.rbg_rnea(self.c_model, self._in("rnea", "q", q, self.nq),
-                                              self._in("rnea", "v", v, self.nv),
-                                              self._in("rnea", "a", a, self.nv), t, self._w))
-        return tau
+    # --- algorithms: one table-driven call ---------------------------------------------------
+    def call(self, algorithm: str, *inputs, **options):
+        """Run ``algorithm`` (a registry name with generic C, :data:`ALGORITHMS`) on
+        ``inputs``; outputs as :func:`gen.run` returns them (vectors 1-D, matrices 2-D), a
+        solver's ``iterations`` and ``residual`` as 1-element arrays.  The C function is
+        the row's ``generic.entry``, called with the convention of its family
+        (``rbg.h``): ``(model, [constraints,] [options,] [scalar,] inputs..., outputs...,
+        work)``, options for the proximal rows (:meth:`prox_options`: ``iterations``,
+        ``mu``, ``tol``, ``max_iter``), the scalar the impact map's ``restitution`` or a
+        damped Delassus inverse's ``mu``.  ``g.<algorithm>(...)`` is the same call."""
+        if algorithm not in self.ALGORITHMS:
+            raise RbdgenError(f"generic C has no algorithm '{algorithm}' "
+                              f"(choose from {', '.join(self.ALGORITHMS)})")
+        row = ALGORITHMS[algorithm]
+        cset = self.cset if row.constrained else None
+        self._refuse(row)
+        spec = row.inputs(self.model, cset)
+        if len(inputs) != len(spec):
+            raise RbdgenError(f"{algorithm} takes {len(spec)} inputs ({', '.join(n for n, _ in spec)}), "
+                              f"got {len(inputs)}")
+        head = [self.c_model] + ([self.c_constraints] if row.constrained else [])
+        if row.iterative:
+            head.append(self.prox_options(**{k: options.pop(k) for k in PROX_OPTIONS if k in options}))
+        head += self._scalar(row, options)
+        if options:
+            raise RbdgenError(f"generic {algorithm} takes no option {', '.join(sorted(options))}")
+        ins = [self._in(algorithm, name, x, n) for (name, n), x in zip(spec, inputs)]
+        outs = [np.empty(rows if cols == 1 else (rows, cols)) for _, rows, cols in row.outputs(self.model, cset)]
+        ptrs = [self.ffi.from_buffer("double[]", o) if o.size else self.ffi.NULL for o in outs]
+        rc = getattr(self.lib, row.generic.entry)(*head, *ins, *ptrs, self._w)
+        if rc == RBG_EUNILATERAL:
+            one_sided = ", ".join(str(c) for c in self.cset.constraints if c.unilateral)
+            raise RbdgenError(f"{algorithm} solves bilateral constraints only; {one_sided} has a unilateral "
+                              f"row (+): use prox_lcp")
+        self._check(algorithm, rc)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def nle(self, q, v) -> np.ndarray:
-        """``b(q, v)``: Coriolis, centrifugal and gravity terms."""
-        b, bp = self._out(self.nv)
-        self._check("nle", self.lib.rbg_nle(self.c_model, self._in("nle", "q", q, self.nq),
-                                            self._in("nle", "v", v, self.nv), bp, self._w))
-        return b
+    def __getattr__(self, name: str):
+        """``g.rnea(q, v, a)`` etc.: :meth:`call` of the registry row ``name``."""
+        if name in GenericModel.ALGORITHMS:
+            return functools.partial(self.call, name)
+        raise AttributeError(f"'GenericModel' object has no attribute '{name}'")
 
-    def crba(self, q) -> np.ndarray:
-        """Full symmetric ``M(q)``."""
-        M, Mp = self._out(self.nv, self.nv)
-        self._check("crba", self.lib.rbg_crba(self.c_model, self._in("crba", "q", q, self.nq), Mp, self._w))
-        return M
+    def _refuse(self, row) -> None:
+        """One-line refusals before the C call: a loop between two moving bodies where the
+        row's generic C is ``anchored_only``; a constraint set the Delassus family does not
+        take (:func:`~gen.algorithms.delassus.delassus_set`); what the row ``refuses``."""
+        if row.generic.anchored_only:
+            self.cset.require_anchored(row.name)
+        if row.family == "delassus":
+            delassus_set(self.model, self.cset, row.name)
+        why = row.refuses(self.model, self.cset) if row.refuses else None
+        if why:
+            raise RbdgenError(why)
 
-    def ltdl(self, q) -> tuple[np.ndarray, np.ndarray]:
-        """``M(q) = L^T D L``: (L unit lower triangular, D 1-D)."""
-        L, Lp = self._out(self.nv, self.nv)
-        D, Dp = self._out(self.nv)
-        self._check("ltdl", self.lib.rbg_ltdl(self.c_model, self._in("ltdl", "q", q, self.nq), Lp, Dp, self._w))
-        return L, D
-
-    def ltl(self, q) -> np.ndarray:
-        """``M(q) = L^T L``: L lower triangular."""
-        L, Lp = self._out(self.nv, self.nv)
-        self._check("ltl", self.lib.rbg_ltl(self.c_model, self._in("ltl", "q", q, self.nq), Lp, self._w))
-        return L
-
-    def crba_solve(self, q, b) -> np.ndarray:
-        """``x = M(q)^-1 b``."""
-        x, xp = self._out(self.nv)
-        self._check("crba_solve", self.lib.rbg_crba_solve(
-            self.c_model, self._in("crba_solve", "q", q, self.nq), self._in("crba_solve", "b", b, self.nv),
-            xp, self._w))
-        return x
-
-    def aba(self, q, v, tau) -> np.ndarray:
-        """``ddq = M(q)^-1 (tau - b(q, v))``."""
-        ddq, dp = self._out(self.nv)
-        self._check("aba", self.lib.rbg_aba(self.c_model, self._in("aba", "q", q, self.nq),
-                                            self._in("aba", "v", v, self.nv),
-                                            self._in("aba", "tau", tau, self.nv), dp, self._w))
-        return ddq
-
-    def rnea_derivatives(self, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(dtau/dq, dtau/dv, M, tau)`` at ``(q, v, a)``, dtau/dq in the tangent space
-        (Carpentier & Mansard RSS 2018 Alg. 1), tau = rnea(q, v, a) (1-D)."""
-        return self._derivatives("rnea_derivatives", q, v, a, "a")
-
-    def aba_derivatives(self, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(dddq/dq, dddq/dv, M^-1, ddq)`` at ``(q, v, tau)``: ``-M^-1 dtau/d(q, v)`` at
-        ``a = ddq = aba(q, v, tau)`` (RSS 2018 §IV), ddq 1-D."""
-        return self._derivatives("aba_derivatives", q, v, tau, "tau")
-
-    def _derivatives(self, algo: str, q, v, x, xname: str):
-        outs = [self._out(self.nv, self.nv) for _ in range(3)] + [self._out(self.nv)]
-        fn = getattr(self.lib, ALGORITHMS[algo].generic.entry)
-        self._check(algo, fn(self.c_model, self._in(algo, "q", q, self.nq), self._in(algo, "v", v, self.nv),
-                             self._in(algo, xname, x, self.nv), *(p for _, p in outs), self._w))
-        return tuple(o for o, _ in outs)
-
-    # --- proximal constrained solvers -----------------------------------------------------
-    def prox_ltl(self, q, v, tau, **options):
-        """(ddq, lam, iterations, residual) by the sparse KKT factorisation (Carpentier
-        2021 Alg. 1)."""
-        return self._proximal("prox_ltl", q, v, tau, **options)
-
-    def prox_ltls(self, q, v, tau, **options):
-        """(ddq, lam, iterations, residual) by the augmented Lagrangian on M + J^T J / rho
-        (Sathya 2024 eq. 16, 24)."""
-        return self._proximal("prox_ltls", q, v, tau, **options)
-
-    def constrained_aba(self, q, v, tau, **options):
-        """(ddq, lam, iterations, residual) by constrainedABA (Sathya 2024 Alg. 1-3)."""
-        return self._proximal("constrained_aba", q, v, tau, **options)
-
-    def prox_pv(self, q, v, tau, **options):
-        """(ddq, lam, iterations, residual) by proxPV (Sathya 2024 Alg. 4)."""
-        return self._proximal("prox_pv", q, v, tau, **options)
+    @staticmethod
+    def _scalar(row, options: dict) -> list[float]:
+        """The row's scalar argument: the impact map's restitution in [0, 1], a damped
+        Delassus inverse's mu (positive, finite; default :data:`DEFAULT_MU`)."""
+        names = {o.name for o in row.options}
+        if "restitution" in names:
+            e = float(options.pop("restitution", 0.0))
+            if not 0.0 <= e <= 1.0:
+                raise RbdgenError(f"restitution coefficient {e} must lie in [0, 1] (0: plastic impact, 1: elastic)")
+            return [e]
+        if "mu" in names and not row.iterative:
+            mu = options.pop("mu", None)
+            mu = DEFAULT_MU if mu is None else float(mu)
+            if not (mu > 0 and np.isfinite(mu)):
+                raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
+                                  f"e.g. 1e-6; Sathya's penalty is 1/mu)")
+            return [mu]
+        return []
 
     def prox_options(self, iterations=None, mu=None, tol=None, max_iter=None):
         """``rbg_prox_options`` for gen.run's options: ``max_iter`` (if given) replaces
         ``iterations`` as the cap; ``tol`` None means no early exit."""
-
         cap = (DEFAULT_ITERATIONS if iterations is None else iterations) if max_iter is None else max_iter
         if int(cap) != cap or cap < 1:
             raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
@@ -284,112 +276,6 @@ class GenericModel:
                               f"e.g. 1e-6; Sathya's penalty is 1/mu)")
         return self.ffi.new("rbg_prox_options *", {"mu": mu, "max_iter": int(cap),
                                                     "tol": -1.0 if tol is None else float(tol)})
-
-    def prox_lcp(self, q, v, tau, **options):
-        """(ddq, lam, iterations, residual) with the unilateral rows (``3D+``, ``6D+``) held
-        by projected Gauss-Seidel on the sparse KKT factorisation (Tedrake 2012 §3.1)."""
-        return self._proximal("prox_lcp", q, v, tau, **options)
-
-    def impulse(self, q, v_minus, restitution=0.0, **options):
-        """(v_plus, impulse, iterations, residual): the impact map ``M (v+ - v-) = J^T
-        impulse``, ``J v+ = -e J v-`` (Tedrake 2012 §3.2) by constrainedABA's sweeps;
-        constraints relative to the world only."""
-        if not 0.0 <= restitution <= 1.0:
-            raise RbdgenError(f"restitution coefficient {restitution} must lie in [0, 1] "
-                              f"(0: plastic impact, 1: elastic)")
-        self._anchored("impulse")
-        self._bilateral("impulse")
-        opts = self.prox_options(**options)
-        v_plus, vp = self._out(self.nv)
-        imp, lp = self._out(self.m)
-        its, ip = self._out(1)
-        res, rp = self._out(1)
-        self._check("impulse", self.lib.rbg_impulse(
-            self.c_model, self.c_constraints, opts, float(restitution), self._in("impulse", "q", q, self.nq),
-            self._in("impulse", "v_minus", v_minus, self.nv), vp, lp if self.m else self.ffi.NULL, ip, rp, self._w))
-        return v_plus, imp, its, res
-
-    def _bilateral(self, algo: str) -> None:
-        one_sided = [str(c) for c in self.cset.constraints if c.unilateral]
-        if one_sided:
-            raise RbdgenError(f"{algo} solves bilateral constraints only; {', '.join(one_sided)} "
-                              f"has a unilateral row (+): use prox_lcp")
-
-    def _proximal(self, algo: str, q, v, tau, **options):
-        self._anchored(algo)
-        if algo != "prox_lcp":
-            self._bilateral(algo)
-        opts = self.prox_options(**options)
-        ddq, dp = self._out(self.nv)
-        lam, lp = self._out(self.m)
-        its, ip = self._out(1)
-        res, rp = self._out(1)
-        fn = getattr(self.lib, f"rbg_{algo}")
-        self._check(algo, fn(self.c_model, self.c_constraints, opts, self._in(algo, "q", q, self.nq),
-                             self._in(algo, "v", v, self.nv), self._in(algo, "tau", tau, self.nv),
-                             dp, lp if self.m else self.ffi.NULL, ip, rp, self._w))
-        return ddq, lam, its, res
-
-    # --- Delassus matrix and damped Delassus inverses --------------------------------------
-    def delassus(self, q) -> np.ndarray:
-        """``J M^-1 J^T`` (m x m) by CRBA, LTDL and sparse back-substitution (Featherstone
-        2005 §5)."""
-        return self._delassus("delassus", q)
-
-    def ltl_osim(self, q, mu=None) -> np.ndarray:
-        """``Lambda_mu = (J M^-1 J^T + R)^-1`` by LTL-OSIM (Sathya 2024 §VIII-C)."""
-        return self._delassus("ltl_osim", q, mu)
-
-    def caba_osim(self, q, mu=None) -> np.ndarray:
-        """``Lambda_mu`` by cABA-OSIM (Sathya 2024 Alg. 5, eq. 40); constraints relative
-        to the world only."""
-        return self._delassus("caba_osim", q, mu)
-
-    def caba_osimf(self, q, mu=None) -> np.ndarray:
-        """``Lambda_mu`` split at the floating base (Sathya 2024 eq. 41): the generic
-        cABA-OSIM, which carries every supporting body in constraint space."""
-        return self._delassus("caba_osimf", q, mu)
-
-    def kkt_osim(self, q, mu=None) -> np.ndarray:
-        """``Lambda_mu`` from the sparse LDL^T of the KKT matrix (Carpentier 2021 §IV-E)."""
-        return self._delassus("kkt_osim", q, mu)
-
-    def _delassus(self, algo: str, q, mu=None) -> np.ndarray:
-        delassus_set(self.model, self.cset, algo)
-        self._anchored(algo)
-        if algo == "caba_osimf":
-            for b in self.model.bodies:
-                if b.parent == -1 and b.kind != "free":
-                    raise RbdgenError(f"caba_osimf splits the Delassus matrix at a floating base (Sathya 2024 "
-                                      f"eq. 41), but joint '{b.name}' at the root of the constrained tree is "
-                                      f"'{b.kind}'; use caba_osim")
-        out, op = self._out(self.m, self.m)
-        qp = self._in(algo, "q", q, self.nq)
-        fn = getattr(self.lib, ALGORITHMS[algo].generic.entry)
-        if algo == "delassus":
-            self._check(algo, fn(self.c_model, self.c_constraints, qp, op, self._w))
-            return out
-        mu = DEFAULT_MU if mu is None else float(mu)
-        if not (mu > 0 and np.isfinite(mu)):
-            raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
-                              f"e.g. 1e-6; Sathya's penalty is 1/mu)")
-        self._check(algo, fn(self.c_model, self.c_constraints, mu, qp, op, self._w))
-        return out
-
-    def call(self, algorithm: str, *inputs, **options):
-        """Run ``algorithm`` (a registry name, see :data:`gen.algorithms.ALGORITHMS`) on
-        ``inputs`` (and, for the proximal solvers, gen.run's options); outputs as
-        :func:`gen.run` returns them."""
-        if algorithm not in self.ALGORITHMS:
-            raise RbdgenError(f"generic C has no algorithm '{algorithm}' "
-                              f"(choose from {', '.join(self.ALGORITHMS)})")
-        return getattr(self, algorithm)(*inputs, **options)
-
-    def _anchored(self, algo: str) -> None:
-        """One-line refusal of a loop between two moving bodies where the row's generic C
-        is ``anchored_only``."""
-        if ALGORITHMS[algo].generic.anchored_only:
-            self.cset.require_anchored(algo)
 
     def __repr__(self) -> str:
         extra = f", constraints={self.cset.spec!r}" if self.m else ""
