@@ -416,14 +416,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
     states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
     ``batch_trig="libm"``), None for the scalar kernel; ``scalar_trig``: the scalar
-    kernel's sin and cos (:data:`SCALAR_TRIG`): ``"hoisted"`` (default; the joint angles'
-    through the batched kernels' routine, :data:`gen.cwriter.TRIG_LANES` at a time,
-    :func:`gen.cwriter.hoist_trig`; glibc's with ``avoid_stack`` or without ``lanes``, plain
-    C99), every one through that
-    routine on one lane (``"vector"``, symbol ``..._vtrig``: with ``-ffp-contract=off`` on
-    both, the lanes of a batched kernel are then bit for bit this kernel) or glibc's
-    (``"libm"``, symbol ``..._libmtrig``); ``choice``: the record of an
-    automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
+    kernel's sin and cos (:data:`SCALAR_TRIG`); ``choice``: the record of
+    an automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
     ``split_above``: the tape length above which a scalar kernel is split into parts
     (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
     :mod:`gen.bench.compile_time` compares); ``order``: the scalar kernel's instruction
@@ -435,20 +429,8 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     batch = check_batch(batch)
-    if batch and isinstance(tr, DriverTrace):
-        raise RbdgenError("a batched kernel runs a fixed number of iterations in every lane: build it with "
-                          "iterations=K, not a tolerance")
-    if batch and avoid_stack:
-        raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
-    for name, value, choices in (("batch_trig", batch_trig, BATCH_TRIG), ("scalar_trig", scalar_trig, SCALAR_TRIG)):
-        if value not in choices:
-            raise RbdgenError(f"{name}={value!r}: choose from {', '.join(choices)}")
-    if batch and scalar_trig != SCALAR_TRIG[0]:
-        raise RbdgenError("scalar_trig sets the scalar kernel's sin and cos; a batched kernel's are batch_trig")
     runtime = runtime_parameters(tr)
-    if batch and runtime:
-        raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
-                          "weights built in (runtime_params off)")
+    _refuse_codegen(tr, batch, avoid_stack, batch_trig, scalar_trig, runtime)
     tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else \
         {"vector": "_vtrig", "libm": "_libmtrig"}.get(scalar_trig, "")
     if scalar_trig == "hoisted" and (avoid_stack or not lanes):
@@ -469,79 +451,22 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         funcs, driver = [_kernel_function(f"{prefix}_kernel", tr)], None
         loop = {"iterations": _traced_iterations(tr), "tolerance": None}
     oc = _opcount(tr) if opcount is _UNSET else opcount
-    with_lanes = lanes and order == "auto" and not avoid_stack and not batch
     loops = deferred(tr)
-    plans = []
-    if batch:
-        kernel_code, written = _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None
-    else:
-        trig = {"hoisted": _hoisted_trig, "vector": _one_lane_trig}.get(scalar_trig, lambda p: {})(f"{prefix}_cg")
-        if loops:
-            kernel_code, one, plans = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack,
-                                                     split_above=split_above, order=order, lanes=with_lanes, **trig)
-            written = [one]
-        else:
-            if not with_lanes:
-                plans = [None] * len(funcs)
-            elif driver is None:            # one kernel: planned on its lane trace where the model has one
-                plans = [trace_plan(tr, lambda t: (_kernel_function(funcs[0].name(), t), None))[2]]
-            else:
-                plans = [lane_plan(f, model) for f in funcs]
-            kernel_code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above,
-                                                   order=order, lanes=plans, **trig)
-    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
-    # a kernel with products returns whether the outputs its loops form hold an inf or NaN
-    fn.update({"kernel_type": "int" if loops and not batch else "void",
-               "checked": [tr.outputs[o][0] for o in checked_outputs(tr)] if loops and not batch else []})
-    if batch:
-        fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
-    # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles
-    # (at most one per instruction), plus its sin/cos routine's few dozen
-    o0 = o0_temporaries(batch, funcs[0].n_instructions() + 64) if batch else max(w.o0_doubles for w in written)
-    fn["stack_bytes"], fn["stack_bytes_o0"] = stack_bytes(fn["stack_doubles"], o0)
+    kernel_code, written, plans = _kernel_code(tr, funcs, driver, prefix, batch, batch_trig, scalar_trig,
+                                               avoid_stack, split_above, order,
+                                               lanes and order == "auto" and not avoid_stack and not batch)
+    fn = _public_function(prefix, tr, funcs, avoid_stack, oc, driver, written, batch)
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
              "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
     if not batch:
         files["casadi"] = f"{casadi_name(prefix)}.c"
     sources = [files["wrapper"], files["kernel"]] + ([files["casadi"]] if not batch else [])
-    manifest = {
-        "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
-        "robot": model.name, "algorithm": algo.name, "constraints": spec,
-        "nq": model.nq, "nv": model.nv, "m": m, **loop,
-        **({} if tr.cset is None else {"constraint_gains": _gains(tr.cset)}),
-        **({} if not algo.runtime else {"parameters": _parameters(algo, runtime, driver is not None)}),
-        **({} if runtime is None else {"runtime_params": _runtime_manifest(runtime)}),
-        "options": options,
-        **({} if getattr(tr, "route", None) is None else {"route": _jsonable(tr.route)}),
-        "layout": "column-major", "header": files["header"], "sources": sources,
-        "cdef": files["cdef"], "library": f"lib{prefix}.a",
-        "return_codes": {"0": "ok", "-1": "non-finite input (outputs set to NaN)" if not batch else
-                         "non-finite input (the outputs of the lanes concerned set to NaN)",
-                         "-2": "non-finite output",
-                         **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)"}
-                            if driver and not runtime else {}),
-                         **({"-3": "invalid run-time option or parameter (" + ("tol < 0, max_iter < 1, " if driver else "")
-                             + "mu, a gain or a weight out of range; outputs set to NaN)"} if runtime else {}),
-                         **({"-4": "not converged: max_iter reached with residual > tol (outputs written)"}
-                            if driver else {})},
-        **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
-            "batch_trig": batch_trig} if batch else {}),
-        **({"scalar_trig": scalar_trig} if scalar_trig != SCALAR_TRIG[0] and not batch else {}),
-        "codegen": {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
-                    **({"lanes": lanes_manifest(model, plans)} if any(plans) else {}),
-                    **({"products": products_manifest(tr)} if loops and not batch else {})},
-        **({} if choice is None else {"choice": _jsonable(choice)}),
-        "functions": [{"symbol": fn["symbol"],
-                       "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
-                       "outputs": [{"name": y["name"], "size": y["size"], "rows": y["rows"], "cols": y["cols"]}
-                                   for y in fn["outputs"]],
-                       "work_size": fn["work_size"], "stack_doubles": fn["stack_doubles"],
-                       "stack_bytes": fn["stack_bytes"], "stack_bytes_o0": fn["stack_bytes_o0"],
-                       **({"lane_status": f"{fn['symbol']}_status"} if batch else
-                          {"casadi_external": casadi_name(prefix)}),
-                       "opcount": fn["opcount_raw"]}],
-    }
+    codegen = {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
+               **({"lanes": lanes_manifest(model, plans)} if any(plans) else {}),
+               **({"products": products_manifest(tr)} if loops and not batch else {})}
+    manifest = _manifest(tr, prefix, fn, files, sources, loop, options, runtime, driver is not None, batch,
+                         batch_trig, scalar_trig, codegen, choice)
     return {
         "stamp": STAMP, "prefix": prefix, "PREFIX": prefix.upper(), "guard": f"{prefix.upper()}_H",
         "robot": {"name": inert_text(model.name), "nq": model.nq, "nv": model.nv, "nbodies": model.nbodies,
@@ -562,6 +487,108 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "cas": None if batch else casadi_context(casadi_name(prefix), manifest["functions"][0], files["header"],
                                                  driver is not None),
     }
+
+
+def _public_function(prefix: str, tr: Trace, funcs, avoid_stack: bool, oc, driver, written, batch) -> dict:
+    """The public function's template context (:func:`_function_context`), its kernel's
+    return type and checked outputs, and its stack bounds."""
+    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
+    loops = bool(deferred(tr)) and not batch
+    # a kernel with products returns whether the outputs its loops form hold an inf or NaN
+    fn.update({"kernel_type": "int" if loops else "void",
+               "checked": [tr.outputs[o][0] for o in checked_outputs(tr)] if loops else []})
+    if batch:
+        fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
+    # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles
+    # (at most one per instruction), plus its sin/cos routine's few dozen
+    o0 = o0_temporaries(batch, funcs[0].n_instructions() + 64) if batch else max(w.o0_doubles for w in written)
+    fn["stack_bytes"], fn["stack_bytes_o0"] = stack_bytes(fn["stack_doubles"], o0)
+    return fn
+
+
+def _refuse_codegen(tr: Trace, batch, avoid_stack: bool, batch_trig: str, scalar_trig: str, runtime) -> None:
+    """One-line refusals of code-generation options that do not go together."""
+    if batch and isinstance(tr, DriverTrace):
+        raise RbdgenError("a batched kernel runs a fixed number of iterations in every lane: build it with "
+                          "iterations=K, not a tolerance")
+    if batch and avoid_stack:
+        raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
+    for name, value, choices in (("batch_trig", batch_trig, BATCH_TRIG), ("scalar_trig", scalar_trig, SCALAR_TRIG)):
+        if value not in choices:
+            raise RbdgenError(f"{name}={value!r}: choose from {', '.join(choices)}")
+    if batch and scalar_trig != SCALAR_TRIG[0]:
+        raise RbdgenError("scalar_trig sets the scalar kernel's sin and cos; a batched kernel's are batch_trig")
+    if batch and runtime:
+        raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
+                          "weights built in (runtime_params off)")
+
+
+def _kernel_code(tr: Trace, funcs, driver, prefix: str, batch, batch_trig: str, scalar_trig: str,
+                 avoid_stack: bool, split_above, order: str, with_lanes: bool) -> tuple[str, list | None, list]:
+    """``(kernel file text, the writer's records, lane plans)``: the batched writer, the
+    product-loop writer (an SX head and C loops), or the scalar writer with its lane plans."""
+    if batch:
+        return _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None, []
+    trig = {"hoisted": _hoisted_trig, "vector": _one_lane_trig}.get(scalar_trig, lambda p: {})(f"{prefix}_cg")
+    if deferred(tr):
+        code, one, plans = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack, split_above=split_above,
+                                          order=order, lanes=with_lanes, **trig)
+        return code, [one], plans
+    if not with_lanes:
+        plans = [None] * len(funcs)
+    elif driver is None:            # one kernel: planned on its lane trace where the model has one
+        plans = [trace_plan(tr, lambda t: (_kernel_function(funcs[0].name(), t), None))[2]]
+    else:
+        plans = [lane_plan(f, tr.model) for f in funcs]
+    code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above, order=order,
+                                    lanes=plans, **trig)
+    return code, written, plans
+
+
+def _manifest(tr: Trace, prefix: str, fn: dict, files: dict, sources: list, loop: dict, options: dict, runtime,
+              driver: bool, batch, batch_trig: str, scalar_trig: str, codegen: dict, choice) -> dict:
+    """``manifest.json``: what was built, from what, with which options and code shape."""
+    model, algo = tr.model, tr.algorithm
+    spec, m = constraint_info(tr.cset)
+    return {
+        "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
+        "robot": model.name, "algorithm": algo.name, "constraints": spec,
+        "nq": model.nq, "nv": model.nv, "m": m, **loop,
+        **({} if tr.cset is None else {"constraint_gains": _gains(tr.cset)}),
+        **({} if not algo.runtime else {"parameters": _parameters(algo, runtime, driver)}),
+        **({} if runtime is None else {"runtime_params": _runtime_manifest(runtime)}),
+        "options": options,
+        **({} if getattr(tr, "route", None) is None else {"route": _jsonable(tr.route)}),
+        "layout": "column-major", "header": files["header"], "sources": sources,
+        "cdef": files["cdef"], "library": f"lib{prefix}.a",
+        "return_codes": _return_codes(batch, driver, runtime),
+        **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
+            "batch_trig": batch_trig} if batch else {}),
+        **({"scalar_trig": scalar_trig} if scalar_trig != SCALAR_TRIG[0] and not batch else {}),
+        "codegen": codegen,
+        **({} if choice is None else {"choice": _jsonable(choice)}),
+        "functions": [{"symbol": fn["symbol"],
+                       "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
+                       "outputs": [{"name": y["name"], "size": y["size"], "rows": y["rows"], "cols": y["cols"]}
+                                   for y in fn["outputs"]],
+                       "work_size": fn["work_size"], "stack_doubles": fn["stack_doubles"],
+                       "stack_bytes": fn["stack_bytes"], "stack_bytes_o0": fn["stack_bytes_o0"],
+                       **({"lane_status": f"{fn['symbol']}_status"} if batch else
+                          {"casadi_external": casadi_name(prefix)}),
+                       "opcount": fn["opcount_raw"]}],
+    }
+
+
+def _return_codes(batch, driver: bool, runtime) -> dict:
+    return {"0": "ok", "-1": "non-finite input (outputs set to NaN)" if not batch else
+            "non-finite input (the outputs of the lanes concerned set to NaN)",
+            "-2": "non-finite output",
+            **({"-3": "invalid run-time option (tol < 0, max_iter < 1; outputs set to NaN)"}
+               if driver and not runtime else {}),
+            **({"-3": "invalid run-time option or parameter (" + ("tol < 0, max_iter < 1, " if driver else "")
+                + "mu, a gain or a weight out of range; outputs set to NaN)"} if runtime else {}),
+            **({"-4": "not converged: max_iter reached with residual > tol (outputs written)"}
+               if driver else {})}
 
 
 def runtime_parameters(tr: Trace | DriverTrace) -> dict | None:
@@ -649,11 +676,14 @@ BATCH_SIZES = (2, 4, 8, 16)
 #: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
 #: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
 BATCH_TRIG = ("vector", "libm")
-#: how a scalar kernel evaluates sin and cos, default first (:func:`context`): glibc's
-#: sincos was 26-58 % of a small arm's instructions; the joint angles' together through the
-#: vector routine, inlined, cut ur5 crba from 1079 to 638 instructions (75 -> 63 ns) and
-#: talos crba from 1520 to 917 ns, within 4e-14 of glibc's values
-#: (bench/reports/2026-11-28-speed.md)
+#: how a scalar kernel evaluates sin and cos (:func:`context`): "hoisted" (default) the
+#: joint angles' through the batched kernels' routine, gen.cwriter.TRIG_LANES at a time
+#: (gen.cwriter.hoist_trig; glibc's with avoid_stack or without lanes: plain C99); "vector"
+#: every one through that routine on one lane (symbol ..._vtrig: with -ffp-contract=off on
+#: both, the lanes of a batched kernel are bit for bit this kernel); "libm" glibc's
+#: (..._libmtrig).  glibc's sincos was 26-58 % of a small arm's instructions; hoisted, ur5
+#: crba went from 1079 to 638 instructions (75 -> 63 ns) and talos crba from 1520 to 917 ns,
+#: within 4e-14 of glibc's values (bench/reports/2026-11-28-speed.md)
 SCALAR_TRIG = ("hoisted", "vector", "libm")
 _TRIG_OPS = {ca.OP_SIN: "sin", ca.OP_COS: "cos"}
 #: |x| above which the vectorised sin/cos hand a lane to libm: the reduction's products

@@ -179,19 +179,13 @@ def statements(f: ca.Function) -> int:
     return sum(f.instruction_id(k) not in (ca.OP_CONST, ca.OP_OUTPUT) for k in range(f.n_instructions()))
 
 
-def pair(tape: Tape, seed: dict, nlanes: dict[int, int]) -> dict[int, list[int]]:
-    """The groups of the module docstring: first member -> members (one per lane);
-    ``seed`` maps ``(input, entry)`` to ``(family, lane, key)``, ``nlanes`` a family's lanes."""
-    n = len(tape.op)
-    arith = [op not in (ca.OP_CONST, ca.OP_INPUT) for op in tape.op]
-    lane: dict[int, tuple] = {}              # node -> (family, lane, key)
-    for node, ij in tape.inputs.items():
-        if ij in seed:
-            lane[node] = seed[ij]
+def _shapes(tape: Tape, lane: dict) -> tuple[list[int], list[frozenset]]:
+    """Per node: its expression shape (an interned id, constants abstracted, seeded inputs
+    by family and key) and the lanes it depends on through operands of one lane (a value of
+    two lanes or more is shared: it adds none)."""
     interned: dict = {}
-    shape, dep = [], []                      # expression shape (constants abstracted); the lanes it depends on
-    # through operands of one lane (a value of two lanes or more is shared: it adds none)
-    for i in range(n):
+    shape, dep = [], []
+    for i in range(len(tape.op)):
         if i in tape.const:
             key = ("c",)
         elif i in tape.inputs:
@@ -204,6 +198,19 @@ def pair(tape: Tape, seed: dict, nlanes: dict[int, int]) -> dict[int, list[int]]
             if len(dep[a]) <= 1:
                 d |= dep[a]
         dep.append(d)
+    return shape, dep
+
+
+def pair(tape: Tape, seed: dict, nlanes: dict[int, int]) -> dict[int, list[int]]:
+    """The groups of the module docstring: first member -> members (one per lane);
+    ``seed`` maps ``(input, entry)`` to ``(family, lane, key)``, ``nlanes`` a family's lanes."""
+    n = len(tape.op)
+    arith = [op not in (ca.OP_CONST, ca.OP_INPUT) for op in tape.op]
+    lane: dict[int, tuple] = {}              # node -> (family, lane, key)
+    for node, ij in tape.inputs.items():
+        if ij in seed:
+            lane[node] = seed[ij]
+    shape, dep = _shapes(tape, lane)
     users = defaultdict(list)
     for i in range(n):
         for a in tape.args[i]:

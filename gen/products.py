@@ -214,6 +214,48 @@ def column_loop(rows: int, ld: int | None = None, assign: bool = False, width: i
         "}"])
 
 
+def _product_statements(plan: list, offsets: list) -> list[str]:
+    """The kernel's statements forming each product of ``plan`` from the head's scratch
+    (``s + offsets[k]``) into its output or scratch: one column-loop call per term (a
+    symmetric ``A A^T`` block by block, then mirrored), then the base the trace adds."""
+    def pointer(where) -> str:
+        kind, at = where
+        return f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
+
+    lines = []
+    for n, p in enumerate(plan):
+        check = "bad |= " if p["Y"][0] == "output" else ""
+        for t, term in enumerate(p["terms"]):
+            tag = f"p{n}t{t}"
+            start = [bisect_left(term["c"], i) for i in range(term["cols"] + 1)]   # c ascending
+            x, sign, rows = f"s + {offsets[term['x']]}", float(term["sign"]), term["rows"]
+            assign = t == 0
+            lines += ["    {", *_table(f"start_{tag}", start), *_table(f"k_{tag}", term["k"])]
+            if not p["symmetric"]:
+                lines.append(f"        {check}{loop_name(rows, rows, assign)}({term['cols']}, start_{tag}, k_{tag}, "
+                             f"{x}, {sign!r}, {pointer(term['A'])}, {pointer(p['Y'])});")
+            else:       # A A^T: the columns of each block of rows from the block down, then the rest mirrored
+                lines += [f"        {check}{loop_name(rows - b, rows, assign)}({min(SYMMETRIC_BLOCK, rows - b)}, "
+                          f"start_{tag} + {b}, k_{tag}, {x}, {sign!r}, {pointer(term['A'])} + {b}, "
+                          f"{pointer(p['Y'])} + {b * rows + b});" for b in _blocks(rows)]
+                lines += [f"        double *restrict y = {pointer(p['Y'])};",
+                          f"        for (int c = {SYMMETRIC_BLOCK}; c < {rows}; ++c)   /* above the diagonal blocks */",
+                          f"            for (int r = 0; r < c / {SYMMETRIC_BLOCK} * {SYMMETRIC_BLOCK}; ++r)",
+                          f"                y[r + c * {rows}] = y[c + r * {rows}];"]
+            lines.append("    }")
+            if t == 0 and p["base"]:       # Y = sign A X + base, as the trace adds them
+                at, positions = p["base"]
+                lines += ["    {", *_table(f"at_p{n}", positions),
+                          f"        const double *restrict b = s + {offsets[at]};",
+                          f"        double *restrict y = {pointer(p['Y'])};",
+                          f"        for (int i = 0; i < {len(positions)}; ++i) {{",
+                          f"            y[at_p{n}[i]] += b[i];"]
+                if check:
+                    lines.append(f"            bad |= (int)rbdgen_nonfinite1(y[at_p{n}[i]]);")
+                lines += ["        }", "    }"]
+    return lines
+
+
 def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
                  order: str = "auto", calls: dict | None = None, preamble: str = "",
                  lanes: bool = False, trig_vector: str | None = None) -> tuple[str, Written, list]:
@@ -250,40 +292,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     lines.append(f"    double *r[{len(ptrs)}] = {{{', '.join(ptrs)}}};")
     lines.append("    int bad = 0;   /* an inf or NaN in an output the loops form */")
     lines.append(f"    {name}_head(arg, r{', w' if avoid_stack else ''});")
-    def pointer(where) -> str:
-        kind, at = where
-        return f"res[{at}]" if kind == "output" else f"s + {offsets[at]}"
-
-    for n, p in enumerate(plan):
-        check = "bad |= " if p["Y"][0] == "output" else ""
-        for t, term in enumerate(p["terms"]):
-            tag = f"p{n}t{t}"
-            start = [bisect_left(term["c"], i) for i in range(term["cols"] + 1)]   # c ascending
-            x, sign, rows = f"s + {offsets[term['x']]}", float(term["sign"]), term["rows"]
-            assign = t == 0
-            lines += ["    {", *_table(f"start_{tag}", start), *_table(f"k_{tag}", term["k"])]
-            if not p["symmetric"]:
-                lines.append(f"        {check}{loop_name(rows, rows, assign)}({term['cols']}, start_{tag}, k_{tag}, "
-                             f"{x}, {sign!r}, {pointer(term['A'])}, {pointer(p['Y'])});")
-            else:       # A A^T: the columns of each block of rows from the block down, then the rest mirrored
-                lines += [f"        {check}{loop_name(rows - b, rows, assign)}({min(SYMMETRIC_BLOCK, rows - b)}, "
-                          f"start_{tag} + {b}, k_{tag}, {x}, {sign!r}, {pointer(term['A'])} + {b}, "
-                          f"{pointer(p['Y'])} + {b * rows + b});" for b in _blocks(rows)]
-                lines += [f"        double *restrict y = {pointer(p['Y'])};",
-                          f"        for (int c = {SYMMETRIC_BLOCK}; c < {rows}; ++c)   /* above the diagonal blocks */",
-                          f"            for (int r = 0; r < c / {SYMMETRIC_BLOCK} * {SYMMETRIC_BLOCK}; ++r)",
-                          f"                y[r + c * {rows}] = y[c + r * {rows}];"]
-            lines.append("    }")
-            if t == 0 and p["base"]:       # Y = sign A X + base, as the trace adds them
-                at, positions = p["base"]
-                lines += ["    {", *_table(f"at_p{n}", positions),
-                          f"        const double *restrict b = s + {offsets[at]};",
-                          f"        double *restrict y = {pointer(p['Y'])};",
-                          f"        for (int i = 0; i < {len(positions)}; ++i) {{",
-                          f"            y[at_p{n}[i]] += b[i];"]
-                if check:
-                    lines.append(f"            bad |= (int)rbdgen_nonfinite1(y[at_p{n}[i]]);")
-                lines += ["        }", "    }"]
+    lines += _product_statements(plan, offsets)
     lines += ["    return bad;", "}"]
     text = code + "\n" + "\n".join(lines)
     # the loops' accumulators and the values they store are locals too (also with

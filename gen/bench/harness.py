@@ -180,9 +180,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
     inputs = [(x["name"], int(x["size"])) for x in fn["inputs"]]
     if [n for n, _ in inputs] != [n for n, _ in algo.inputs(model, cset)]:
         raise RbdgenError(f"manifest inputs {inputs} differ from the registry's {algo.inputs(model, cset)}")
-    outputs = [{"name": y["name"], "size": int(y["size"]), "rows": int(y.get("rows", y["size"])),
-                "cols": int(y.get("cols", 1)), "compare": y["name"] not in NOT_COMPARED}
-               for y in fn["outputs"]]
+    outputs = _outputs(fn)
     program = f"bench_{fn['symbol']}"
     root = Path(keep_dir) if keep_dir else cache_root() / program
     root.mkdir(parents=True, exist_ok=True)
@@ -230,6 +228,12 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
             f"specialized vs NumPy {verify['numpy_max_abs_diff']:.3g}; tolerance {tol:g}; "
             f"failed calls {verify['failed_calls']}); not reporting times")
     return result
+
+
+def _outputs(fn: dict) -> list[dict]:
+    """The kernel's outputs as the program writes them (``compare``: not bookkeeping)."""
+    return [{"name": y["name"], "size": int(y["size"]), "rows": int(y.get("rows", y["size"])),
+             "cols": int(y.get("cols", 1)), "compare": y["name"] not in NOT_COMPARED} for y in fn["outputs"]]
 
 
 def _program(bench: Bench, kernel, fn: dict, program: str, inputs, impls, plans,
