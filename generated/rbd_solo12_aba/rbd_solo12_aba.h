@@ -37,7 +37,7 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off)
+ * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off; the joint angles' sines and cosines four at a time, which --no-lanes turns off)
  *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_solo12_aba.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_solo12_aba.pc
@@ -101,7 +101,7 @@ extern "C" {
 #define RBD_SOLO12_ABA_WORK_SIZE 0
 #define RBD_SOLO12_ABA_STACK_DOUBLES 449
 #define RBD_SOLO12_ABA_STACK_BYTES 11280
-#define RBD_SOLO12_ABA_STACK_BYTES_O0 124552
+#define RBD_SOLO12_ABA_STACK_BYTES_O0 125320
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -37,7 +37,7 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off)
+ * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off; the joint angles' sines and cosines four at a time, which --no-lanes turns off)
  *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_solo12_crba.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_solo12_crba.pc
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_SOLO12_CRBA_M_ROWS 18
 #define RBD_SOLO12_CRBA_M_COLS 18
 #define RBD_SOLO12_CRBA_WORK_SIZE 0
-#define RBD_SOLO12_CRBA_STACK_DOUBLES 186
-#define RBD_SOLO12_CRBA_STACK_BYTES 7072
-#define RBD_SOLO12_CRBA_STACK_BYTES_O0 34896
+#define RBD_SOLO12_CRBA_STACK_DOUBLES 188
+#define RBD_SOLO12_CRBA_STACK_BYTES 7104
+#define RBD_SOLO12_CRBA_STACK_BYTES_O0 35680
 
 /* ---- functions ----------------------------------------------------------- */
 

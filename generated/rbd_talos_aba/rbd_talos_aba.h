@@ -37,7 +37,7 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off)
+ * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off; the joint angles' sines and cosines four at a time, which --no-lanes turns off)
  *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_talos_aba.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_talos_aba.pc
@@ -99,9 +99,9 @@ extern "C" {
 #define RBD_TALOS_ABA_TAU_SIZE 50
 #define RBD_TALOS_ABA_DDQ_SIZE 50
 #define RBD_TALOS_ABA_WORK_SIZE 0
-#define RBD_TALOS_ABA_STACK_DOUBLES 878
-#define RBD_TALOS_ABA_STACK_BYTES 18144
-#define RBD_TALOS_ABA_STACK_BYTES_O0 129280
+#define RBD_TALOS_ABA_STACK_DOUBLES 966
+#define RBD_TALOS_ABA_STACK_BYTES 19552
+#define RBD_TALOS_ABA_STACK_BYTES_O0 132800
 
 /* ---- functions ----------------------------------------------------------- */
 

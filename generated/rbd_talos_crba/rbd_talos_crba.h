@@ -37,7 +37,7 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off)
+ * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off; the joint angles' sines and cosines four at a time, which --no-lanes turns off)
  *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_talos_crba.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_talos_crba.pc
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_TALOS_CRBA_M_ROWS 50
 #define RBD_TALOS_CRBA_M_COLS 50
 #define RBD_TALOS_CRBA_WORK_SIZE 0
-#define RBD_TALOS_CRBA_STACK_DOUBLES 594
-#define RBD_TALOS_CRBA_STACK_BYTES 13600
-#define RBD_TALOS_CRBA_STACK_BYTES_O0 66224
+#define RBD_TALOS_CRBA_STACK_DOUBLES 690
+#define RBD_TALOS_CRBA_STACK_BYTES 15136
+#define RBD_TALOS_CRBA_STACK_BYTES_O0 69808
 
 /* ---- functions ----------------------------------------------------------- */
 

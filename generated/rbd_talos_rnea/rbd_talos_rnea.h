@@ -37,7 +37,7 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off)
+ * Build: C99 with GCC vector extensions (gcc or clang: isomorphic limbs as lanes, which rbdgen build --no-lanes turns off; the joint angles' sines and cosines four at a time, which --no-lanes turns off)
  *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_talos_rnea.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_talos_rnea.pc
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_TALOS_RNEA_A_SIZE 50
 #define RBD_TALOS_RNEA_TAU_SIZE 50
 #define RBD_TALOS_RNEA_WORK_SIZE 0
-#define RBD_TALOS_RNEA_STACK_DOUBLES 409
-#define RBD_TALOS_RNEA_STACK_BYTES 10640
-#define RBD_TALOS_RNEA_STACK_BYTES_O0 70440
+#define RBD_TALOS_RNEA_STACK_DOUBLES 497
+#define RBD_TALOS_RNEA_STACK_BYTES 12048
+#define RBD_TALOS_RNEA_STACK_BYTES_O0 73960
 
 /* ---- functions ----------------------------------------------------------- */
 

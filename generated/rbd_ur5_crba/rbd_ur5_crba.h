@@ -37,7 +37,8 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: plain C99 plus libm, with the folder's Makefile or CMakeLists.txt.
+ * Build: C99 with GCC vector extensions (gcc or clang: the joint angles' sines and cosines four at a time, which --no-lanes turns off)
+ *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_ur5_crba.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_ur5_crba.pc
  *   CMake                       target rbdgen::rbd_ur5_crba; flags of the build type:
@@ -97,9 +98,9 @@ extern "C" {
 #define RBD_UR5_CRBA_M_ROWS 6
 #define RBD_UR5_CRBA_M_COLS 6
 #define RBD_UR5_CRBA_WORK_SIZE 0
-#define RBD_UR5_CRBA_STACK_DOUBLES 42
-#define RBD_UR5_CRBA_STACK_BYTES 4768
-#define RBD_UR5_CRBA_STACK_BYTES_O0 4432
+#define RBD_UR5_CRBA_STACK_DOUBLES 45
+#define RBD_UR5_CRBA_STACK_BYTES 4816
+#define RBD_UR5_CRBA_STACK_BYTES_O0 4968
 
 /* ---- functions ----------------------------------------------------------- */
 

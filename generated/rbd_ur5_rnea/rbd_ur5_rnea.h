@@ -37,7 +37,8 @@
  *     below); the outputs hold the last iterate, its iteration count and its true
  *     residual.
  *
- * Build: plain C99 plus libm, with the folder's Makefile or CMakeLists.txt.
+ * Build: C99 with GCC vector extensions (gcc or clang: the joint angles' sines and cosines four at a time, which --no-lanes turns off)
+ *   plus libm, with the folder's Makefile or CMakeLists.txt.
  *   make                        librbd_ur5_rnea.a, CFLAGS default -O3 (-std=c99 added);
  *                               `make install PREFIX=DIR`: header, library, rbd_ur5_rnea.pc
  *   CMake                       target rbdgen::rbd_ur5_rnea; flags of the build type:
@@ -97,9 +98,9 @@ extern "C" {
 #define RBD_UR5_RNEA_A_SIZE 6
 #define RBD_UR5_RNEA_TAU_SIZE 6
 #define RBD_UR5_RNEA_WORK_SIZE 0
-#define RBD_UR5_RNEA_STACK_DOUBLES 113
-#define RBD_UR5_RNEA_STACK_BYTES 5904
-#define RBD_UR5_RNEA_STACK_BYTES_O0 5000
+#define RBD_UR5_RNEA_STACK_DOUBLES 109
+#define RBD_UR5_RNEA_STACK_BYTES 5840
+#define RBD_UR5_RNEA_STACK_BYTES_O0 5480
 
 /* ---- functions ----------------------------------------------------------- */
 
