@@ -48,6 +48,7 @@ import numpy as np
 import gen
 from gen.kinematics import frame_placement
 from gen.backend import NUMPY, SXBackend
+from gen.bench.calls import bound_map
 from gen.robots.named import robots_dir
 from gen.simulate import POSTURES, advance, srdf_posture
 
@@ -99,7 +100,7 @@ def transcribe(model, F, nodes: int, horizon: float, home_pose: bool = True):
     Q = [ca.MX.sym(f"q{k}", model.nq) for k in range(nodes + 1)]
     V = [ca.MX.sym(f"v{k}", model.nv) for k in range(nodes + 1)]
     U = [ca.MX.sym(f"tau{k}", nj) for k in range(nodes)]
-    g, lbg, ubg, cost = [], [], [], 0
+    g, lbg, cost = [], [], 0
     for k in range(nodes):
         ddq = F(normalised(model, Q[k]), V[k], ca.vertcat(ca.MX.zeros(6), U[k]))[0]
         q1, v1 = step(Q[k], V[k], ddq)
@@ -163,29 +164,11 @@ def time_call(fn, reps: int) -> float:
     return (time.perf_counter() - t) / reps
 
 
-def bound_map(f, columns, n: int):
-    """``f.map(n)`` bound once to preallocated buffers (``Function.buffer``): a call
-    evaluates the n columns with one Python call and no allocation."""
-    fm = f.map(n)
-    buf, run = fm.buffer()
-    args = [np.ascontiguousarray(np.asarray(c, dtype=float).ravel(order="F")) for c in columns]
-    outs = [np.zeros(fm.nnz_out(i)) for i in range(fm.n_out())]
-    for i, a in enumerate(args):
-        buf.set_arg(i, memoryview(a))
-    for i, o in enumerate(outs):
-        buf.set_res(i, memoryview(o))
-    keep = (fm, buf, args, outs)           # run() reads and writes these: they must outlive it
-
-    def call():
-        run()
-        return keep
-    return call
-
 
 def micro_timings(model, F, reps: int, n_map: int = 1000) -> dict:
     """Time of one dynamics evaluation and of one Jacobian (w.r.t. q, v, tau) outside the
     solver, at the 'standing' posture with a random velocity and torque: one call from
-    Python, and per evaluation inside ``F.map(n_map)`` (:func:`bound_map`: no Python per
+    Python, and per evaluation inside ``F.map(n_map)`` (``gen.bench.calls.bound_map``: no Python per
     evaluation)."""
     rng = np.random.default_rng(0)
     q, v, tau = standing(model), rng.normal(size=model.nv), np.concatenate([np.zeros(6), rng.normal(size=12)])
@@ -194,7 +177,7 @@ def micro_timings(model, F, reps: int, n_map: int = 1000) -> dict:
     if F.is_a("SXFunction"):
         J = J.expand()
     columns = [np.tile(a.reshape(-1, 1), (1, n_map)) for a in (q, v, tau)]
-    Fm, Jm = bound_map(F, columns, n_map), bound_map(J, columns, n_map)
+    Fm, Jm = bound_map(F, columns, n_map)[0], bound_map(J, columns, n_map)[0]
     return {"eval_us": 1e6 * time_call(lambda: F(q, v, tau), reps),
             "jacobian_us": 1e6 * time_call(lambda: J(q, v, tau), reps),
             "map_eval_us": 1e6 * time_call(Fm, 5) / n_map,

@@ -77,7 +77,7 @@ def _pinocchio_call(model, algorithm, cset, kernel, ins):
     return None
 
 
-def _bound_map(f, columns: list[np.ndarray], n: int):
+def bound_map(f, columns: list[np.ndarray], n: int):
     """``f.map(n)`` bound to preallocated buffers (``Function.buffer``): returns (a
     zero-argument call evaluating the n columns, the outputs as nnz x n arrays).  One
     Python call per n evaluations and no allocation in it, so the time is CasADi's map
@@ -102,17 +102,17 @@ def _bound_map(f, columns: list[np.ndarray], n: int):
 
 def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 7) -> tuple:
     """Per evaluation, ``gen.casadi_external`` and its Jacobian function inside
-    ``F.map(n)`` (:func:`_bound_map`; None where there is none)."""
+    ``F.map(n)`` (:func:`bound_map`; None where there is none)."""
     try:
         f = casadi_external(model, algorithm, cset)
     except Exception:                           # noqa: BLE001  (a row without an external: no column)
         return None, None
     columns = [np.tile(np.reshape(x, (-1, 1)), (1, n)) for x in ins]
-    run, _, outs = _bound_map(f, columns, n)
+    run, _, outs = bound_map(f, columns, n)
     value = _time(run, 1, repeat) / n
     if algorithm not in ALGORITHMS or ALGORITHMS[algorithm].jacobian is None:
         return value, None
-    jrun, *_ = _bound_map(f.jacobian(), columns + outs, n)     # jac_<name>: inputs, then outputs
+    jrun, *_ = bound_map(f.jacobian(), columns + outs, n)     # jac_<name>: inputs, then outputs
     return value, _time(jrun, 1, repeat) / n
 
 
