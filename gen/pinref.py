@@ -187,11 +187,12 @@ def _from_model(pin, model: Model):
 def pin_model(robot: Model | str):
     """The Pinocchio model matching ``robot`` (an rbdgen Model or a robot spec): from the
     same file with the same options (floating base, locked joints), see the module
-    docstring."""
+    docstring; the caller's own copy."""
     model = robot if isinstance(robot, Model) else load_robot(robot)
     if str(model.source).lower().endswith(".urdf"):
         floating = bool(model.bodies) and model.bodies[0].kind == "free"
-        pm = _from_urdf(str(model.source), floating, tuple(model.locked), model.has_mimic)
+        # a copy: the parsed model is cached, and a caller may add frames or change it
+        pm = _from_urdf(str(model.source), floating, tuple(model.locked), model.has_mimic).copy()
         if (pm.nq, pm.nv) != (model.nq, model.nv):
             raise RbdgenError(f"{model.source}: Pinocchio's model has nq={pm.nq}, nv={pm.nv}, rbdgen's "
                               f"nq={model.nq}, nv={model.nv}; no reference")

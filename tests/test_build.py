@@ -90,7 +90,8 @@ def test_kernel_attributes(aba_kernel):
     assert isinstance(k, Kernel)
     assert k.manifest["algorithm"] == "aba" and k.manifest["robot"] == "humanoid30"
     assert k.header_path.exists() and k.header_path.suffix == ".h"
-    assert all(p.exists() for p in k.sources) and [p.suffix for p in k.sources] == [".c", ".c"]
+    assert all(p.exists() for p in k.sources) and [p.name for p in k.sources] == \
+        [f"{k.symbol}.c", f"{k.symbol}_kernel.c", f"{k.symbol}_casadi.c"]
 
 
 def test_kernel_validates_inputs_like_run(aba_kernel):

@@ -24,7 +24,6 @@ import pytest
 from conftest import load_or_skip, rel_err
 from random_trees import random_tree
 from test_constrained import states
-from test_driver import cache  # noqa: F401  (fixture)
 from test_emit import needs_cc
 
 import gen
@@ -206,10 +205,10 @@ def test_run_warns_when_max_iter_is_reached_without_tol(alg):
 
 
 @needs_cc
-def test_driver_returns_not_converged_and_takes_runtime_options(cache):  # noqa: F811
+def test_driver_returns_not_converged_and_takes_runtime_options(kernel_cache):
     model = load("solo12")
     cset = parse_constraints(model, SOLO)
-    k = gen.build(model, "prox_ltl", cset, cache=cache, tol=1e-300, max_iter=2)
+    k = gen.build(model, "prox_ltl", cset, cache=kernel_cache, tol=1e-300, max_iter=2)
     header = k.header_path.read_text()
     code = int(re.search(r"#define RBDGEN_ERR_NOT_CONVERGED \((-\d+)\)", header).group(1))
     assert code not in (0, -1, -2)
