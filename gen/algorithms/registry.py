@@ -293,6 +293,15 @@ class Algorithm:
         return FAMILIES[self.family]
 
     @property
+    def scalar_option(self) -> str | None:
+        """The option its generic C takes as a plain argument after the options struct (the
+        impact map's ``restitution``, a damped Delassus inverse's ``mu``), or None."""
+        if self.generic is None:
+            return None
+        names = {o.name for o in self.options}
+        return "restitution" if "restitution" in names else "mu" if "mu" in names and not self.iterative else None
+
+    @property
     def iterative(self) -> bool:
         return any(o.name == "tol" for o in self.options)
 

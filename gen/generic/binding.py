@@ -109,6 +109,15 @@ def load_library(cflags=None):
     return _LOADED[cflags]
 
 
+def _checked_mu(mu) -> float:
+    """The damping the generic C is given: ``mu`` (default :data:`DEFAULT_MU`), positive and finite."""
+    mu = DEFAULT_MU if mu is None else float(mu)
+    if not (mu > 0 and np.isfinite(mu)):
+        raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
+                          f"e.g. 1e-6; Sathya's penalty is 1/mu)")
+    return mu
+
+
 class GenericModel:
     """The generic C implementation bound to one model and one constraint set
     (``constraints``: a spec string, a :class:`~gen.constraints.ConstraintSet` or None
@@ -247,19 +256,13 @@ class GenericModel:
     def _scalar(row, options: dict) -> list[float]:
         """The row's scalar argument: the impact map's restitution in [0, 1], a damped
         Delassus inverse's mu (positive, finite; default :data:`DEFAULT_MU`)."""
-        names = {o.name for o in row.options}
-        if "restitution" in names:
+        if row.scalar_option == "restitution":
             e = float(options.pop("restitution", 0.0))
             if not 0.0 <= e <= 1.0:
                 raise RbdgenError(f"restitution coefficient {e} must lie in [0, 1] (0: plastic impact, 1: elastic)")
             return [e]
-        if "mu" in names and not row.iterative:
-            mu = options.pop("mu", None)
-            mu = DEFAULT_MU if mu is None else float(mu)
-            if not (mu > 0 and np.isfinite(mu)):
-                raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
-                                  f"e.g. 1e-6; Sathya's penalty is 1/mu)")
-            return [mu]
+        if row.scalar_option == "mu":
+            return [_checked_mu(options.pop("mu", None))]
         return []
 
     def prox_options(self, iterations=None, mu=None, tol=None, max_iter=None):
@@ -270,11 +273,7 @@ class GenericModel:
             raise RbdgenError(f"the number of proximal iterations must be a positive integer, got {cap}")
         if tol is not None and not tol >= 0:
             raise RbdgenError(f"tolerance tol={tol} must be non-negative")
-        mu = DEFAULT_MU if mu is None else float(mu)
-        if not (mu > 0 and np.isfinite(mu)):
-            raise RbdgenError(f"proximal parameter mu={mu} must be positive and finite (Pinocchio's damping, "
-                              f"e.g. 1e-6; Sathya's penalty is 1/mu)")
-        return self.ffi.new("rbg_prox_options *", {"mu": mu, "max_iter": int(cap),
+        return self.ffi.new("rbg_prox_options *", {"mu": _checked_mu(mu), "max_iter": int(cap),
                                                     "tol": -1.0 if tol is None else float(tol)})
 
     def __repr__(self) -> str:

@@ -43,12 +43,11 @@ def plan(bench: Bench) -> Plan | str:
         ctx.update({"constrained": True, "prox": True, "constraints_c": constraints_to_c(model, cset, "bench_cons"),
                     "mu": c_float(options.get("mu", DEFAULT_MU)), "max_iter": int(cap),
                     "tol": "-1.0" if tol is None else c_float(tol)})
-        if "restitution" in {o.name for o in algo.options}:
-            ctx["scalar_arg"] = c_float(options.get("restitution", 0.0))
     elif algo.constrained:
-        damped = "mu" in {o.name for o in algo.options}      # J M^-1 J^T takes none
-        ctx.update({"constrained": True, "constraints_c": constraints_to_c(model, cset, "bench_cons"),
-                    "scalar_arg": c_float(options.get("mu", DEFAULT_MU)) if damped else None})
+        ctx.update({"constrained": True, "constraints_c": constraints_to_c(model, cset, "bench_cons")})
+    default = {"restitution": 0.0, "mu": DEFAULT_MU}
+    if algo.scalar_option:
+        ctx["scalar_arg"] = c_float(options.get(algo.scalar_option, default[algo.scalar_option]))
     work = algo.generic.work(model.nbodies, model.nv, cset.m if cset else 0)
     return Plan(impl={"name": "generic", "key": "gen", "kind": "generic", "work_size": int(work), "colmajor": False},
                 block="generic", context=ctx, sources=list(SOURCES), include_dirs=[INCLUDE_DIR])
