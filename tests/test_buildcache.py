@@ -212,6 +212,7 @@ def test_the_model_digest_sees_every_constant(what):
     assert model_digest(gen.load_robot("chain:3")) == before, "two loads of one model differ"
     PERTURB[what](model)
     assert model_digest(model) != before
+    assert model_digest(gen.load_robot("chain:3")) == before, "a change to one model reached a fresh load"
 
 
 def test_the_model_digest_covers_every_field():

@@ -26,8 +26,9 @@ def _offset(x: float, y: float = 0.0, z: float = 0.0) -> SE3:
 
 def _add_link(bodies, frames, name, parent, placement, axis, inertia, length: float = LINK_LENGTH):
     """A revolute link ``name`` with frames ``<name>_joint``, ``<name>`` and
-    ``<name>_tip`` (``length`` along its x axis); returns its body index."""
-    bodies.append(Body(f"{name}_joint", name, parent, "revolute", axis, placement, inertia))
+    ``<name>_tip`` (``length`` along its x axis); returns its body index.  The body owns a
+    copy of ``axis``: a model's arrays are never shared with another model."""
+    bodies.append(Body(f"{name}_joint", name, parent, "revolute", axis.copy(), placement, inertia))
     i = len(bodies) - 1
     frames.append(Frame(f"{name}_joint", i, SE3.identity(), "joint"))
     frames.append(Frame(name, i, SE3.identity(), "body"))
