@@ -10,8 +10,11 @@ and the tests read these rows; no other module keeps a list of algorithm names.
 """
 from __future__ import annotations
 
+import functools
 import math
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from ..constraint_spec import as_constraint_set, parse_constraints
@@ -181,18 +184,41 @@ class PinocchioRef:
     full_rank: bool = False
 
 
+#: the generic C's header, whose ``rbg_algo`` enum numbers the algorithms
+GENERIC_HEADER = Path(__file__).resolve().parents[1] / "generic" / "rbg.h"
+
+
+@functools.lru_cache(maxsize=1)
+def generic_algo_ids() -> dict[str, int]:
+    """``{"RBG_ALGO_<NAME>": value}``: the ``rbg_algo`` enum as ``rbg.h`` declares it
+    (one source for the ids, read by the binding and the serialiser)."""
+    text = GENERIC_HEADER.read_text()
+    enum = text[text.index("typedef enum rbg_algo"):]
+    enum = enum[:enum.index("}")]
+    return {name: int(value) for name, value in re.findall(r"(RBG_ALGO_\w+)\s*=\s*(\d+)", enum)}
+
+
 @dataclass(frozen=True)
 class GenericC:
-    """The hand-written generic C (``gen/generic``): ``algo_id`` the ``rbg_algo`` value,
-    ``entry`` the C function, ``work(nbodies, nv, m)`` its workspace in doubles (the
-    ``RBG_WORK_*`` macro of ``rbg.h``); ``anchored_only``: its articulated sweeps take
+    """The hand-written generic C (``gen/generic``): ``entry`` the C function
+    ``rbg_<name>``, whose ``rbg_algo`` id is ``RBG_ALGO_<NAME>`` of ``rbg.h``;
+    ``work(nbodies, nv, m)`` its workspace in doubles (the ``RBG_WORK_*`` macro of
+    ``rbg.h``; tests/test_generic*.py compare the two); ``anchored_only``: its articulated sweeps take
     constraints relative to the world only (a loop between two moving bodies is refused,
     ``RBG_ERR_LOOP``; the specialised kernel closes it)."""
 
-    algo_id: int
     entry: str
     work: Callable[[int, int, int], int]
     anchored_only: bool = False
+
+    @property
+    def algo_id(self) -> int:
+        """The ``rbg_algo`` value of :attr:`entry` in ``rbg.h``."""
+        name = "RBG_ALGO_" + self.entry.removeprefix("rbg_").upper()
+        ids = generic_algo_ids()
+        if name not in ids:
+            raise ValueError(f"{self.entry}: rbg.h's rbg_algo enum has no {name}")
+        return ids[name]
 
 
 @dataclass(frozen=True)
