@@ -13,7 +13,12 @@
  *     q is not unit: Python then converts or refuses with gen.run's one-line message.
  * NaN and inf are tested by the kernel's own wrapper (RBDGEN_ERR_NONFINITE_INPUT).
  * The workspace is allocated per call and the GIL released during the C call, so one
- * Caller is safe from several threads. */
+ * Caller is safe from several threads.
+ *
+ * A Dispatch is gen.kernel.Kernel's __call__ (a method descriptor, so kernel(...) reaches
+ * C without a Python frame): it calls the kernel's Caller (attribute _fast) and hands
+ * Python only what the Caller leaves to it (None: kernel._slow(...); a list:
+ * kernel._after_fast(list, ...)). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -219,7 +224,7 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
     Caller *c = (Caller *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), k;
     double *p[MAX_IN + MAX_OUT + 1], scalars[MAX_OUT];
-    PyObject *outs[MAX_OUT] = {NULL}, *given = NULL, *result;
+    PyObject *outs[MAX_OUT] = {NULL}, *given = NULL, *const *given_items = NULL, *result;
     int i, rc;
 
     if (nargs != c->nin) Py_RETURN_NONE;
@@ -232,8 +237,16 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
             || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0)
             Py_RETURN_NONE;
         given = args[nargs];
-        if (given == Py_None) given = NULL;
-        else if (!PyTuple_Check(given) || PyTuple_GET_SIZE(given) != c->nout) Py_RETURN_NONE;
+        if (given == Py_None) {
+            given = NULL;
+        } else if (PyTuple_Check(given) || PyList_Check(given)) {
+            if (PySequence_Fast_GET_SIZE(given) != c->nout) Py_RETURN_NONE;
+            given_items = PySequence_Fast_ITEMS(given);
+        } else if (c->nout == 1 && PyArray_Check(given)) {
+            given_items = &args[nargs];       /* one output: the array itself */
+        } else {
+            Py_RETURN_NONE;
+        }
     }
     for (i = 0; i < c->nin; ++i) {
         const double *x = as_vector(args[i], c->in_size[i]);
@@ -243,7 +256,7 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
     }
     for (i = 0; i < c->nout; ++i) {
         if (given) {
-            p[c->nin + i] = as_output(PyTuple_GET_ITEM(given, i), c->rows[i], c->cols[i]);
+            p[c->nin + i] = as_output(given_items[i], c->rows[i], c->cols[i]);
             if (!p[c->nin + i]) Py_RETURN_NONE;
         } else if (c->kind[i]) {
             p[c->nin + i] = &scalars[i];
@@ -268,7 +281,7 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
 
     for (i = 0; i < c->nout; ++i) {
         if (given) {
-            outs[i] = PyTuple_GET_ITEM(given, i);
+            outs[i] = given_items[i];
             Py_INCREF(outs[i]);
         } else if (c->kind[i] == 1) {
             outs[i] = PyLong_FromDouble(scalars[i]);
@@ -306,6 +319,83 @@ static PyTypeObject CallerType = {
     .tp_dealloc = caller_dealloc,
     .tp_doc = "a compiled kernel's C function called with NumPy arrays (gen/fastcall.c)",
 };
+
+/* --- Dispatch: Kernel.__call__ ------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+} Dispatch;
+
+static PyObject *s_fast, *s_slow, *s_after_fast;       /* interned attribute names */
+
+/* kernel(*inputs[, out=...]): args[0] is the kernel */
+static PyObject *dispatch_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, i;
+    PyObject *caller, *r, *stack[MAX_IN + 4];
+    (void)self;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "Kernel.__call__ needs the kernel");
+        return NULL;
+    }
+    if (!(caller = PyObject_GetAttr(args[0], s_fast))) return NULL;
+    if (caller == Py_None) {
+        Py_DECREF(caller);
+        return PyObject_VectorcallMethod(s_slow, args, (size_t)nargs, kwnames);
+    }
+    r = PyObject_Vectorcall(caller, args + 1, (size_t)(nargs - 1), kwnames);
+    Py_DECREF(caller);
+    if (!r || (r != Py_None && !PyList_CheckExact(r))) return r;
+    if (r == Py_None || nargs + nkw + 1 > MAX_IN + 4) {
+        Py_DECREF(r);
+        return PyObject_VectorcallMethod(s_slow, args, (size_t)nargs, kwnames);
+    }
+    /* kernel._after_fast(r, *inputs, **kw): the C's code, explained or warned in Python */
+    stack[0] = args[0];
+    stack[1] = r;
+    for (i = 1; i < nargs + nkw; ++i) stack[i + 1] = args[i];
+    {
+        PyObject *res = PyObject_VectorcallMethod(s_after_fast, stack, (size_t)(nargs + 1), kwnames);
+        Py_DECREF(r);
+        return res;
+    }
+}
+
+/* kernel.__call__ (attribute access): a bound method, as for a function */
+static PyObject *dispatch_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (!obj || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *make_dispatch(PyObject *mod, PyObject *noargs);
+
+static PyTypeObject DispatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rbdgen_fastcall.Dispatch",
+    .tp_basicsize = sizeof(Dispatch),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(Dispatch, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = dispatch_get,
+    .tp_dealloc = caller_dealloc,
+    .tp_doc = "Kernel.__call__: the kernel's Caller, Python only for what it leaves (gen/fastcall.c)",
+};
+
+static PyObject *make_dispatch(PyObject *mod, PyObject *noargs)
+{
+    Dispatch *d;
+    (void)mod;
+    (void)noargs;
+    if (!(d = PyObject_New(Dispatch, &DispatchType))) return NULL;
+    d->vectorcall = dispatch_call;
+    return (PyObject *)d;
+}
 
 static int read_sizes(PyObject *seq, Py_ssize_t *out, int max, const char *what)
 {
@@ -364,6 +454,7 @@ fail:
 static PyMethodDef methods[] = {
     {"Caller", make_caller, METH_VARARGS, "Caller(fn, in_sizes, rows, cols, kinds, work, q, unit_start, "
                                           "unit_stop, unit_tol, lanes)"},
+    {"Dispatch", make_dispatch, METH_NOARGS, "Dispatch(): Kernel.__call__ through the kernel's Caller"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rbdgen_fastcall", NULL, -1, methods, NULL, NULL, NULL, NULL};
@@ -371,6 +462,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rbdgen_fastcall", NU
 PyMODINIT_FUNC PyInit_rbdgen_fastcall(void)
 {
     import_array();
-    if (PyType_Ready(&CallerType) < 0) return NULL;
+    if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&DispatchType) < 0) return NULL;
+    if (!(s_fast = PyUnicode_InternFromString("_fast")) || !(s_slow = PyUnicode_InternFromString("_slow"))
+        || !(s_after_fast = PyUnicode_InternFromString("_after_fast")))
+        return NULL;
     return PyModule_Create(&module);
 }

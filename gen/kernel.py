@@ -83,6 +83,8 @@ class Kernel:
         self._fast = fastcall.caller(
             self.ffi, self.lib, self.symbol, [n for _, n in self._inputs], [(r, c) for _, r, c in self._outputs],
             kinds, self.work_size, self._q, self._unit, 1.9 * UNIT_NORM_TOL, self.batch or 0)
+        if self._fast is not None:
+            fastcall.install_dispatch(Kernel)
 
     @property
     def header_path(self):
@@ -182,14 +184,24 @@ class Kernel:
         return self._c(*ins, *outs, w)
 
     def __call__(self, *inputs, out=None):
-        if self._fast is not None and not (self.batch and out is not None):
-            r = self._fast(*inputs) if out is None else self._fast(*inputs, out=_as_tuple(out))
+        """What the extension's dispatcher does (:func:`gen.fastcall.install_dispatch`
+        replaces this method by it where the extension compiled)."""
+        if self._fast is not None:
+            r = self._fast(*inputs, out=out)
             if r is not None:
-                if r.__class__ is not list:
-                    return r
-                if self.batch:
-                    self._batch_refuse(self._stacks(inputs), r[1])
-                return self._fast_failed(r[0], inputs, r[1])
+                return r if r.__class__ is not list else self._after_fast(r, *inputs, out=out)
+        return self._slow(*inputs, out=out)
+
+    def _after_fast(self, r, *inputs, out=None):
+        """The fast call's ``[rc, outputs]`` (``[rc, first state]`` for a batch): a batch
+        names its failing states, a scalar kernel warns or refuses (:meth:`_failed`)."""
+        if self.batch:
+            self._batch_refuse(self._stacks(inputs), r[1])
+        return self._fast_failed(r[0], inputs, r[1])
+
+    def _slow(self, *inputs, out=None):
+        """The call in Python and cffi: arguments the fast call leaves (other layouts,
+        types, refusals, batched ``out=``), or every call without the extension."""
         if self.batch:
             return self._call_batch(inputs, out)
         if len(inputs) != len(self._inputs):
@@ -323,10 +335,6 @@ class Kernel:
                 dst[...] = src
             result = list(out) if not isinstance(out, np.ndarray) else [out]
         return result[0] if len(result) == 1 else tuple(result)
-
-
-def _as_tuple(out) -> tuple:
-    return out if isinstance(out, tuple) else (out,) if isinstance(out, np.ndarray) else tuple(out)
 
 
 def _writable_layout(o, rows: int, cols: int, k: int | None) -> bool:
