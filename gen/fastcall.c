@@ -12,8 +12,9 @@
  *     vector of the right size, a caller output of the wrong layout) or a quaternion of
  *     q is not unit: Python then converts or refuses with gen.run's one-line message.
  * NaN and inf are tested by the kernel's own wrapper (RBDGEN_ERR_NONFINITE_INPUT).
- * The workspace is allocated per call and the GIL released during the C call, so one
- * Caller is safe from several threads.
+ * The workspace is on the calling thread's stack (up to STACK_WORK doubles) or allocated
+ * per call, and the GIL released during the C call, so one Caller is safe from several
+ * threads.
  *
  * A Dispatch is gen.kernel.Kernel's __call__ (a method descriptor, so kernel(...) reaches
  * C without a Python frame): it calls the kernel's Caller (attribute _fast) and hands
@@ -30,6 +31,11 @@
 #define MAX_IN 8
 #define MAX_OUT 12
 #define MAX_UNIT 32
+/* a workspace of up to this many doubles is on the C stack of the calling thread (4 kB;
+   no allocation per call), a larger one allocated per call */
+#define STACK_WORK 512
+
+static PyObject *s_out;                 /* "out", interned */
 
 typedef int (*kernel_fn)();
 
@@ -223,7 +229,7 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
 {
     Caller *c = (Caller *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), k;
-    double *p[MAX_IN + MAX_OUT + 1], scalars[MAX_OUT];
+    double *p[MAX_IN + MAX_OUT + 1], scalars[MAX_OUT], stack_work[STACK_WORK];
     PyObject *outs[MAX_OUT] = {NULL}, *given = NULL, *const *given_items = NULL, *result;
     int i, rc;
 
@@ -233,8 +239,9 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
         return batch_call(c, args);
     }
     if (kwnames) {
-        if (PyTuple_GET_SIZE(kwnames) != 1 || !PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0))
-            || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0)
+        if (PyTuple_GET_SIZE(kwnames) != 1
+            || (PyTuple_GET_ITEM(kwnames, 0) != s_out           /* keywords are interned: mostly the same object */
+                && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0))
             Py_RETURN_NONE;
         given = args[nargs];
         if (given == Py_None) {
@@ -268,12 +275,13 @@ static PyObject *caller_call(PyObject *self, PyObject *const *args, size_t nargs
             p[c->nin + i] = (double *)PyArray_DATA((PyArrayObject *)outs[i]);
         }
     }
-    p[c->nin + c->nout] = (double *)PyMem_RawMalloc((size_t)(c->work > 0 ? c->work : 1) * sizeof(double));
+    p[c->nin + c->nout] = c->work <= STACK_WORK ? stack_work
+                                                 : (double *)PyMem_RawMalloc((size_t)c->work * sizeof(double));
     if (!p[c->nin + c->nout]) { PyErr_NoMemory(); goto fail; }
     Py_BEGIN_ALLOW_THREADS
     rc = call_kernel(c->fn, c->nin + c->nout + 1, p);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(p[c->nin + c->nout]);
+    if (p[c->nin + c->nout] != stack_work) PyMem_RawFree(p[c->nin + c->nout]);
     if (rc != 0 && rc != -4) {      /* refused: Python explains the code; the outputs are not read */
         for (k = 0; k < c->nout; ++k) Py_XDECREF(outs[k]);
         return Py_BuildValue("[iO]", rc, Py_None);
@@ -464,7 +472,7 @@ PyMODINIT_FUNC PyInit_rbdgen_fastcall(void)
     import_array();
     if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&DispatchType) < 0) return NULL;
     if (!(s_fast = PyUnicode_InternFromString("_fast")) || !(s_slow = PyUnicode_InternFromString("_slow"))
-        || !(s_after_fast = PyUnicode_InternFromString("_after_fast")))
+        || !(s_after_fast = PyUnicode_InternFromString("_after_fast")) || !(s_out = PyUnicode_InternFromString("out")))
         return NULL;
     return PyModule_Create(&module);
 }

@@ -151,7 +151,7 @@ def test_the_fast_call_and_the_cffi_path_agree_bit_for_bit(solo_daba):
 
 
 def test_threads_share_a_kernel():
-    """The fast call allocates the workspace per call and releases the GIL: 4 threads x 200
+    """The fast call keeps the workspace per call (stack or heap) and releases the GIL: 4 threads x 200
     calls on one kernel give each state's own result."""
     from concurrent.futures import ThreadPoolExecutor
     model = load_or_skip("solo12")
