@@ -310,7 +310,10 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
     ``T(q) = d integrate(q, d)/dd`` at 0 (:func:`gen.configuration.tangent_map`), since
     ``d/dd y(integrate(q, d)) = dy/dq T(q)`` (chain rule; Pinocchio's tangent-space
     convention); then the values ``y`` themselves (the row's outputs end with them, issue
-    30 §2).  Phases: ``value`` (the value outputs), ``jacobian``."""
+    30 §2).  Phases: ``value`` (the value outputs), ``jacobian``.  A Hessian route
+    (``algo.ad.hessian``) is :func:`trace_ad_hessian`."""
+    if algo.ad.hessian:
+        return trace_ad_hessian(model, algo, cset, **options)
     value = get_algorithm(algo.ad.value)
     tr = _trace_fn(model, value, cset, algo.fn_options(options))
     ins = [s for _, s in tr.inputs]
@@ -324,6 +327,36 @@ def trace_ad(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
                            f"for {len(names)} outputs")
     exprs, phases = _cse(outs + values, [("value", values), ("jacobian", outs)])
     return Trace(model, algo, cset, dict(options), tr.inputs, list(zip(names, exprs)), phases)
+
+
+def trace_ad_hessian(model: Model, algo: Algorithm, cset=None, **options) -> Trace:
+    """The Hessian AD route of ``algo`` (``ADRoute(value, 1, hessian=True)``): trace the
+    value algorithm on its inputs ``(q, v, x)``, take ``f = lam^T y`` of its first output
+    ``y`` with the row's last input ``lam``, the tangent gradient ``g_q = T(q)^T df/dq``
+    (``casadi.gradient``: reverse mode; ``T`` :func:`gen.configuration.tangent_map`),
+    ``g_v``, ``g_x`` and their Jacobians (forward over reverse).  The Hessian in the chart
+    ``integrate(q, d)`` is the symmetric part of ``d g_q/dq T(q)``: the two tangent
+    perturbations of ``f(integrate(integrate(q, d), e))`` differ from the chart's
+    ``integrate(q, d + e)`` by half their Lie bracket at second order
+    (Baker-Campbell-Hausdorff), an antisymmetric term.  Outputs: ``h_qq``, ``h_qv``,
+    ``h_vv``, ``h_qx``, ``g_q``, ``g_v``, ``g_x``, ``y``; phases ``value``, ``gradient``,
+    ``hessian``."""
+    value = get_algorithm(algo.ad.value)
+    tr = _trace_fn(model, value, cset, algo.fn_options(options))
+    q, v, x = (s for _, s in tr.inputs)
+    y = tr.outputs[0][1]
+    lam_name, n = algo.inputs(model, cset)[-1]
+    lam = ca.SX.sym(lam_name, n)
+    f = ca.dot(lam, y)
+    T = tangent_map(model, q, SXBackend())
+    grads = [ca.mtimes(T.T, ca.gradient(f, q)), ca.gradient(f, v), ca.gradient(f, x)]
+    H_qq = ca.mtimes(ca.jacobian(grads[0], q), T)
+    hess = [0.5 * (H_qq + H_qq.T), ca.jacobian(grads[0], v), ca.jacobian(grads[1], v), ca.jacobian(grads[0], x)]
+    names = [n for n, _, _ in algo.outputs(model, cset)]
+    if len(names) != len(hess) + len(grads) + 1:
+        raise RuntimeError(f"{algo.name}: {len(names)} outputs for a Hessian route's 8")
+    exprs, phases = _cse(hess + grads + [y], [("value", [y]), ("gradient", grads), ("hessian", hess)])
+    return Trace(model, algo, cset, dict(options), tr.inputs + [(lam_name, lam)], list(zip(names, exprs)), phases)
 
 
 def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Trace:

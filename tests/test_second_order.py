@@ -181,3 +181,115 @@ def test_matches_pinocchio(name, pin_program, tmp_path):
         for out, X, R in zip(OUTPUTS, gen.run(model, "rnea_second_order", *s), ref):
             err = rel_err(X, R)
             assert err <= PIN_TOL, f"{name} {out}: {err:.1e} against Pinocchio's ComputeRNEASecondOrderDerivatives"
+
+
+# --- aba_hessian_product (issue 35 §2) ------------------------------------------------------
+
+HESSIAN_OUTPUTS = ("h_qq", "h_qv", "h_vv", "h_qtau", "g_q", "g_v", "g_tau", "ddq")
+#: Richardson differences (h = 1e-3) of lam^T aba_derivatives, relative to max(1, max|ref|):
+#: rounding eps |ddq_dx| / h with M^-1 in every entry, worst seen 1.5e-9 (solo12 h_qv)
+HESS_FD_TOL = 1e-8
+#: analytical vs AD (CasADi's forward-over-reverse on the traced aba): two exact
+#: algorithms, rounding only, worst seen 2.4e-14 (solo12); and compiled C vs NumPy
+ROUTE_TOL = 1e-12
+#: the gradient is lam^T of aba_derivatives' matrices: the same products, summed by
+#: NumPy's matmul in another order
+GRAD_TOL = 1e-14
+#: second differences (h = 1e-4) of the value lam^T aba(integrate(q, d)): truncation
+#: O(h^2) |d4 f|, rounding eps |f| / h^2, ~1e-8 relative
+CHART_TOL = 1e-5
+
+
+def hessian_state(model, rng):
+    q, v, tau = random_state(model, rng)
+    return q, v, tau, rng.normal(size=model.nv)
+
+
+def fd_hessian(model, q, v, tau, lam, h=1e-3):
+    """The four blocks by Richardson differences of ``lam^T`` aba_derivatives' matrices
+    along ``integrate(q, d)``, v and tau; the q-block symmetrised (the chart Hessian) and
+    the tangent derivative itself (not symmetric on multi-dof joints)."""
+    nv = model.nv
+
+    def grad(qq, vv, tt):
+        dq, dv, Minv, _ = gen.run(model, "aba_derivatives", qq, vv, tt)
+        return np.concatenate([lam @ dq, lam @ dv, lam @ Minv])
+
+    Dq = richardson(lambda d: grad(integrate(model, q, d), v, tau), np.zeros(nv), h)
+    Dv = richardson(lambda d: grad(q, v + d, tau), np.zeros(nv), h)
+    Dt = richardson(lambda d: grad(q, v, tau + d), np.zeros(nv), h)
+    blocks = [0.5 * (Dq[:nv] + Dq[:nv].T), Dv[:nv], Dv[nv:2 * nv], Dt[:nv]]
+    zeros = {"h_vtau": Dt[nv:2 * nv], "h_tautau": Dt[2 * nv:]}
+    return blocks, zeros, Dq[:nv]
+
+
+@pytest.mark.parametrize("name,model", _models(), ids=[n for n, _ in _models()])
+def test_hessian_matches_finite_differences_of_aba_derivatives(name, model):
+    model = model or load_or_skip(name)
+    q, v, tau, lam = hessian_state(model, np.random.default_rng(41))
+    out = gen.run(model, "aba_hessian_product", q, v, tau, lam)
+    blocks, zeros, _ = fd_hessian(model, q, v, tau, lam)
+    for n, X, ref in zip(HESSIAN_OUTPUTS, out, blocks):
+        assert X.shape == (model.nv, model.nv)
+        err = rel_err(X, ref)
+        assert err <= HESS_FD_TOL, f"{name} {n}: {err:.1e} against Richardson differences of aba_derivatives"
+    for n, Z in zeros.items():      # the blocks the row leaves out: ddq is affine in tau
+        assert np.abs(Z).max() <= HESS_FD_TOL * max(1.0, np.abs(out[3]).max()), f"{name}: {n} is not zero"
+    dq, dv, Minv, ddq = gen.run(model, "aba_derivatives", q, v, tau)
+    for n, X, ref in zip(HESSIAN_OUTPUTS[4:], out[4:], (lam @ dq, lam @ dv, Minv @ lam)):
+        assert rel_err(X, ref) <= GRAD_TOL, f"{name} {n}: not lam^T of aba_derivatives"
+    assert np.array_equal(out[7], ddq), f"{name}: ddq is not aba_derivatives' value"
+    assert rel_err(out[7], gen.run(model, "aba", q, v, tau)) <= ROUTE_TOL, f"{name}: ddq is not aba's"
+
+
+@pytest.mark.parametrize("seed", (1, 2))
+def test_hessian_is_the_chart_hessian(seed):
+    """The q-block is the Hessian of d -> lam^T aba(integrate(q, d), v, tau) at 0 (second
+    differences of the value, no derivative row involved), and the tangent derivative of
+    the first-order row differs from it by an antisymmetric term that is not zero on
+    multi-dof joints (so the test tells the two conventions apart)."""
+    model = every_kind_tree(8, seed)
+    q, v, tau, lam = hessian_state(model, np.random.default_rng(42))
+    h_qq = gen.run(model, "aba_hessian_product", q, v, tau, lam)[0]
+    nv, h = model.nv, 1e-4
+
+    def f(d):
+        return lam @ gen.run(model, "aba", integrate(model, q, d), v, tau)
+
+    E = np.eye(nv) * h
+    ref = np.array([[(f(E[j] + E[k]) - f(E[j] - E[k]) - f(E[k] - E[j]) + f(-E[j] - E[k])) / (4 * h * h)
+                     for k in range(nv)] for j in range(nv)])
+    assert rel_err(h_qq, ref) <= CHART_TOL, f"every_kind{seed}: h_qq is not the chart Hessian"
+    _, _, tangent = fd_hessian(model, q, v, tau, lam)
+    skew = tangent - tangent.T
+    assert np.abs(skew).max() > 1e3 * CHART_TOL * max(1.0, np.abs(ref).max()), \
+        f"every_kind{seed}: no multi-dof joint term (the test cannot tell the conventions apart)"
+
+
+@pytest.mark.parametrize("name", ("panda", "every_kind", "mimic"))
+def test_hessian_analytical_equals_ad_route(name):
+    model = {"every_kind": lambda: every_kind_tree(8, 2), "mimic": lambda: mimic_tree(4)}.get(
+        name, lambda: load_or_skip(name))()
+    rng = np.random.default_rng(43)
+    fs = {r: trace(model, "aba_hessian_product", route=r).function() for r in ("analytical", "ad")}
+    for _ in range(2):
+        x = hessian_state(model, rng)
+        ref = gen.run(model, "aba_hessian_product", *x)
+        for route, f in fs.items():
+            for n, o, r in zip(HESSIAN_OUTPUTS, f(*x), ref):
+                err = rel_err(np.array(o).reshape(r.shape), r)
+                assert err <= ROUTE_TOL, f"{name} {n}: {route} route {err:.1e} from NumPy"
+
+
+def test_hessian_symmetric_and_compiled_equals_numpy():
+    model = load_or_skip("panda")
+    rng = np.random.default_rng(44)
+    kernel = gen.build(model, "aba_hessian_product", route="analytical")
+    for _ in range(2):
+        x = hessian_state(model, rng)
+        ref = gen.run(model, "aba_hessian_product", *x)
+        out = kernel(*x)
+        for n, o, r in zip(HESSIAN_OUTPUTS, out, ref):
+            assert rel_err(o, r) <= C_TOL, f"panda {n}: C vs NumPy"
+        for X in (out[0], out[2], ref[0], ref[2]):      # h_qq, h_vv: mirrored sums
+            assert np.array_equal(X, X.T), "panda: h_qq or h_vv not exactly symmetric"

@@ -12,6 +12,13 @@ from __future__ import annotations
 from . import pinocchio as pin_ref
 from .aba import aba
 from .aba_derivatives import aba_derivatives, pinocchio_aba_derivatives
+from .aba_hessian_product import (
+    HESSIAN_DOCS,
+    aba_hessian_product,
+    hessian_inputs,
+    hessian_outputs,
+    pinocchio_aba_hessian_product,
+)
 from .caba_osim import caba_osim, caba_osimf, floating_roots_only
 from .constrained_aba import constrained_aba
 from .constrained_derivatives import (
@@ -230,6 +237,18 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
                                         "(generic C, talos)"),
               options=(ROUTE,), ad=ADRoute("aba", 1), pin_peer="aba_derivatives",
               reports=frozenset({"derivatives"}), pin_target=3.0),
+    Algorithm("aba_hessian_product", aba_hessian_product, hessian_inputs, hessian_outputs, "dynamics",
+              "Hessian of lam^T ddq(q, v, tau) w.r.t. (q, v, tau) (chart integrate(q, d)), its gradient and ddq: "
+              "the second-order adjoint of rnea(q, v, ddq) = tau with mu = M^-1 lam",
+              "Nganga & Wensing, RA-L 2021; Singh, Russell & Wensing, RA-L 2022; Carpentier & Mansard, RSS 2018",
+              docs=HESSIAN_DOCS, generic_note=NO_GENERIC_DERIV,
+              pinocchio=PinocchioRef(pinocchio_aba_hessian_product,
+                                     "Richardson differences (h = 1e-3) of lam^T computeABADerivatives along "
+                                     "integrate, v and tau, symmetrised in q (Pinocchio has no second-order forward "
+                                     "dynamics)"),
+              floor=Floor(1e-10, 1e-7, "products with M^-1 (aba_derivatives' floor); against Pinocchio, "
+                                       "differences of its first derivatives: rounding eps |ddq_dx| / h at h = 1e-3"),
+              options=(ROUTE,), ad=ADRoute("aba", 1, hessian=True)),
     Algorithm("prox_ltl", prox_ltl, constrained_inputs, constrained_outputs, "solver",
               "constrained dynamics (ddq, lam): proximal iterations on the sparse LDL^T of the KKT matrix",
               "Carpentier 2021 Alg. 1, eq. 18", options=PROXIMAL, runtime=SOLVER_RUNTIME, pinocchio=SOLVER_PIN,

@@ -146,10 +146,18 @@ class ADRoute:
     map of :func:`gen.configuration.tangent_map` (Pinocchio's ``q + d = integrate(q, d)``).
     The row's outputs are, per value output, the Jacobians in input order, then the value
     outputs themselves (the value the derivatives are taken at, as on the analytical route).  Taken by
-    :func:`gen.trace.trace` (algorithms never import casadi)."""
+    :func:`gen.trace.trace` (algorithms never import casadi).
+
+    ``hessian``: instead, the row's last input is a multiplier ``lam`` on the value's
+    first output ``y`` (``outputs`` = 1) and the route is CasADi's Hessian (reverse-mode
+    gradient, then its Jacobian: forward over reverse) of ``lam^T y`` in the chart
+    ``integrate(q, d)``: the row's outputs are the Hessian blocks ``(q, q)`` (symmetric),
+    ``(q, v)``, ``(v, v)``, ``(q, x)`` of the inputs ``(q, v, x)``, the gradient ``(q, v,
+    x)``, then ``y`` (:func:`gen.trace.trace_ad_hessian`)."""
 
     value: str
     outputs: int
+    hessian: bool = False
 
 
 # --- references, generic C, tolerances ----------------------------------------------------

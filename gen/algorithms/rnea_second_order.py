@@ -316,12 +316,18 @@ def _project(G, T, nv, be):
     return [sum((G[k, kk] * X for k, X in enumerate(P)), be.zeros(nv, nv)) for kk in range(nv)]
 
 
-def rnea_second_order(model: Model, q, v, a, *, be):
+def second_order_slices(model: Model, q, v, a, be):
+    """The four tensors as lists of nv slices (:func:`second_order_tensors`) on any model:
+    with mimic joints on the extended tree, projected by the constant mimic map."""
     ext, qe, (ve, ae), G = extended_state(model, q, (v, a), be)
     tensors = second_order_tensors(ext, qe, ve, ae, be)
     if G is not None:       # tau = G^T tau_ext(q_ext(q), G v, G a), d q_ext / d q = G (constant)
         tensors = [_project(G, T, model.nv, be) for T in tensors]
-    out = tuple(be.hcat(T) for T in tensors)
+    return tensors
+
+
+def rnea_second_order(model: Model, q, v, a, *, be):
+    out = tuple(be.hcat(T) for T in second_order_slices(model, q, v, a, be))
     be.mark("backward", *out)
     return out
 

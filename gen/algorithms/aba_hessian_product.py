@@ -1,0 +1,132 @@
+"""The Hessian of ``lam^T ddq(q, v, tau)`` with respect to ``(q, v, tau)``: forward
+dynamics' second derivatives contracted with a multiplier, what a DDP or exact-Hessian SQP
+solver needs from ``ddq = aba(q, v, tau)`` (issue 35 §2), with the gradient and the value.
+
+Convention (the chart of the first-order rows): q is perturbed in the tangent space,
+``F(delta, v, tau) = lam^T ddq(integrate(q, delta), v, tau)``, and the outputs are the
+derivatives of F at ``delta = 0``: the gradient, and the Hessian, symmetric, in the chart
+``delta -> integrate(q, delta)`` (what a solver working in that chart sees).  Differentiating
+the first-order tangent derivative instead (``d/d delta_k`` of ``lam^T ddq_dq`` at
+``integrate(q, delta)``, Pinocchio's convention for its ``d2tau_dqdq``) gives this Hessian
+plus ``1/2 g . [e_k, e_j]`` (``g`` the tangent gradient, ``[.,.]`` the Lie bracket of the
+joint's group, by the Baker-Campbell-Hausdorff formula ``exp(d) exp(e) = exp(d + e + [d, e]/2
++ ...)``): an antisymmetric term, nonzero only within a spherical, planar or free joint.
+Its symmetric part is the chart Hessian returned here.
+
+Method (second-order adjoint of ``rnea(q, v, ddq) = tau``; Nganga & Wensing, RA-L 2021;
+Singh, Russell & Wensing, RA-L 2022): with ``mu = M^-1 lam`` and
+``L(x, a) = lam^T a - mu^T (rnea(q, v, a) - tau)``, stationary in ``a`` at ``a = ddq``,
+``A = d ddq / d(q, v, tau) = (ddq_dq, ddq_dv, M^-1)`` (:func:`aba_derivatives`) and
+``L_aa = 0`` (rnea is linear in a)::
+
+    gradient:  lam^T A = (lam^T ddq_dq, lam^T ddq_dv, mu^T)
+    Hessian:   L_xx + L_xa A + A^T L_ax,  L_xx = -mu^T d2 rnea/dx2 (q, v blocks),
+               L_qa[k, j] = -B[j, k],  B[j, k] = sum_i mu_i dM_ij/dq_k
+
+so, with ``C_xy[j, k] = sum_i mu_i`` of Pinocchio's tensors at ``a = ddq``
+(:mod:`gen.algorithms.rnea_second_order`: ``d2tau_dqdq``, ``dtau_dqdv``, ``d2tau_dvdv``)::
+
+    h_qq   = -(C_qq + C_qq^T) / 2 - (P + P^T),   P = B^T ddq_dq
+    h_qv   = -C_qv - B^T ddq_dv
+    h_vv   = -(C_vv + C_vv^T) / 2   (symmetric in exact arithmetic; halved to be so in floating point)
+    h_qtau = -B^T M^-1
+    (h_vtau = 0, h_tautau = 0: ddq is affine in tau)
+
+``h_qq`` and ``h_vv`` are exactly symmetric (each entry and its mirror are the same
+rounded sums: ``x + y = y + x``).  The tensors are contracted with ``mu`` slice by slice as they are formed
+(one ``nv x nv`` matrix per direction), never stored.
+
+Shapes: q (nq,1), v (nv,1), tau (nv,1), lam (nv,1) -> h_qq, h_qv, h_vv, h_qtau (nv,nv),
+g_q, g_v, g_tau (nv,1), ddq (nv,1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import Model
+from .aba_derivatives import aba_derivatives
+from .proximal import Unmarked
+from .rnea_second_order import second_order_slices
+
+
+def _contract(slices, mu, be):
+    """``C[j, k] = sum_i mu_i T_k[i, j]``: the slices ``T_k`` contracted with ``mu``."""
+    return be.hcat([T.T @ mu for T in slices])
+
+
+def aba_hessian_product(model: Model, q, v, tau, lam, *, be):
+    nv = model.nv
+    A_q, A_v, Minv, ddq = aba_derivatives(model, q, v, tau, be=be)
+    mu = Minv @ lam
+    qq, vv, qv, aq = second_order_slices(model, q, v, ddq, Unmarked(be))
+    C_qq, C_vv, C_qv, B = (_contract(T, mu, be) for T in (qq, vv, qv, aq))
+    be.mark("second_order", C_qq, C_vv, C_qv, B)
+    Bt = B.T
+    P = be.product(be.zeros(nv, nv), [(1.0, Bt, A_q)])
+    h_qq = -0.5 * (C_qq + C_qq.T) - (P + P.T)
+    h_qv = be.product(-C_qv, [(-1.0, Bt, A_v)])
+    h_vv = -0.5 * (C_vv + C_vv.T)
+    h_qtau = be.product(be.zeros(nv, nv), [(-1.0, Bt, Minv)])
+    grads = (A_q.T @ lam, A_v.T @ lam, mu)
+    be.mark("hessian", h_qq, h_qv, h_vv, h_qtau, *grads)
+    return (h_qq, h_qv, h_vv, h_qtau, *grads, ddq)
+
+
+#: the step of :func:`pinocchio_aba_hessian_product`'s differences: truncation O(h^4)
+#: (Richardson), rounding ~eps |ddq_dx| / h
+PIN_FD_STEP = 1e-3
+
+
+def pinocchio_aba_hessian_product(pin, pm, pd, q, v, tau, lam, **_):
+    """Pinocchio's reference: it has no second-order forward dynamics, so Richardson
+    differences (central at ``h`` and ``h/2``) of ``lam^T`` its ``computeABADerivatives``
+    along ``pin.integrate(q, d)``, v and tau, symmetrised in q (the chart Hessian, module
+    docstring); the gradient ``lam^T`` its derivatives and the value its ``data.ddq``."""
+    nv = pm.nv
+
+    def grad(qq, vv, tt):
+        dq, dv, Minv = (np.array(X) for X in pin.computeABADerivatives(pm, pd, qq, vv, tt))
+        Minv = np.triu(Minv) + np.triu(Minv, 1).T
+        return np.concatenate([lam @ dq, lam @ dv, lam @ Minv]), np.array(pd.ddq)
+
+    def diff(f):
+        cols = []
+        for e in np.eye(nv):
+            d1 = (f(PIN_FD_STEP * e) - f(-PIN_FD_STEP * e)) / (2 * PIN_FD_STEP)
+            d2 = (f(PIN_FD_STEP / 2 * e) - f(-PIN_FD_STEP / 2 * e)) / PIN_FD_STEP
+            cols.append((4 * d2 - d1) / 3)
+        return np.column_stack(cols)            # rows: gradient entries, columns: directions
+
+    Dq = diff(lambda d: grad(pin.integrate(pm, q, d), v, tau)[0])
+    Dv = diff(lambda d: grad(q, v + d, tau)[0])
+    Dt = diff(lambda d: grad(q, v, tau + d)[0])
+    g, ddq = grad(q, v, tau)
+    h_qq = Dq[:nv]
+    return (0.5 * (h_qq + h_qq.T), Dv[:nv], Dv[nv:2 * nv], Dt[:nv], g[:nv], g[nv:2 * nv], g[2 * nv:], ddq)
+
+
+#: its outputs (:func:`aba_hessian_product`): the Hessian blocks, the gradient, the value
+HESSIAN_BLOCKS = ("h_qq", "h_qv", "h_vv", "h_qtau")
+GRADIENT = ("g_q", "g_v", "g_tau")
+_CHART = " (q in the chart integrate(q, d), d = 0)"
+HESSIAN_DOCS = {
+    "lam": "multiplier on ddq (the Hessian is that of lam^T ddq)",
+    "h_qq": "d2(lam^T ddq)/dq2, symmetric" + _CHART,
+    "h_qv": "d2(lam^T ddq)/dq dv (rows q, columns v)" + _CHART,
+    "h_vv": "d2(lam^T ddq)/dv2, symmetric",
+    "h_qtau": "d2(lam^T ddq)/dq dtau (rows q, columns tau) = -(d(M^T mu)/dq)^T M^-1, mu = M^-1 lam" + _CHART,
+    "g_q": "d(lam^T ddq)/dq = ddq_dq^T lam" + _CHART,
+    "g_v": "d(lam^T ddq)/dv = ddq_dv^T lam",
+    "g_tau": "d(lam^T ddq)/dtau = M^-1 lam",
+    "ddq": "forward dynamics ddq = aba(q, v, tau), the point the derivatives are taken at"}
+
+
+def hessian_inputs(model: Model, cset):
+    return [("q", model.nq), ("v", model.nv), ("tau", model.nv), ("lam", model.nv)]
+
+
+def hessian_outputs(model: Model, cset):
+    """The four ``nv x nv`` Hessian blocks (``h_vtau`` and ``h_tautau`` are zero: ddq is
+    affine in tau), the gradient's three ``nv``-vectors, then ``ddq``."""
+    nv = model.nv
+    return [(n, nv, nv) for n in HESSIAN_BLOCKS] + [(n, nv, 1) for n in GRADIENT] + [("ddq", nv, 1)]
