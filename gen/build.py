@@ -56,7 +56,8 @@ import cffi
 from . import buildcache
 from .api import get_algorithm
 from .choose import is_auto, resolve
-from .emit import BuildFolder, check_batch, emit_trace, log, timed, trace_for, write
+from .codegen.config import CodegenConfig
+from .emit import BuildFolder, emit_trace, log, timed, trace_for, write
 from .errors import RbdgenError
 from .kernel import NOT_CONVERGED, RETURN_CODES, Kernel  # noqa: F401  (gen.build.Kernel)
 from .model import Model
@@ -247,13 +248,12 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     alternative's estimate or exclusion."""
 
     t0 = time.perf_counter()
-    check_batch(batch)
+    config = CodegenConfig(prefix=prefix, avoid_stack=bool(avoid_stack), batch=batch, batch_trig=batch_trig,
+                           scalar_trig=scalar_trig, lanes=bool(lanes))      # refused here, before tracing
     model = robot if isinstance(robot, Model) else load_robot(robot)
     flags = compile_flags(flags)
-    codegen = {"prefix": prefix, "avoid_stack": bool(avoid_stack), "batch": batch, "batch_trig": batch_trig,
-               "scalar_trig": scalar_trig, "lanes": bool(lanes)}
     root = cache_dir(cache)
-    key = _request_key(model, algorithm, constraints, options, codegen, flags)
+    key = _request_key(model, algorithm, constraints, options, config.request(), flags)
     entry = None if key is None else buildcache.lookup(root, key)
     if entry is not None:
         kernel = _cached_kernel(entry, model, constraints, options, out_dir=out_dir, flags=flags, root=root,
@@ -263,7 +263,7 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
         return kernel
     if progress is None and not quiet:
         progress = Patient(t0)
-    folder, files, tr = _trace_and_emit(model, algorithm, constraints, options, codegen, root, progress)
+    folder, files, tr = _trace_and_emit(model, algorithm, constraints, options, config, root, progress)
     cached = folder
     if out_dir is not None:            # written before compiling: a compiler error leaves the files to look at
         folder = _write_to(folder, out_dir)
@@ -285,17 +285,16 @@ def build_folder(robot, algorithm: str, constraints=None, *, flags=None, cache=N
     t0 = time.perf_counter()
     model = robot if isinstance(robot, Model) else load_robot(robot)
     flags = compile_flags(flags)
-    codegen = {"prefix": None, "avoid_stack": False, "batch": None, "batch_trig": "vector",
-               "scalar_trig": "hoisted", "lanes": True}
+    config = CodegenConfig()
     root = cache_dir(cache)
-    key = _request_key(model, algorithm, constraints, options, codegen, flags)
+    key = _request_key(model, algorithm, constraints, options, config.request(), flags)
     entry = None if key is None else (buildcache.lookup(root, key) or buildcache.lookup(root, f"emit-{key}"))
     if entry is not None:
         files = {n: b.decode("utf-8") for n, b in entry.files.items()}
         return BuildFolder(entry.folder, entry.prefix, json.loads(files["manifest.json"]), files)
     if progress is None and not quiet:
         progress = Patient(t0)
-    folder, files, _ = _trace_and_emit(model, algorithm, constraints, options, codegen, root, progress)
+    folder, files, _ = _trace_and_emit(model, algorithm, constraints, options, config, root, progress)
     if key is not None:                # no extension: the module and library fields stay empty
         buildcache.record(root, f"emit-{key}", folder.path, files, folder.prefix, "", Path(""))
     return folder
@@ -321,7 +320,7 @@ def _say_choice(progress, record: dict) -> None:
         progress(f"{record['auto']}: chose {record['chosen']} ({', '.join(costs)})")
 
 
-def _trace_and_emit(model: Model, algorithm: str, constraints, options: dict, codegen: dict, root: Path,
+def _trace_and_emit(model: Model, algorithm: str, constraints, options: dict, config: CodegenConfig, root: Path,
                     progress) -> tuple[BuildFolder, dict[str, bytes], object]:
     """Trace and emit a build folder into ``<root>/build`` (staged, then renamed into
     place by :func:`gen.buildcache.install`); returns it, its files and the trace."""
@@ -334,7 +333,7 @@ def _trace_and_emit(model: Model, algorithm: str, constraints, options: dict, co
     build_root.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=build_root))
     try:
-        emitted = emit_trace(tr, None, under=staging, progress=progress, choice=record, **codegen)
+        emitted = emit_trace(tr, None, under=staging, progress=progress, choice=record, config=config)
         files = {n: t.encode("utf-8") for n, t in emitted.files.items()}
         path = buildcache.install(emitted.path, build_root, files)
     finally:

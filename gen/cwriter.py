@@ -29,8 +29,9 @@ writing, :func:`schedule` reorders the instructions by a greedy list scheduler
 computed, take the one that ends the most live ranges minus the one it starts, ties to
 the one that became ready last (which keeps a chain of uses together), then assigns work
 slots by a linear scan.  The result is kept for big kernels (the tape keeps at least
-:data:`SCHEDULE_ABOVE` values live on average) when it brings that below
-:data:`SCHEDULE_BELOW` of the tape's; small kernels keep the tape order, whose shorter
+``schedule_above`` values live on average) when it brings that below
+``schedule_below`` of the tape's (:mod:`gen.codegen.schedule`, thresholds of
+:class:`gen.codegen.config.CodegenConfig`); small kernels keep the tape order, whose shorter
 dependency chains matter more there than the spills.  Measured (talos, gcc -O3 -march=native): mean live values crba
 492 -> 162, rnea 486 -> 121, aba 450 -> 396; run time in
 ``bench/reports/2026-11-26-emission-order.md`` (:mod:`gen.bench.emission_order`).  The
@@ -40,7 +41,7 @@ the last bits.
 Splitting
 ---------
 A tape longer than :data:`SPLIT_ABOVE` instructions is cut into ``static`` part
-functions of at most :data:`PART_SIZE` instructions, called in order by the entry point,
+functions of at most ``part_size`` instructions (:mod:`gen.codegen.split`), called in order by the entry point,
 so that gcc optimises several functions of bounded size instead of one huge one (its
 time and memory then grow linearly with the kernel).  A value computed in one part and
 read in a later one crosses the boundary through an array ``x`` on the entry point's
@@ -59,39 +60,25 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 import casadi as ca
 
+from .codegen import schedule as schedule_pass, split as split_pass
+from .codegen.config import CodegenConfig
+from .codegen.zero_fill import zero_fills
 from .errors import RbdgenError
 
 #: a tape of at most this many instructions stays one C function: gcc -O3 compiles it
 #: in seconds (talos aba, 16.5k instructions: 4.8 s, 173 MB) and a split would cost run
-#: time for nothing (talos aba in parts of 4000: +6 %)
+#: time for nothing (talos aba in parts of 4000: +6 %; bench/reports/2026-11-26-compile-time.md).
+#: The default of :attr:`gen.codegen.config.CodegenConfig.split_above` (None), read when
+#: a function is written, so a test or gen.bench.compile_time may patch it
 SPLIT_ABOVE = 20000
-#: instructions per part of a split tape: gcc's time per instruction is flat up to here
-#: and grows beyond; split kernels stay within 6 % of the unsplit run time
-#: (bench/reports/2026-11-26-compile-time.md) (chain:300 aba, 90k instructions: parts of 2000 / 5000 / 10000 /
-#: 20000 compile in 15 / 15 / 27 / 38 s, 334 / 364 / 705 / 791 MB); larger parts cross
-#: fewer values through ``x`` (talos rnea_derivatives: 0.32 loads and stores per
-#: instruction at 4000, 0.24 at 8000)
-PART_SIZE = 5000
-#: the schedule replaces the tape order when the tape keeps at least SCHEDULE_ABOVE values
-#: live on average and the schedule brings that below SCHEDULE_BELOW of it.  Measured
-#: (bench/reports/2026-11-26-emission-order.md): on the talos kernels (450-490 live) it
-#: removes half the spills and runs 1.05-1.3x faster; on small ones (panda, solo12: 60-210
-#: live) the greedy order's longer dependency chains cost what the spills saved (panda rnea
-#: 0.84x), and a cut under 10 % changes little
-SCHEDULE_ABOVE = 400
-SCHEDULE_BELOW = 0.9
-#: an output whose zero entries are at least this fraction of its entries is zero-filled
-#: by one loop on entry (a memset) and only its other entries are stored one by one (the
-#: derivative outputs are zero off the tree's ancestor-descendant pairs, the products'
-#: bases entirely).  Measured: talos rnea_derivatives loses 5466 of its 51100 statements
-#: but only 490 -> 484 kB of text (gcc already merged adjacent zero stores into vector
-#: stores), 9.3 -> 9.2 us; solo12 constrained_derivatives 7.0 -> 6.5 us
-ZERO_FILL_FRACTION = 0.5
+#: instructions per part of a split tape: :attr:`gen.codegen.config.CodegenConfig.part_size`
+#: (the thresholds of the schedule, the split and the zero fill are the config's, which
+#: names the reports that measured them)
+PART_SIZE = CodegenConfig.part_size
 #: work slots declared per line of a declaration (readability of the emitted C)
 DECL_PER_LINE = 12
 
@@ -218,14 +205,15 @@ def _format(f: ca.Function, ops: dict, op: int) -> str:
     return ops[op]
 
 
-def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_Step], dict[int, int], bool]:
+def _lane_steps(f: ca.Function, plan, calls: dict | None = None, config: CodegenConfig = CodegenConfig()) \
+        -> tuple[list[_Step], dict[int, int], bool]:
     """``(steps, widths, scheduled)``: the statements of a lane plan (:func:`gen.lanes.plan`),
     the widths of the vector work slots, and whether the greedy scheduler reordered them.
     A group's operand is its operands' group when they are that group's lanes in order,
     else a vector of the lanes' operands (constants, scalar slots, lanes ``{s.l}`` of
     vector slots); a group of libm calls is a vector of one call per lane.  The statements
     are reordered by the scheduler whenever it brings the live values below
-    :data:`SCHEDULE_BELOW` of the plan's order (whatever their number: measured, talos rnea
+    ``config.schedule_below`` of the plan's order (whatever their number: measured, talos rnea
     with lanes 1.22 -> 1.05 us, crba 1.66 -> 1.44, solo12 aba_derivatives 1.69 -> 1.60;
     talos rnea_derivatives 7.6 -> 7.4), then put on reused work slots per width (:func:`_allocate`)."""
     ops = {**SCALAR_OPS, **(calls or {})}
@@ -285,28 +273,9 @@ def _lane_steps(f: ca.Function, plan, calls: dict | None = None) -> tuple[list[_
     # slot k is written by step k (one per unit, in plan.order), so the dataflow's values are the slots
     reads, users = _dataflow(steps)
     order, before, after = schedule_order(reads, users)
-    scheduled = after < SCHEDULE_BELOW * before
+    scheduled = schedule_pass.keep_lanes(config, before, after)
     steps, widths = _allocate(steps, reads, users, order if scheduled else range(len(steps)), widths)
     return steps, widths, scheduled
-
-
-def zero_fills(steps: list[_Step], f: ca.Function) -> tuple[list[_Step], list[str]]:
-    """``(steps, fills)``: the outputs with at least :data:`ZERO_FILL_FRACTION` zero
-    entries get one fill loop (``fills``, C statements for the top of the entry point)
-    and lose their zero stores (``+0.0`` only; a ``-0.0`` keeps its store)."""
-    zero = c_double(0.0)
-
-    def zero_store(st):                 # the output index a +0.0 store writes, else None
-        return int(st.dest[4:st.dest.index("]")]) if st.writes is None and st.expr == zero else None
-
-    count = Counter(o for o in map(zero_store, steps) if o is not None)
-    filled = sorted(o for o, n in count.items() if n >= ZERO_FILL_FRACTION * f.nnz_out(o))
-    if not filled:
-        return steps, []
-    kept = [st for st in steps if zero_store(st) not in filled]
-    fills = [f"    for (int k = 0; k < {f.nnz_out(o)}; ++k)   /* {f.name_out(o)}: mostly zero, filled first */\n"
-             f"        res[{o}][k] = 0.0;" for o in filled]
-    return kept, fills
 
 
 def _dataflow(steps: list[_Step]) -> tuple[list, list]:
@@ -524,7 +493,7 @@ FLATTEN = "__attribute__((flatten)) "
 def trig_wrappers(routine: str) -> str:
     """C of ``<routine>_sin`` and ``<routine>_cos`` (``void (<routine>_v *x)``: ``*x`` =
     its sines or cosines) by the vector routine ``<routine>_trig`` (``void (const
-    <routine>_v *x, <routine>_v *y, int cosine)``, ``gen.emit._batch_trig_code``), for a
+    <routine>_v *x, <routine>_v *y, int cosine)``, ``gen.codegen.trig.routine``), for a
     function with :data:`FLATTEN`.  A single wrapper returning both as one vector of 8
     doubles was 1.3-1.5x slower than libm on AVX-512 (gcc 12, -march=native: the 512-bit
     value's lane inserts and extracts), as fast or faster with AVX2."""
@@ -617,34 +586,38 @@ def stack_bytes(stack_doubles: int, o0_doubles: int = 0) -> tuple[int, int]:
 
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
                    part_size: int | None = None, order: str = "auto", calls: dict | None = None,
-                   lanes=None, static: bool = False, trig_vector: str | None = None) -> Written:
-    """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
-    to :data:`SPLIT_ABOVE` and :data:`PART_SIZE`, and parts are never longer than
-    ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers the live
-    values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots); ``calls``: see
-    :func:`_steps`; ``lanes``: a lane plan of ``f`` (:func:`gen.lanes.plan`; not with
-    ``avoid_stack``), written by :func:`_lane_steps` instead; ``static``: the function
-    is ``static`` (called from code after it in the same file, as a product kernel's
-    head: only the documented entry points are global); ``trig_vector``: the prefix of a
-    vector sin / cos routine of :data:`TRIG_LANES` lanes the file defines, through which
-    the kernel's sines and cosines of the joint angles go together (:func:`hoist_trig`)."""
+                   lanes=None, static: bool = False, trig_vector: str | None = None,
+                   config: CodegenConfig | None = None) -> Written:
+    """C of ``f`` (see the module docstring); ``split_above`` defaults to
+    :data:`SPLIT_ABOVE` and ``part_size`` to ``config.part_size``, and parts are never
+    longer than ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers
+    the live values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots);
+    ``calls``: see :func:`_steps`; ``lanes``: a lane plan of ``f`` (:func:`gen.lanes.plan`;
+    not with ``avoid_stack``), written by :func:`_lane_steps` instead; ``static``: the
+    function is ``static`` (called from code after it in the same file, as a product
+    kernel's head: only the documented entry points are global); ``trig_vector``: the
+    prefix of a vector sin / cos routine of :data:`TRIG_LANES` lanes the file defines,
+    through which the kernel's sines and cosines of the joint angles go together
+    (:func:`hoist_trig`); ``config``: the thresholds of the passes run here, in order:
+    zero fill (:mod:`gen.codegen.zero_fill`), schedule (:mod:`gen.codegen.schedule`),
+    split (:mod:`gen.codegen.split`)."""
+    config = config or CodegenConfig()
     split_above = SPLIT_ABOVE if split_above is None else split_above
-    part_size = min(PART_SIZE if part_size is None else part_size, split_above)
     widths: dict[int, int] = {}
     if lanes is not None:
         if avoid_stack:
             raise RbdgenError("lanes keep vectors in locals: avoid_stack does not apply")
-        steps, widths, scheduled = _lane_steps(f, lanes, calls)
-        steps, fills = zero_fills(steps, f)
-        slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+        steps, widths, scheduled = _lane_steps(f, lanes, calls, config)
+        steps, fills = zero_fills(steps, f, config)
+        slots = _top(steps)
     else:
-        steps, fills = zero_fills(_steps(f, calls), f)
+        steps, fills = zero_fills(_steps(f, calls), f, config)
         slots, scheduled = int(f.sz_w()), False
-    if lanes is None and order != "tape" and (order == "schedule" or tape_live(steps) >= SCHEDULE_ABOVE):
+    if lanes is None and schedule_pass.worth_trying(config, order, lambda: tape_live(steps)):
         new, before, after = schedule(steps)      # scheduling only the kernels it may serve
-        if order == "schedule" or after < SCHEDULE_BELOW * before:
+        if schedule_pass.keep(config, order, before, after):
             steps, scheduled = new, True
-            slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+            slots = _top(steps)
     flatten = ""
     if trig_vector is not None:
         if avoid_stack:
@@ -652,7 +625,18 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
         hoisted, widths = hoist_trig(steps, widths, trig_vector)
         if hoisted is not steps:
             steps, flatten = hoisted, FLATTEN
-            slots = 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+            slots = _top(steps)
+    size = split_pass.part_size(config, len(steps), split_above, part_size)
+    return _written(f, steps, fills, widths, slots, scheduled, avoid_stack, static, flatten, size)
+
+
+def _top(steps) -> int:
+    """The work slots the steps use: one more than the highest they write."""
+    return 1 + max((st.writes for st in steps if st.writes is not None), default=-1)
+
+
+def _written(f, steps, fills, widths, slots, scheduled, avoid_stack, static, flatten, size) -> Written:
+    """The C of ``f``'s ``steps`` (after the passes): one function, or parts of ``size``."""
     name = f.name()
     params = "const double **arg, double **res" + (", double *w" if avoid_stack else "")
     head = (f"/* {name}: ({', '.join(f'{f.name_in(i)}[{f.nnz_in(i)}]' for i in range(f.n_in()))}) -> "
@@ -661,14 +645,14 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     slot = (lambda s: f"w[{s}]") if avoid_stack else _local
     doubles = sum(widths.get(k, 1) for k in range(slots))
     o0 = sum(o0_temporaries(widths[st.writes]) for st in steps if st.writes in widths)
-    if len(steps) <= split_above:
+    if size is None:
         used = {s for st in steps for s in _slots(st)}
         body = [f"    {_render(st, slot, slot)}" for st in steps]
         unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in fills + body)]
         lines = [head, f"{flatten}{'static ' if static else ''}void {name}({params})", "{",
                  *([] if avoid_stack else _declare(used, widths)), *unused, *fills, *body, "}"]
         return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths, o0)
-    written = _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths, static, flatten)
+    written = _split(steps, name, params, head, slot, avoid_stack, size, fills, widths, static, flatten)
     return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0)
 
 
@@ -762,17 +746,20 @@ PART_MACROS = """#if defined(__GNUC__)
 def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None = None,
                     part_size: int | None = None, order: str = "auto", calls: dict | None = None,
                     preamble: str = "", lanes: list | None = None, vector_widths=(),
-                    static: bool = False, trig_vector: str | None = None) -> tuple[str, list[Written]]:
+                    static: bool = False, trig_vector: str | None = None,
+                    config: CodegenConfig | None = None) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
     (the routines ``calls`` names), the vector types (:func:`vector_types`) of the
     functions' lanes and of ``vector_widths`` (those the caller's code after them uses),
     and, when any is split, :data:`PART_MACROS`), and each one's :class:`Written`;
     ``lanes``: per function a lane plan or None; ``static``: the functions are
     internal to the file (see :func:`write_function`); ``trig_vector``: see
-    :func:`write_function` (its routine in ``preamble``)."""
+    :func:`write_function` (its routine in ``preamble``); ``config``: the thresholds
+    (:class:`gen.codegen.config.CodegenConfig`)."""
     lanes = lanes or [None] * len(funcs)
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
-                              order=order, calls=calls, lanes=plan, static=static, trig_vector=trig_vector)
+                              order=order, calls=calls, lanes=plan, static=static, trig_vector=trig_vector,
+                              config=config)
                for f, plan in zip(funcs, lanes)]
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     # the routines only where a function calls one (an unused static function is a warning)

@@ -102,12 +102,12 @@ Batched kernels
 ``batch=N`` (``gen.build(..., batch=N)``, ``rbdgen build --batch N``; N = 2, 4, 8, 16)
 emits ``P_b<N>``: one call evaluates N states, every input and output lane-innermost
 (element i of state l at ``x[i*N + l]``).  Its kernel file, like the scalar one, is the
-traced function's SX instruction tape written by :func:`_batch_code` as one GCC
+traced function's SX instruction tape written by :func:`gen.codegen.batched.write` as one GCC
 vector-extension statement per instruction over values of N doubles (``P_b<N>_kernel.c``,
 ``kernel_batch.c.j2``), so gcc emits AVX2 / AVX-512 arithmetic directly; sin and cos are
-vectorised (:func:`_batch_trig_code`, within 2.3e-16 of glibc) or, with
+vectorised (:func:`gen.codegen.trig.routine`, within 2.3e-16 of glibc) or, with
 ``batch_trig="libm"``, glibc per lane; ``scalar_trig="vector"`` gives the scalar kernel
-the same routine (:func:`_one_lane_trig`), so that with ``-ffp-contract=off`` on both
+the same routine (:func:`gen.codegen.trig.one_lane`), so that with ``-ffp-contract=off`` on both
 every lane is bit for bit the scalar kernel.  The wrapper (``wrapper_batch.c.j2``) voids only
 the lanes whose inputs are not finite, and gives each lane its own code: ``P_status(...,
 work, int *status)`` writes them to ``status[lane]``; ``P`` returns -1 if any lane has
@@ -153,7 +153,7 @@ that is a different run, the real comparison belongs to ``gen.bench``.)
   ``work_size`` is then exactly ``sz_w`` and the kernel uses the caller's buffer; it has
   its own symbol (the variant hash).
 * Splitting (issue 15 §3, :mod:`gen.cwriter`): a tape longer than
-  ``gen.cwriter.SPLIT_ABOVE`` instructions becomes ``static`` parts of ``PART_SIZE``
+  ``gen.cwriter.SPLIT_ABOVE`` instructions becomes ``static`` parts of ``part_size``
   instructions, so gcc's time and memory grow linearly with the kernel; the manifest's
   ``codegen.parts`` gives the parts per function.  Measured in
   ``bench/reports/2026-11-26-compile-time.md`` (:mod:`gen.bench.compile_time`).
@@ -176,15 +176,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import re
-import struct
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
@@ -197,11 +194,15 @@ from .algorithms import in_report
 from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
-from .cwriter import LIBM_OPS, TRIG_LANES, VECTOR_OPS, c_double, o0_temporaries, op_name, stack_bytes, write_functions
+from .codegen.batched import write as write_batched
+from .codegen.config import BATCH_SIZES, BATCH_TRIG, SCALAR_TRIG, CodegenConfig, check_batch  # noqa: F401 (callers')
+from .codegen.functions import DRIVER_PARTS, kernel_function
+from .codegen.pipeline import plan_kernel
+from .codegen.plan import KernelPlan
+from .codegen.trig import TRIG_LIMIT, routine, vector_typedefs  # noqa: F401 (callers')
+from .cwriter import c_double, o0_temporaries, stack_bytes
 from .errors import RbdgenError
 from .model import Model
-from .lanes import manifest as lanes_manifest, plan as lane_plan, trace_plan
-from .products import checked_outputs, deferred, manifest as products_manifest, write_kernel as write_products
 from .robots import load_robot
 from .trace import DriverTrace, Trace, trace, trace_driver
 from .version import __version__
@@ -301,10 +302,6 @@ def constraint_info(cset) -> tuple[str | None, int]:
 
 # --- the context -------------------------------------------------------------------------
 
-DRIVER_PARTS = (("setup", "once per call"), ("step", "per iteration"),
-                ("finish", "once, for the returned iterate"))
-
-
 def _opcount(tr: Trace | DriverTrace) -> dict | None:
     """Op counts for the header and manifest, ``None`` when the op counter is missing.
     For a driver: the counts of setup, step and finish, and as ``total``/``classes`` the
@@ -359,12 +356,6 @@ def _traced_iterations(tr: Trace) -> int | None:
     return None
 
 
-def _kernel_function(name: str, tr: Trace) -> ca.Function:
-    return ca.Function(name, [s for _, s in tr.inputs],
-                       [ca.densify(ca.SX(e)) for _, e in tr.outputs],
-                       [n for n, _ in tr.inputs], [n for n, _ in tr.outputs])
-
-
 def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Function], avoid_stack: bool,
                       oc, driver: dict | None = None, written: list | None = None) -> dict:
     """The context of one public function calling the C functions ``funcs`` (one kernel,
@@ -396,77 +387,37 @@ def _function_context(symbol: str, tr: Trace | DriverTrace, funcs: list[ca.Funct
             "opcount_raw": oc, "opcount": _opcount_layout(oc, titles)}
 
 
-def _driver(prefix: str, dt: DriverTrace) -> tuple[list[ca.Function], dict]:
-    """The CasADi functions of a driver and the template's view of its loop."""
-    funcs = [_kernel_function(f"{prefix}_{name}", getattr(dt, name)) for name, _ in DRIVER_PARTS]
-    nc, ns = dt.const_size, dt.state_size
-    return funcs, {"setup": funcs[0].name(), "step": funcs[1].name(), "finish": funcs[2].name(),
-                   "const_size": nc, "state_size": ns, "next_offset": nc + ns, "w_offset": nc + 2 * ns,
-                   "tol": repr(float(dt.tol)), "max_iter": int(dt.max_iter)}
-
-
 _UNSET = object()
 
 
-def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, opcount=_UNSET,
-            batch: int | None = None, batch_trig: str = "vector", scalar_trig: str = "hoisted",
-            choice: dict | None = None, split_above: int | None = None, order: str = "auto",
-            lanes: bool = True) -> dict:
+def context(tr: Trace, *, opcount=_UNSET, choice: dict | None = None, config: CodegenConfig | None = None,
+            **codegen) -> dict:
     """The one context dict every template of a build folder renders from.  ``opcount``:
-    precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``batch``: N
-    states per call (a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm`` with
-    ``batch_trig="libm"``), None for the scalar kernel; ``scalar_trig``: the scalar
-    kernel's sin and cos (:data:`SCALAR_TRIG`); ``choice``: the record of
-    an automatic choice (:meth:`gen.choose.Choice.record`), kept in the manifest;
-    ``split_above``: the tape length above which a scalar kernel is split into parts
-    (default :data:`gen.cwriter.SPLIT_ABOVE`; ``sys.maxsize``: never, as
-    :mod:`gen.bench.compile_time` compares); ``order``: the scalar kernel's instruction
-    order (:func:`gen.cwriter.write_function`: ``auto``, ``schedule`` or ``tape``, as
-    :mod:`gen.bench.emission_order` compares); ``lanes``: with ``order="auto"`` and not
-    ``avoid_stack``, write the robot's isomorphic limbs as vector lanes where that removes
-    at least :data:`gen.lanes.MIN_GAIN` of a function's statements (:mod:`gen.lanes`;
-    the manifest's ``codegen.lanes``)."""
+    precomputed :func:`_opcount` of ``tr`` (computed here when not given); ``choice``: the
+    record of an automatic choice (:meth:`gen.choose.Choice.record`), kept in the
+    manifest; ``config`` (:class:`gen.codegen.config.CodegenConfig`, default: its
+    defaults) with ``codegen`` keywords replacing its fields: ``prefix``, ``avoid_stack``,
+    ``batch`` (N states per call: a batched kernel, symbol ``..._b<N>``, ``..._b<N>_libm``
+    with ``batch_trig="libm"``), ``batch_trig``, ``scalar_trig`` (:data:`SCALAR_TRIG`),
+    ``lanes``, ``order`` and ``split_above`` (``sys.maxsize``: never, as
+    :mod:`gen.bench.compile_time` compares), and the thresholds.  The code is planned by
+    the passes of :mod:`gen.codegen` (:func:`gen.codegen.pipeline.plan_kernel`)."""
+    config = (config or CodegenConfig()).with_(**codegen) if codegen else (config or CodegenConfig())
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
-    batch = check_batch(batch)
     runtime = runtime_parameters(tr)
-    _refuse_codegen(tr, batch, avoid_stack, batch_trig, scalar_trig, runtime)
-    tag = (f"_b{batch}" + ("_libm" if batch_trig == "libm" else "")) if batch else \
-        {"vector": "_vtrig", "libm": "_libmtrig"}.get(scalar_trig, "")
-    if scalar_trig == "hoisted" and (avoid_stack or not lanes):
-        scalar_trig = "libm"       # hoisting keeps vectors in locals; --no-lanes: plain C99
-    # avoid_stack changes the ABI (the work size): its own symbol, so both builds link together
-    prefix = prefix or symbol_prefix(model.name, algo.name, spec,
-                                     {**variant(tr), **({"avoid_stack": True} if avoid_stack else {})}) + tag
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
-        raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
-    options = _jsonable(tr.options)
-    if isinstance(tr, DriverTrace):
-        funcs, driver = _driver(prefix, tr)
-        loop = {"iterations": None, "tolerance": float(tr.tol), "max_iter": int(tr.max_iter)}
-    else:
-        if options.get("tol") is not None:
-            raise RbdgenError("a traced kernel runs a fixed number of iterations: trace a tolerance with "
-                              "gen.trace.trace_driver (gen.emit.trace_for does for tol=...)")
-        funcs, driver = [_kernel_function(f"{prefix}_kernel", tr)], None
-        loop = {"iterations": _traced_iterations(tr), "tolerance": None}
+    prefix = _prefix(tr, config)
+    plan = plan_kernel(tr, config, prefix, runtime)
     oc = _opcount(tr) if opcount is _UNSET else opcount
-    loops = deferred(tr)
-    kernel_code, written, plans = _kernel_code(tr, funcs, driver, prefix, batch, batch_trig, scalar_trig,
-                                               avoid_stack, split_above, order,
-                                               lanes and order == "auto" and not avoid_stack and not batch)
-    fn = _public_function(prefix, tr, funcs, avoid_stack, oc, driver, written, batch)
+    fn = _public_function(plan, oc)
     files = {"header": f"{prefix}.h", "wrapper": f"{prefix}.c", "kernel": f"{prefix}_kernel.c",
              "cdef": f"{prefix}.cdef", "manifest": "manifest.json", "makefile": "Makefile",
              "cmake": "CMakeLists.txt", "pkgconfig": f"{prefix}.pc.in"}
+    batch = plan.batch
     if not batch:
         files["casadi"] = f"{casadi_name(prefix)}.c"
     sources = [files["wrapper"], files["kernel"]] + ([files["casadi"]] if not batch else [])
-    codegen = {"avoid_stack": bool(avoid_stack), "parts": fn["parts"], "scheduled": fn["scheduled"],
-               **({"lanes": lanes_manifest(model, plans)} if any(plans) else {}),
-               **({"products": products_manifest(tr)} if loops and not batch else {})}
-    manifest = _manifest(tr, prefix, fn, files, sources, loop, options, runtime, driver is not None, batch,
-                         batch_trig, scalar_trig, codegen, choice)
+    manifest = _manifest(plan, fn, files, sources, choice)
     return {
         "stamp": STAMP, "prefix": prefix, "PREFIX": prefix.upper(), "guard": f"{prefix.upper()}_H",
         "robot": {"name": inert_text(model.name), "nq": model.nq, "nv": model.nv, "nbodies": model.nbodies,
@@ -474,98 +425,88 @@ def context(tr: Trace, *, prefix: str | None = None, avoid_stack: bool = False, 
         "algorithm": {"name": algo.name, "summary": algo.summary, "source": algo.source},
         "route": getattr(tr, "route", None),
         "constraints": inert_text(spec), "m": m, "iterations": manifest["iterations"],
-        "tolerance": manifest["tolerance"], "max_iter": loop.get("max_iter"),
+        "tolerance": manifest["tolerance"], "max_iter": manifest.get("max_iter"),
         "versions": {"rbdgen": __version__, "casadi": ca.__version__},
-        "codegen": {"prefix": f"{prefix}_cg", "avoid_stack": bool(avoid_stack)},
+        "codegen": {"prefix": f"{prefix}_cg", "avoid_stack": bool(config.avoid_stack)},
         "functions": [fn], "files": files, "sources": sources, "manifest": manifest,
         "pkgconfig": f"{prefix}.pc", "batch": batch, "runtime": runtime,
-        "vector_uses": (["batched states"] if batch else []) + (["product loops"] if loops and not batch else [])
-        + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plans) else [])
-        + (["the joint angles' sines and cosines four at a time, which --no-lanes turns off"]
-           if f"typedef double {prefix}_cg_v " in kernel_code else []),
-        "kernel_code": kernel_code,
+        "vector_uses": _vector_uses(plan),
+        "kernel_code": plan.code,
         "cas": None if batch else casadi_context(casadi_name(prefix), manifest["functions"][0], files["header"],
-                                                 driver is not None),
+                                                 plan.driver is not None),
     }
 
 
-def _public_function(prefix: str, tr: Trace, funcs, avoid_stack: bool, oc, driver, written, batch) -> dict:
+def _prefix(tr: Trace, config: CodegenConfig) -> str:
+    """The kernel's symbol prefix: ``config.prefix``, else :func:`symbol_prefix` with the
+    variant (``avoid_stack`` changes the ABI, the work size: its own symbol, so both builds
+    link together) and the batch or trig tag; refused unless a C identifier."""
+    tag = (f"_b{config.batch}" + ("_libm" if config.batch_trig == "libm" else "")) if config.batch else \
+        {"vector": "_vtrig", "libm": "_libmtrig"}.get(config.scalar_trig, "")
+    spec, _ = constraint_info(tr.cset)
+    prefix = config.prefix or symbol_prefix(tr.model.name, tr.algorithm.name, spec,
+                                            {**variant(tr), **({"avoid_stack": True} if config.avoid_stack else {})}) + tag
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+        raise RbdgenError(f"kernel prefix '{prefix}' is not a C identifier")
+    return prefix
+
+
+def _vector_uses(plan: KernelPlan) -> list[str]:
+    """What the kernel file uses GCC vectors for (the header says so)."""
+    return (["batched states"] if plan.batch else []) + (["product loops"] if plan.loops else []) \
+        + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plan.lane_plans) else []) \
+        + (["the joint angles' sines and cosines four at a time, which --no-lanes turns off"]
+           if f"typedef double {plan.prefix}_cg_v " in plan.code else [])
+
+
+def _public_function(plan: KernelPlan, oc) -> dict:
     """The public function's template context (:func:`_function_context`), its kernel's
     return type and checked outputs, and its stack bounds."""
-    fn = _function_context(prefix, tr, funcs, avoid_stack, oc, driver, written)
-    loops = bool(deferred(tr)) and not batch
+    tr, funcs, batch = plan.trace, plan.funcs, plan.batch
+    fn = _function_context(plan.prefix, tr, funcs, plan.config.avoid_stack, oc, plan.driver, plan.written)
     # a kernel with products returns whether the outputs its loops form hold an inf or NaN
-    fn.update({"kernel_type": "int" if loops else "void",
-               "checked": [tr.outputs[o][0] for o in checked_outputs(tr)] if loops else []})
+    fn.update({"kernel_type": "int" if plan.loops else "void",
+               "checked": [tr.outputs[p.output][0] for p in plan.loops if p.output is not None]})
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles
     # (at most one per instruction), plus its sin/cos routine's few dozen
-    o0 = o0_temporaries(batch, funcs[0].n_instructions() + 64) if batch else max(w.o0_doubles for w in written)
+    o0 = o0_temporaries(batch, funcs[0].n_instructions() + 64) if batch else max(w.o0_doubles for w in plan.written)
     fn["stack_bytes"], fn["stack_bytes_o0"] = stack_bytes(fn["stack_doubles"], o0)
     return fn
 
 
-def _refuse_codegen(tr: Trace, batch, avoid_stack: bool, batch_trig: str, scalar_trig: str, runtime) -> None:
-    """One-line refusals of code-generation options that do not go together."""
-    if batch and isinstance(tr, DriverTrace):
-        raise RbdgenError("a batched kernel runs a fixed number of iterations in every lane: build it with "
-                          "iterations=K, not a tolerance")
-    if batch and avoid_stack:
-        raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
-    for name, value, choices in (("batch_trig", batch_trig, BATCH_TRIG), ("scalar_trig", scalar_trig, SCALAR_TRIG)):
-        if value not in choices:
-            raise RbdgenError(f"{name}={value!r}: choose from {', '.join(choices)}")
-    if batch and scalar_trig != SCALAR_TRIG[0]:
-        raise RbdgenError("scalar_trig sets the scalar kernel's sin and cos; a batched kernel's are batch_trig")
-    if batch and runtime:
-        raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
-                          "weights built in (runtime_params off)")
+def _loop(tr) -> dict:
+    """The manifest's iteration fields: a driver's tolerance and bound, else the traced
+    fixed count (None for a kernel without iterations)."""
+    if isinstance(tr, DriverTrace):
+        return {"iterations": None, "tolerance": float(tr.tol), "max_iter": int(tr.max_iter)}
+    return {"iterations": _traced_iterations(tr), "tolerance": None}
 
 
-def _kernel_code(tr: Trace, funcs, driver, prefix: str, batch, batch_trig: str, scalar_trig: str,
-                 avoid_stack: bool, split_above, order: str, with_lanes: bool) -> tuple[str, list | None, list]:
-    """``(kernel file text, the writer's records, lane plans)``: the batched writer, the
-    product-loop writer (an SX head and C loops), or the scalar writer with its lane plans."""
-    if batch:
-        return _batch_code(funcs[0], f"{prefix}_cg", batch, funcs[0].name(), batch_trig), None, []
-    trig = {"hoisted": _hoisted_trig, "vector": _one_lane_trig}.get(scalar_trig, lambda p: {})(f"{prefix}_cg")
-    if deferred(tr):
-        code, one, plans = write_products(funcs[0].name(), tr, avoid_stack=avoid_stack, split_above=split_above,
-                                          order=order, lanes=with_lanes, **trig)
-        return code, [one], plans
-    if not with_lanes:
-        plans = [None] * len(funcs)
-    elif driver is None:            # one kernel: planned on its lane trace where the model has one
-        plans = [trace_plan(tr, lambda t: (_kernel_function(funcs[0].name(), t), None))[2]]
-    else:
-        plans = [lane_plan(f, tr.model) for f in funcs]
-    code, written = write_functions(funcs, avoid_stack=avoid_stack, split_above=split_above, order=order,
-                                    lanes=plans, **trig)
-    return code, written, plans
-
-
-def _manifest(tr: Trace, prefix: str, fn: dict, files: dict, sources: list, loop: dict, options: dict, runtime,
-              driver: bool, batch, batch_trig: str, scalar_trig: str, codegen: dict, choice) -> dict:
-    """``manifest.json``: what was built, from what, with which options and code shape."""
+def _manifest(plan: KernelPlan, fn: dict, files: dict, sources: list, choice) -> dict:
+    """``manifest.json``: what was built, from what, with which options and code shape
+    (``codegen``: the plan's, :meth:`gen.codegen.plan.KernelPlan.manifest`)."""
+    tr, prefix, runtime, batch = plan.trace, plan.prefix, plan.runtime, plan.batch
+    driver, scalar_trig = plan.driver is not None, plan.trig
     model, algo = tr.model, tr.algorithm
     spec, m = constraint_info(tr.cset)
     return {
         "stamp": STAMP, "generator": f"rbdgen {__version__}", "casadi": ca.__version__,
         "robot": model.name, "algorithm": algo.name, "constraints": spec,
-        "nq": model.nq, "nv": model.nv, "m": m, **loop,
+        "nq": model.nq, "nv": model.nv, "m": m, **_loop(tr),
         **({} if tr.cset is None else {"constraint_gains": _gains(tr.cset)}),
         **({} if not algo.runtime else {"parameters": _parameters(algo, runtime, driver)}),
         **({} if runtime is None else {"runtime_params": _runtime_manifest(runtime)}),
-        "options": options,
+        "options": _jsonable(tr.options),
         **({} if getattr(tr, "route", None) is None else {"route": _jsonable(tr.route)}),
         "layout": "column-major", "header": files["header"], "sources": sources,
         "cdef": files["cdef"], "library": f"lib{prefix}.a",
         "return_codes": _return_codes(batch, driver, runtime),
         **({"batch": batch, "lanes": "innermost: element i of state l at [i*batch + l]",
-            "batch_trig": batch_trig} if batch else {}),
+            "batch_trig": plan.config.batch_trig} if batch else {}),
         **({"scalar_trig": scalar_trig} if scalar_trig != SCALAR_TRIG[0] and not batch else {}),
-        "codegen": codegen,
+        "codegen": plan.manifest(),
         **({} if choice is None else {"choice": _jsonable(choice)}),
         "functions": [{"symbol": fn["symbol"],
                        "inputs": [{"name": x["name"], "size": x["size"]} for x in fn["inputs"]],
@@ -653,240 +594,16 @@ def _gains(cset) -> list[dict]:
     return out
 
 
-# --- batched kernels ---------------------------------------------------------------------
+# --- names kept for their callers --------------------------------------------------------
 #
-# ``batch=N`` (issue 15 §1): one call evaluates N states, lanes innermost (element i of an
-# input or output of state l at ``x[i*N + l]``).  The kernel is not CasADi's C: the SX
-# instruction tape of the traced function (``instruction_id/input/output/constant``, the
-# tape CasADi's own code generator walks) is written out as straight-line code over GCC
-# vector-extension values of N doubles (``vector_size``; GCC manual, "Using Vector
-# Instructions through Built-in Functions"), one vector statement per instruction.  The
-# compiler maps them to AVX2 (N = 4) or AVX-512 (N = 8) registers as ``-march`` allows,
-# without relying on the auto-vectoriser; CasADi's register allocation (its work slots)
-# is kept, so a slot is one vector local.  +, -, *, / and sqrt are IEEE operations lane by
-# lane, so a lane rounds as the scalar kernel does (up to where gcc contracts a*b+c into
-# an FMA, which it may decide differently for the two).  sin and cos are
-# :func:`_batch_trig_code`'s vectorised routine (libm per lane beyond its range); the other
-# libm functions and the comparisons run per lane in scalar C, as CasADi writes them.
+# The batched writer is gen/codegen/batched.py, the sin / cos routine gen/codegen/trig.py,
+# the entry points' functions gen/codegen/functions.py; gen.bench, gen.build and the tests
+# import these names from here.
 
-#: lanes per call a batched kernel accepts: GCC vector types hold a power of two elements
-BATCH_SIZES = (2, 4, 8, 16)
-#: how a batched kernel evaluates sin and cos: "vector" (default; within 2.3e-16 of glibc,
-#: see _batch_trig_code) or "libm" (glibc per lane: with -ffp-contract=off on both, every
-#: lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers need
-#: for agreement beyond their rounding floor eps / (mu lambda_min(M)))
-BATCH_TRIG = ("vector", "libm")
-#: how a scalar kernel evaluates sin and cos (:func:`context`): "hoisted" (default) the
-#: joint angles' through the batched kernels' routine, gen.cwriter.TRIG_LANES at a time
-#: (gen.cwriter.hoist_trig; glibc's with avoid_stack or without lanes: plain C99); "vector"
-#: every one through that routine on one lane (symbol ..._vtrig: with -ffp-contract=off on
-#: both, the lanes of a batched kernel are bit for bit this kernel); "libm" glibc's
-#: (..._libmtrig).  glibc's sincos was 26-58 % of a small arm's instructions; hoisted, ur5
-#: crba went from 1079 to 638 instructions (75 -> 63 ns) and talos crba from 1520 to 917 ns,
-#: within 4e-14 of glibc's values (bench/reports/2026-11-28-speed.md)
-SCALAR_TRIG = ("hoisted", "vector", "libm")
-_TRIG_OPS = {ca.OP_SIN: "sin", ca.OP_COS: "cos"}
-#: |x| above which the vectorised sin/cos hand a lane to libm: the reduction's products
-#: k*C1, k*C2 are exact while |k| < 2^21 (k = round(2x/pi), C1, C2 of 32 bits)
-TRIG_LIMIT = 1e6
-
-
-def check_batch(batch) -> int | None:
-    """``batch`` as lanes per call (None: the scalar kernel); a clear error otherwise."""
-    if batch is None:
-        return None
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch not in BATCH_SIZES:
-        raise RbdgenError(f"batch={batch!r}: a batched kernel evaluates 2, 4, 8 or 16 states per call "
-                          f"(batch=None builds the scalar kernel)")
-    return batch
-
-
-def _pi_over_2_parts() -> tuple[float, float, float]:
-    """pi/2 = C1 + C2 + C3 (+ O(2^-118)): C1 and C2 with 32 significant bits (so k*C1 and
-    k*C2 are exact for |k| < 2^21), C3 the rounded rest (Cody & Waite, "Software Manual for
-    the Elementary Functions", 1980, ch. 8).  pi to 50 digits, exact rational arithmetic."""
-    half_pi = Fraction("1.5707963267948966192313216916397514420985846996875529")
-
-    def chop(x: Fraction, bits: int) -> float:
-        e = math.floor(math.log2(x)) if x > 0 else 0
-        scale = Fraction(2) ** (bits - 1 - e)
-        return float(Fraction(math.floor(x * scale)) / scale)
-
-    c1 = chop(half_pi, 32)
-    c2 = chop(half_pi - Fraction(c1), 32)
-    c3 = float(half_pi - Fraction(c1) - Fraction(c2))
-    return c1, c2, c3
-
-
-def _batch_trig_code(p: str, lanes: int) -> str:
-    """``static`` C of ``void <p>_trig(const <p>_v *x, <p>_v *y, int cosine)``: ``*y`` =
-    sin or cos of each of the ``lanes`` doubles of ``*x`` (which ``y`` may be).
-
-    x = k pi/2 + r with k = round(2x/pi) as an integer (``__builtin_convertvector`` of
-    2x/pi +- 1/2, truncated; its low bits are k mod 4) and r = ((x - k C1) - k C2) - k C3
-    (:func:`_pi_over_2_parts`; x - k C1 is exact by Sterbenz' lemma), |r| <= pi/4; sin r
-    and cos r by their Taylor series to r^17 and r^18 (the first term left out is below
-    1e-19 on |r| <= pi/4), Horner's scheme; the quadrant k mod 4 picks +-sin r or +-cos r
-    by bit masks (cos x = sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin
-    and cos (tests/test_batch.py): within 2.3e-16 absolute on |x| <= 1e6.  Lanes with
-    |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits) take libm's value; the
-    reduction sees 0 there, so the conversion is always in range.
-
-    Immune to ``-ffast-math``: k is an integer conversion, where rounding by adding and
-    subtracting 1.5 * 2^52 is folded away by ``-fassociative-math`` (then sin(0.3) = 0),
-    and the range test is on the bits, which ``-ffinite-math-only`` cannot assume away;
-    reassociating the reduction there costs a few ulps of r.  Vectors pass by pointer:
-    no function takes or returns one (:func:`gen.cwriter.vector_types`)."""
-    c1, c2, c3 = _pi_over_2_parts()
-    sin_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(3, 18, 2)]     # r^3 .. r^17
-    cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
-
-    def horner(coeffs):
-        expr = c_double(coeffs[-1])
-        for c in reversed(coeffs[:-1]):
-            expr = f"{c_double(c)} + r2 * ({expr})"
-        return expr
-
-    def splat(c):
-        return "{" + ", ".join([c] * lanes) + "}"
-
-    v, u, i32, i64 = f"{p}_v", f"{p}_u64", f"{p}_i32", f"{p}_i64"
-    limit_bits = f"0x{struct.unpack('<Q', struct.pack('<d', TRIG_LIMIT))[0]:016x}ULL"
-    return f"""/* sin and cos of each lane (see rbdgen's gen/emit.py, _batch_trig_code): Cody-Waite
- * reduction by pi/2 in three parts with k = round(2x/pi) an integer conversion, Taylor
- * series on |r| <= pi/4, quadrant by bit masks; |x| > {TRIG_LIMIT:g}, inf and NaN lanes through
- * libm.  No rounding trick and no test that -ffast-math folds away. */
-static void {p}_trig(const {v} *xp, {v} *yp, int cosine)
-{{
-    const {u} sign = {splat("0x8000000000000000ULL")}, limit = {splat(limit_bits)};
-    const {u} half = {splat("0x3fe0000000000000ULL")};     /* the bits of 0.5 */
-    const {v} x = *xp;
-    {u} near = ({u})((({u})x & ~sign) <= limit);  /* all ones where |x| <= limit (NaN: no) */
-    {v} xr = ({v})(({u})x & near);               /* 0 in the lanes libm takes */
-    {v} kd = xr * {c_double(2 / math.pi)};
-    {i32} ki = __builtin_convertvector(kd + ({v})((({u})kd & sign) | half), {i32});
-    {v} k = __builtin_convertvector(ki, {v});
-    {v} r = ((xr - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
-    {v} r2 = r * r;
-    {v} s = r + (r * r2) * ({horner(sin_c)});
-    {v} c = (1.0 - 0.5 * r2) + (r2 * r2) * ({horner(cos_c)});
-    {u} q = ({u})__builtin_convertvector(ki, {i64}) + ({u}){splat("(unsigned long long)cosine")};
-    {u} odd = -(q & 1);                         /* all ones in odd quadrants: +-cos r */
-    {u} y = (({u})s & ~odd) | (({u})c & odd);
-    {v} out;
-    int l, any = 0;
-    y ^= (q & 2) << 62;                         /* quadrants 2, 3: -sin r, -cos r */
-    out = ({v})y;
-    for (l = 0; l < {lanes}; ++l) any |= near[l] == 0;
-    if (any)
-        for (l = 0; l < {lanes}; ++l)
-            if (near[l] == 0) out[l] = cosine ? cos(x[l]) : sin(x[l]);
-    *yp = out;
-}}
-"""
-
-
-def _vector_types(p: str, lanes: int) -> list[str]:
-    """C typedefs of ``<p>_v`` (``lanes`` doubles), ``<p>_u64``, ``<p>_i64`` and
-    ``<p>_i32`` (as many 64- and 32-bit integers, for :func:`_batch_trig_code`'s bit masks
-    and its integer k)."""
-    return [f"typedef double {p}_v __attribute__((vector_size({8 * lanes})));",
-            f"typedef unsigned long long {p}_u64 __attribute__((vector_size({8 * lanes})));",
-            f"typedef long long {p}_i64 __attribute__((vector_size({8 * lanes})));",
-            f"typedef int {p}_i32 __attribute__((vector_size({4 * lanes})));"]
-
-
-def _hoisted_trig(p: str) -> dict:
-    """``write_functions``' ``preamble`` and ``trig_vector`` for :func:`gen.cwriter.hoist_trig`:
-    the joint angles' sin and cos through :func:`_batch_trig_code`'s routine,
-    :data:`gen.cwriter.TRIG_LANES` at a time."""
-    preamble = "\n".join([*_vector_types(p, TRIG_LANES), "", _batch_trig_code(p, TRIG_LANES)])
-    return {"preamble": preamble, "trig_vector": p}
-
-
-def _one_lane_trig(p: str) -> dict:
-    """``write_functions``' ``calls`` and ``preamble`` for a scalar kernel whose sin and
-    cos are :func:`_batch_trig_code`'s routine on a vector of one double: the same IEEE
-    operations in the same order as every lane of a batched kernel."""
-    routine = "\n".join([*_vector_types(p, 1), "", _batch_trig_code(p, 1),
-                         f"static double {p}_trig1(double x, int cosine) {{ {p}_v v = {{x}}; {p}_trig(&v, &v, cosine); "
-                         "return v[0]; }"])
-    return {"calls": {ca.OP_SIN: f"{p}_trig1({{0}}, 0)", ca.OP_COS: f"{p}_trig1({{0}}, 1)"}, "preamble": routine}
-
-
-def _batch_code(f: ca.Function, p: str, lanes: int, symbol: str, trig: str = "vector") -> str:
-    """C of ``int <symbol>(const double **arg, double **res)``: the SX function ``f``
-    evaluated on ``lanes`` states at once (see the section comment above).  ``trig``:
-    "vector" (:func:`_batch_trig_code`) or "libm" (sin and cos per lane, bit for bit the
-    scalar kernel's)."""
-    if trig not in BATCH_TRIG:
-        raise RbdgenError(f"batch_trig={trig!r}: choose from {', '.join(BATCH_TRIG)}")
-    if not f.is_a("SXFunction"):
-        raise RbdgenError("a batched kernel is emitted from an SX function")
-    v = f"{p}_v"
-    const: dict[int, str] = {}                 # work slot -> the literal it holds
-    used: set[int] = set()
-    body: list[str] = []
-    uses_trig = False
-
-    def vec(r):
-        return const.get(r, f"w{r}")
-
-    def splat(c):
-        return f"(({v}){{" + ", ".join([c] * lanes) + "})"
-
-    for k in range(f.n_instructions()):
-        op, ins, out = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
-        if op == ca.OP_CONST:
-            const[out[0]] = c_double(f.instruction_constant(k))
-            continue
-        if op == ca.OP_OUTPUT:
-            src = vec(ins[0]) if ins[0] not in const else splat(const[ins[0]])
-            body.append(f"if (res[{out[0]}]) {p}_store(res[{out[0]}] + {out[1] * lanes}, {src});")
-            continue
-        r = out[0]
-        if op == ca.OP_INPUT:
-            line = f"w{r} = {p}_load(arg[{ins[0]}] + {ins[1] * lanes});"
-        elif op in VECTOR_OPS or op in _TRIG_OPS:
-            args = [vec(a) for a in ins]
-            if all(a in const for a in ins):  # an operation of constants only: one vector operand
-                args[0] = splat(args[0])
-            if op in _TRIG_OPS and trig == "libm":
-                arg = const[ins[0]] if ins[0] in const else f"w{ins[0]}[l]"
-                line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {_TRIG_OPS[op]}({arg});"
-            elif op in _TRIG_OPS:
-                uses_trig = True
-                line = f"{p}_trig(&{args[0]}, &w{r}, {int(op == ca.OP_COS)});"
-            else:
-                line = f"w{r} = {VECTOR_OPS[op].format(*args)};"
-        elif op in LIBM_OPS:
-            args = [const[a] if a in const else f"w{a}[l]" for a in ins]
-            line = f"for (l = 0; l < {lanes}; ++l) w{r}[l] = {LIBM_OPS[op].format(*args)};"
-        else:
-            raise RbdgenError(f"a batched kernel cannot evaluate CasADi operation {op_name(op)}")
-        const.pop(r, None)
-        used.add(r)
-        body.append(line)
-    decl = ", ".join(f"w{r}" for r in sorted(used))
-    head = [*_vector_types(p, lanes),
-            "/* the same at any double-aligned address, for loads and stores (macros: no vector crosses",
-            "   a function boundary, see gen/cwriter.py, vector_types) */",
-            f"typedef double {p}_m __attribute__((vector_size({8 * lanes}), aligned(8), may_alias));",
-            f"#define {p}_load(x) (*(const {p}_m *)(x))",
-            f"#define {p}_store(x, y) (*({p}_m *)(x) = (y))",
-            ""]
-    if uses_trig:
-        head += _batch_trig_code(p, lanes).splitlines() + [""]
-    lines = [*head,
-             f"int {symbol}(const double **arg, double **res)",
-             "{",
-             *([f"    {v} {decl};"] if decl else []),
-             "    int l;",
-             "    (void)l;",
-             *(f"    {b}" for b in body),
-             "    return 0;",
-             "}"]
-    return "\n".join(lines)
+_kernel_function = kernel_function
+_batch_trig_code = routine
+_vector_types = vector_typedefs
+_batch_code = write_batched
 
 
 # --- CasADi's external-function API ------------------------------------------------------
@@ -1071,22 +788,19 @@ def write(files: dict[str, str], out_dir) -> Path:
     return out
 
 
-def emit_trace(tr: Trace, out_dir, *, prefix: str | None = None, avoid_stack: bool = False,
-               progress: Callable[[str], None] | None = None, under=None, batch: int | None = None,
-               batch_trig: str = "vector", scalar_trig: str = "hoisted", choice: dict | None = None,
-               split_above: int | None = None, order: str = "auto", lanes: bool = True) -> BuildFolder:
+def emit_trace(tr: Trace, out_dir, *, progress: Callable[[str], None] | None = None, under=None,
+               choice: dict | None = None, config: CodegenConfig | None = None, **codegen) -> BuildFolder:
     """Write the build folder of a traced kernel into ``out_dir``; with ``out_dir`` None,
     into ``under/<prefix>-<digest of the files>``, so that kernels differing only in
     options the name does not show (iterations, mu, gains, anchors) never share a folder.
-    ``batch``: N states per call, ``batch_trig`` its sin and cos (see "batched kernels"
-    below), ``scalar_trig`` the scalar kernel's (:func:`context`); ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
-    ``split_above``, ``order``, ``lanes``: see :func:`context`."""
+    ``choice``: an automatic choice's record for the manifest (:mod:`gen.choose`);
+    ``config`` and ``codegen`` (``prefix``, ``avoid_stack``, ``batch``, ``batch_trig``,
+    ``scalar_trig``, ``split_above``, ``order``, ``lanes``, thresholds): see :func:`context`."""
     label = f"{tr.model.name}/{tr.algorithm.name}"
     with timed(progress, f"opcount {label}"):
         oc = _opcount(tr)
     with timed(progress, f"codegen {label}") as info:
-        ctx = context(tr, prefix=prefix, avoid_stack=avoid_stack, opcount=oc, batch=batch, batch_trig=batch_trig,
-                      scalar_trig=scalar_trig, choice=choice, split_above=split_above, order=order, lanes=lanes)
+        ctx = context(tr, opcount=oc, choice=choice, config=config, **codegen)
         files = render(ctx)
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in sorted(files.items())).encode())
@@ -1109,19 +823,21 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
         return (trace_driver if driver else trace)(model, algo, cset, **options)
 
 
-def emit(robot, algorithm: str, constraints=None, *, out_dir, prefix: str | None = None,
-         avoid_stack: bool = False, progress=None, batch: int | None = None, batch_trig: str = "vector",
+def emit(robot, algorithm: str, constraints=None, *, out_dir, progress=None, config: CodegenConfig | None = None,
+         prefix: str | None = None, avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
          split_above: int | None = None, **options) -> BuildFolder:
     """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
     (``batch=N``: the batched kernel, N states per call; ``algorithm`` ``auto`` or
     ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest;
-    ``split_above``: see :func:`context`)."""
-    check_batch(batch)
+    ``config`` with ``prefix``, ``avoid_stack``, ``batch``, ``batch_trig``,
+    ``split_above`` replacing its fields: see :func:`context`; other keywords go to the
+    algorithm)."""
+    config = (config or CodegenConfig()).with_(prefix=prefix, avoid_stack=avoid_stack, batch=batch,
+                                               batch_trig=batch_trig, split_above=split_above)
     robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
-    return emit_trace(tr, out_dir, prefix=prefix, avoid_stack=avoid_stack, progress=progress, batch=batch,
-                      batch_trig=batch_trig, choice=None if choice is None else choice.record(),
-                      split_above=split_above)
+    return emit_trace(tr, out_dir, progress=progress, config=config,
+                      choice=None if choice is None else choice.record())
 
 
 # --- the committed reference set (generated/) --------------------------------------------

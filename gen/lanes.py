@@ -53,17 +53,13 @@ from dataclasses import dataclass, field, replace
 import casadi as ca
 import numpy as np
 
+from .codegen.config import CodegenConfig
 from .model import Model
 from .spatial import snap
 from .trace import Trace, retrace
 
 #: lanes of one family at most (a vector of 8 doubles: one AVX-512 register, two AVX2)
 MAX_LANES = 8
-#: lanes are used when they remove at least this fraction of a function's statements:
-#: below it the gathers and lane reads cost what the shared instructions save (own loop:
-#: talos impulse_derivatives -14 % statements, 1.07x the time on doubles; solo12 -13 %,
-#: 0.94x; talos constrained_derivatives -23 %, 0.87x; aba_derivatives -28 %, 0.89x)
-MIN_GAIN = 0.2
 
 
 def families(model: Model) -> list[list[list[int]]]:
@@ -293,11 +289,11 @@ def _edges(tape: Tape, unit: dict) -> set:
 
 
 def plan(f: ca.Function, model: Model, constants: LaneConstants | None = None,
-         scalar: int | None = None) -> Plan | None:
+         scalar: int | None = None, min_gain: float = CodegenConfig.lanes_min_gain) -> Plan | None:
     """The lanes of ``f`` (inputs as the kernel's: those of nq or nv entries are per dof),
-    or None when the model has no family or the lanes remove less than :data:`MIN_GAIN`
-    of the statements (``scalar``: those of the function written without lanes, by
-    default ``f``'s).  ``constants``: ``f``'s last input is their symbols (``f`` traced
+    or None when the model has no family or the lanes remove less than ``min_gain``
+    of the statements (:attr:`gen.codegen.config.CodegenConfig.lanes_min_gain`;
+    ``scalar``: those of the function written without lanes, by default ``f``'s).  ``constants``: ``f``'s last input is their symbols (``f`` traced
     on ``constants.model``), each a constant of its lane, written as its value."""
     fams = families(model)
     if not fams:
@@ -322,7 +318,7 @@ def plan(f: ca.Function, model: Model, constants: LaneConstants | None = None,
             if u[0] == "g":
                 del groups[u[1]]
     result = Plan(tape, fams, groups, order, statements(f) if scalar is None else scalar)
-    return result if groups and result.statements <= (1 - MIN_GAIN) * result.scalar else None
+    return result if groups and result.statements <= (1 - min_gain) * result.scalar else None
 
 
 @dataclass
@@ -372,7 +368,8 @@ def lane_constants(model: Model) -> LaneConstants | None:
     return LaneConstants(replace(model, bodies=bodies), ca.vertcat(*syms), values, keys)
 
 
-def trace_plan(tr: Trace, function) -> tuple[ca.Function, object, Plan | None]:
+def trace_plan(tr: Trace, function, min_gain: float = CodegenConfig.lanes_min_gain) \
+        -> tuple[ca.Function, object, Plan | None]:
     """``(f, layout, plan)``: the function and layout ``function(tr)`` returns (the
     kernel's, or a products head and the plan of its loops) and the lanes to write ``f``
     with: planned on ``function`` of the lane trace (``tr`` traced again on the model of
@@ -386,8 +383,8 @@ def trace_plan(tr: Trace, function) -> tuple[ca.Function, object, Plan | None]:
         sizes = [[int(h.nnz_in(i)) for i in range(h.n_in())] for h in (f, g)]
         if layout_g == layout and sizes[1] == sizes[0] + [len(constants.values)] and \
                 [g.nnz_out(i) for i in range(g.n_out())] == [f.nnz_out(i) for i in range(f.n_out())]:
-            return f, layout, plan(g, tr.model, constants, statements(f))
-    return f, layout, plan(f, tr.model)
+            return f, layout, plan(g, tr.model, constants, statements(f), min_gain)
+    return f, layout, plan(f, tr.model, min_gain=min_gain)
 
 
 def _topological(units: set, edges: set, first: dict) -> list | None:

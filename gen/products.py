@@ -63,7 +63,6 @@ from bisect import bisect_left
 import casadi as ca
 
 from .cwriter import Written, lane_type, o0_temporaries, write_functions
-from .lanes import trace_plan
 from .trace import SYMMETRIC_BLOCK, Trace, deferred, head
 
 #: numbers per line of the C's index tables
@@ -256,24 +255,21 @@ def _product_statements(plan: list, offsets: list) -> list[str]:
     return lines
 
 
-def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above: int | None = None,
-                 order: str = "auto", calls: dict | None = None, preamble: str = "",
-                 lanes: bool = False, trig_vector: str | None = None) -> tuple[str, Written, list]:
+def write_kernel(name: str, tr: Trace, head: tuple, lane=None, *, avoid_stack: bool = False,
+                 split_above: int | None = None, order: str = "auto", calls: dict | None = None,
+                 preamble: str = "", trig_vector: str | None = None, config=None) -> tuple[str, Written]:
     """C of the scalar kernel ``int name(arg, res[, w])`` of a trace with products: the
-    head (``static name_head``, written by :mod:`gen.cwriter`, with ``calls``, ``preamble`` and ``trig_vector``,
-    its isomorphic limbs as vector lanes with ``lanes`` where they pay, :mod:`gen.lanes`)
-    and the loops, returning 1 if an output a product forms holds an inf or NaN (the
-    wrapper then checks only the other outputs, :func:`checked_outputs`), else 0; its
-    :class:`Written` counts the scratch in the stack (or, with ``avoid_stack``, in the work
-    slots); and the head's lane plan (or None) in a list."""
-    if lanes:
-        f, plan, lane = trace_plan(tr, lambda t: head_function(f"{name}_head", t))
-    else:
-        (f, plan), lane = head_function(f"{name}_head", tr), None
-    plans = [lane]
+    head (``static name_head``; ``head`` is ``(f, layout)`` of :func:`head_function`,
+    written by :mod:`gen.cwriter` with ``calls``, ``preamble`` and ``trig_vector``, with
+    ``lane``, its lane plan, :mod:`gen.codegen.lanes`) and the loops, returning 1 if an
+    output a product forms holds an inf or NaN (the wrapper then checks only the other
+    outputs, :func:`checked_outputs`), else 0; its :class:`Written` counts the scratch in
+    the stack (or, with ``avoid_stack``, in the work slots).  ``config``: the thresholds
+    (:class:`gen.codegen.config.CodegenConfig`)."""
+    f, plan = head
     code, (head,) = write_functions([f], avoid_stack=avoid_stack, split_above=split_above, order=order,
-                                    calls=calls, preamble=preamble, lanes=plans, vector_widths=VECTOR_WIDTHS,
-                                    static=True, trig_vector=trig_vector)
+                                    calls=calls, preamble=preamble, lanes=[lane], vector_widths=VECTOR_WIDTHS,
+                                    static=True, trig_vector=trig_vector, config=config)
     sizes = [int(f.numel_out(i)) for i in range(len(tr.outputs), f.n_out())]   # an intermediate's Y: empty
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     total = sum(sizes)
@@ -303,7 +299,7 @@ def write_kernel(name: str, tr: Trace, *, avoid_stack: bool = False, split_above
     o0 = max((sum(o0_temporaries(w, 3) for _, w in p) for p in passes), default=0)
     stack = (0 if avoid_stack else head.stack_doubles + total) + accumulators
     slots = head.slots + total if avoid_stack else head.slots
-    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths, head.o0_doubles + o0), plans
+    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths, head.o0_doubles + o0)
 
 
 def checked_outputs(tr: Trace) -> list[int]:
@@ -317,8 +313,9 @@ def _blocks(rows: int) -> range:
     return range(0, rows, SYMMETRIC_BLOCK)
 
 
-def manifest(tr: Trace) -> list[dict]:
-    """The manifest's ``codegen.products``: per product written as loops (an output, or
-    ``"intermediate"``), its terms and the nonzeros their loops run over."""
+def manifest(tr: Trace, loops: list | None = None) -> list[dict]:
+    """The manifest's ``codegen.products``: per product written as loops (``loops``, by
+    default :func:`gen.trace.deferred`'s; an output, or ``"intermediate"``), its terms and
+    the nonzeros their loops run over."""
     return [{"output": "intermediate" if p.output is None else tr.outputs[p.output][0], "terms": len(p.terms),
-             "nonzeros": sum(len(k) for _, _, _, k, _ in p.terms)} for p in deferred(tr)]
+             "nonzeros": sum(len(k) for _, _, _, k, _ in p.terms)} for p in (deferred(tr) if loops is None else loops)]

@@ -202,15 +202,13 @@ def test_lane_constants_in_a_products_head_equal_numpy_and_the_scalar_kernel(tmp
             assert rel_err(g, b) <= LANE_TOL
 
 
-def test_a_function_gets_lanes_only_when_they_remove_min_gain_of_its_statements(monkeypatch):
+def test_a_function_gets_lanes_only_when_they_remove_min_gain_of_its_statements():
     solo = load_robot("solo12")
     f = trace(solo, "rnea").function()
-    plan = lanes.plan(f, solo)
+    plan = lanes.plan(f, solo, min_gain=0.0)
     gain = 1 - plan.statements / plan.scalar
-    monkeypatch.setattr(lanes, "MIN_GAIN", gain + 1e-3)
-    assert lanes.plan(f, solo) is None
-    monkeypatch.setattr(lanes, "MIN_GAIN", gain - 1e-3)
-    assert lanes.plan(f, solo) is not None
+    assert lanes.plan(f, solo, min_gain=gain + 1e-3) is None
+    assert lanes.plan(f, solo, min_gain=gain - 1e-3) is not None
 
 
 def test_lanes_refuse_avoid_stack():

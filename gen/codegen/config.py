@@ -1,0 +1,136 @@
+"""Every option and tuned threshold of code generation, in one frozen, validated object.
+
+A :class:`CodegenConfig` is built once per kernel (:meth:`CodegenConfig.checked` raises
+the refusals of options that do not go together, each a one-line
+:class:`~gen.errors.RbdgenError`) and read by the passes of :mod:`gen.codegen`; no pass
+reads a module constant for a decision.  A threshold's comment names the report that
+measured it.  The defaults are the build every golden file under ``generated/`` is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from ..errors import RbdgenError
+
+#: lanes per call a batched kernel accepts: GCC vector types hold a power of two elements
+BATCH_SIZES = (2, 4, 8, 16)
+#: how a batched kernel evaluates sin and cos: "vector" (default; within 2.3e-16 of glibc,
+#: see gen.codegen.trig.routine) or "libm" (glibc per lane: with -ffp-contract=off on both,
+#: every lane is then bit for bit the scalar kernel, which the augmented-Lagrangian solvers
+#: need for agreement beyond their rounding floor eps / (mu lambda_min(M)))
+BATCH_TRIG = ("vector", "libm")
+#: how a scalar kernel evaluates sin and cos: "hoisted" (default) the joint angles' through
+#: the batched kernels' routine, gen.cwriter.TRIG_LANES at a time (gen.cwriter.hoist_trig;
+#: glibc's with avoid_stack or without lanes: plain C99); "vector" every one through that
+#: routine on one lane (symbol ..._vtrig: with -ffp-contract=off on both, the lanes of a
+#: batched kernel are bit for bit this kernel); "libm" glibc's (..._libmtrig).  glibc's
+#: sincos was 26-58 % of a small arm's instructions; hoisted, ur5 crba went from 1079 to 638
+#: instructions (75 -> 63 ns) and talos crba from 1520 to 917 ns, within 4e-14 of glibc's
+#: values (bench/reports/2026-11-28-speed.md)
+SCALAR_TRIG = ("hoisted", "vector", "libm")
+#: the scalar kernel's instruction order: "auto" (the schedule where it pays, lanes where
+#: they pay), "schedule" (always the greedy scheduler, no lanes), "tape" (CasADi's order
+#: and work slots, no lanes), as gen.bench.emission_order compares
+ORDERS = ("auto", "schedule", "tape")
+
+
+@dataclass(frozen=True)
+class CodegenConfig:
+    """What the back end is asked to write, and the thresholds its passes decide by.
+
+    Options (the build request; part of the build cache key, :mod:`gen.buildcache`):
+    ``prefix`` the kernel's symbol prefix (None: :func:`gen.emit.symbol_prefix`);
+    ``avoid_stack`` intermediates in the caller's ``work`` instead of locals; ``batch`` N
+    states per call (None: the scalar kernel); ``batch_trig`` / ``scalar_trig`` the sin and
+    cos (:data:`BATCH_TRIG`, :data:`SCALAR_TRIG`); ``lanes`` isomorphic limbs as vector
+    lanes where they pay; ``order`` (:data:`ORDERS`); ``split_above`` (None: the writer's
+    :data:`gen.cwriter.SPLIT_ABOVE`, which tests and gen.bench.compile_time patch)."""
+
+    prefix: str | None = None
+    avoid_stack: bool = False
+    batch: int | None = None
+    batch_trig: str = "vector"
+    scalar_trig: str = "hoisted"
+    lanes: bool = True
+    order: str = "auto"
+    #: a tape longer than this many instructions is split into parts (None: the writer's
+    #: gen.cwriter.SPLIT_ABOVE, 20000: gcc -O3 compiles talos aba, 16.5k instructions, in
+    #: 4.8 s and 173 MB, and a split would cost run time for nothing;
+    #: bench/reports/2026-11-26-compile-time.md)
+    split_above: int | None = None
+    #: instructions per part of a split tape: gcc's time per instruction is flat up to here
+    #: and grows beyond; split kernels stay within 6 % of the unsplit run time (chain:300
+    #: aba, parts of 2000 / 5000 / 10000 / 20000 compile in 15 / 15 / 27 / 38 s, 334 / 364 /
+    #: 705 / 791 MB; bench/reports/2026-11-26-compile-time.md)
+    part_size: int = 5000
+    #: the greedy schedule replaces the tape order when the tape keeps at least this many
+    #: values live on average ... (bench/reports/2026-11-26-emission-order.md: on the talos
+    #: kernels, 450-490 live, it removes half the spills and runs 1.05-1.3x faster; on
+    #: small ones, 60-210 live, the longer dependency chains cost what the spills saved:
+    #: panda rnea 0.84x)
+    schedule_above: float = 400
+    #: ... and brings that below this fraction of it (a cut under 10 % changes little;
+    #: the same report); lane plans are scheduled under the same fraction
+    schedule_below: float = 0.9
+    #: an output whose zero entries are at least this fraction of its entries is
+    #: zero-filled by one loop first and only its other entries are stored (talos
+    #: rnea_derivatives: 5466 of 51100 statements removed, 9.3 -> 9.2 us; solo12
+    #: constrained_derivatives 7.0 -> 6.5 us; talos crba's 20 kB fill before its 1067
+    #: non-zeros in bench/reports/2026-11-28-speed.md)
+    zero_fill_fraction: float = 0.5
+    #: a function gets lanes when they remove at least this fraction of its statements:
+    #: below it the gathers and lane reads cost what the shared instructions save (the
+    #: lanes' own loop on doubles: talos impulse_derivatives -14 % statements, 1.07x the
+    #: time; solo12 -13 %, 0.94x; talos constrained_derivatives -23 %, 0.87x;
+    #: aba_derivatives -28 %, 0.89x; not yet in a report)
+    lanes_min_gain: float = 0.2
+
+    def __post_init__(self) -> None:
+        self._refuse()
+
+    def _refuse(self) -> None:
+        """The refusals that need only the options (one line each, the same words as
+        ``gen.emit.context`` and ``gen.build`` have always used)."""
+        check_batch(self.batch)
+        for name, value, choices in (("batch_trig", self.batch_trig, BATCH_TRIG),
+                                     ("scalar_trig", self.scalar_trig, SCALAR_TRIG), ("order", self.order, ORDERS)):
+            if value not in choices:
+                raise RbdgenError(f"{name}={value!r}: choose from {', '.join(choices)}")
+        if self.batch and self.avoid_stack:
+            raise RbdgenError("a batched kernel keeps its intermediates in vector locals: avoid_stack does not apply")
+        if self.batch and self.scalar_trig != SCALAR_TRIG[0]:
+            raise RbdgenError("scalar_trig sets the scalar kernel's sin and cos; a batched kernel's are batch_trig")
+
+    def check_kernel(self, driver: bool, runtime: bool) -> None:
+        """The refusals that need the traced kernel: an early-exit ``driver`` or
+        ``runtime`` parameters in a batched kernel."""
+        if self.batch and driver:
+            raise RbdgenError("a batched kernel runs a fixed number of iterations in every lane: build it with "
+                              "iterations=K, not a tolerance")
+        if self.batch and runtime:
+            raise RbdgenError("a batched kernel takes no run-time parameters: build it with mu, the gains and the "
+                              "weights built in (runtime_params off)")
+
+    def with_(self, **changes) -> CodegenConfig:
+        """A copy with ``changes`` (validated again)."""
+        return replace(self, **changes)
+
+    def request(self) -> dict:
+        """The options of the build request (the cache key's ``codegen``, as gen.build
+        has always keyed it): not the thresholds, which are the generator's own."""
+        return {"prefix": self.prefix, "avoid_stack": bool(self.avoid_stack), "batch": self.batch,
+                "batch_trig": self.batch_trig, "scalar_trig": self.scalar_trig, "lanes": bool(self.lanes)}
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def check_batch(batch) -> int | None:
+    """``batch`` as lanes per call (None: the scalar kernel); a clear error otherwise."""
+    if batch is None:
+        return None
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch not in BATCH_SIZES:
+        raise RbdgenError(f"batch={batch!r}: a batched kernel evaluates 2, 4, 8 or 16 states per call "
+                          f"(batch=None builds the scalar kernel)")
+    return batch

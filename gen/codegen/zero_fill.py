@@ -1,0 +1,33 @@
+"""Pass ``zero-fill`` (per written function, run by :func:`gen.cwriter.write_function`):
+an output whose ``+0.0`` stores are at least ``config.zero_fill_fraction`` of its
+entries is zero-filled by one loop at the top of the entry point and loses those stores
+(a ``-0.0`` keeps its store); the derivative outputs are zero off the tree's
+ancestor-descendant pairs, the products' bases entirely.  The decision is recorded in
+:attr:`gen.cwriter.Written.fills`."""
+from __future__ import annotations
+
+from collections import Counter
+
+import casadi as ca
+
+from .config import CodegenConfig
+
+#: the C literal of +0.0 as :func:`gen.cwriter.c_double` writes it
+ZERO = (0.0).hex()
+
+
+def zero_fills(steps: list, f: ca.Function, config: CodegenConfig) -> tuple[list, list[str]]:
+    """``(steps, fills)``: the outputs with at least ``config.zero_fill_fraction`` zero
+    entries get one fill loop (``fills``, C statements for the top of the entry point)
+    and lose their zero stores (``+0.0`` only; a ``-0.0`` keeps its store)."""
+    def zero_store(st):                 # the output index a +0.0 store writes, else None
+        return int(st.dest[4:st.dest.index("]")]) if st.writes is None and st.expr == ZERO else None
+
+    count = Counter(o for o in map(zero_store, steps) if o is not None)
+    filled = sorted(o for o, n in count.items() if n >= config.zero_fill_fraction * f.nnz_out(o))
+    if not filled:
+        return steps, []
+    kept = [st for st in steps if zero_store(st) not in filled]
+    fills = [f"    for (int k = 0; k < {f.nnz_out(o)}; ++k)   /* {f.name_out(o)}: mostly zero, filled first */\n"
+             f"        res[{o}][k] = 0.0;" for o in filled]
+    return kept, fills
