@@ -2,19 +2,23 @@
 
 ``kernel(*inputs)`` returns what ``gen.run`` returns (vectors 1-D, matrices 2-D in the
 C's column-major layout, ``iterations`` an ``int`` and ``residual`` a ``float``);
-``kernel(*inputs, out=(...))`` writes caller arrays instead and allocates nothing.
+``kernel(*inputs, out=(...))`` writes caller arrays instead and allocates nothing
+(``out`` a tuple or list of one array per output, or the array of a one-output kernel).
 
-**The fast path.**  A float64 input whose memory already has the kernel's layout (any
-contiguous vector of the right size: 1-D, ``(n, 1)``, ``(1, n)``, C or F order) is
-handed to the C as it is (``ffi.from_buffer``, ~0.15 us); anything else is converted
-once.  The C wrapper tests every input for NaN and inf (``RBDGEN_ERR_NONFINITE_INPUT``)
-and run-time parameters for their range; Python tests only the unit norms of ``q``'s
-quaternions and (cos, sin) pairs (a few float operations).  When the C refuses an
-input, the call is repeated through :func:`gen.api.check_inputs` so that the error is the
-one-line message ``gen.run`` gives.  Outputs are allocated in the C's layout (a matrix as
-an F-ordered ``(rows, cols)`` array), so nothing is copied after the call.  The
-workspace is one buffer per thread (the C function is thread-safe with distinct
-workspaces; cffi releases the GIL during the call).
+**The fast path.**  Where the extension :mod:`gen.fastcall` compiled, ``Kernel.__call__``
+is its ``Dispatch``: ``kernel(...)`` goes from the interpreter to the kernel's ``Caller``
+in C without a Python frame.  A float64 input whose memory already has the kernel's
+layout (any contiguous vector of the right size: 1-D, ``(n, 1)``, ``(1, n)``, C or F
+order) is handed to the C as it is; the Caller tests the unit norms of ``q``'s
+quaternions and (cos, sin) pairs, the C wrapper every input for NaN and inf
+(``RBDGEN_ERR_NONFINITE_INPUT``) and run-time parameters for their range.  Anything the
+Caller does not take as it is (another layout or type, a wrong size, a unit norm off)
+goes to :meth:`Kernel._slow`, which converts once or refuses with the one-line message
+``gen.run`` gives (:func:`gen.api.check_inputs`); a non-zero return code to
+:meth:`Kernel._after_fast`.  Outputs are allocated in the C's layout (a matrix as an
+F-ordered ``(rows, cols)`` array), so nothing is copied after the call.  Without the
+extension, ``_slow`` is the call (cffi, ``ffi.from_buffer``; the workspace one buffer
+per thread; cffi releases the GIL during the call): same results, ~1-2 us more.
 
 **Caller outputs** (``out=``): one array per output, float64, of the output's size and
 layout: a vector any contiguous array of its size; a matrix an F-contiguous
