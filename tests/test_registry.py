@@ -36,7 +36,7 @@ STAGES = [
     ("gen.trace",),
     ("opcount",),
     ("gen.choose",),
-    ("gen.lanes", "gen.cwriter", "gen.products", "gen.emit"),
+    ("gen.lanes", "gen.cwriter", "gen.products", "gen.codegen", "gen.emit"),
     ("gen.fastcall", "gen.kernel"),
     ("gen.build", "gen.buildcache"),
     ("gen.generic", "gen.pinref", "gen.casadi_api", "gen.mujocoref", "gen.verify", "gen.crocoddyl",
