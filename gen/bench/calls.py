@@ -1,7 +1,9 @@
 """The way in, measured: microseconds per call of a kernel reached from Python, beside its
 C function and Pinocchio's own Python binding, in one run (``python -m gen.bench.calls``).
 
-Columns (medians over ``--repeat`` timings of ``--number`` calls each, one state cycled):
+Columns (medians over ``--repeat`` timings of ``--number`` calls each, one state; the
+bare cffi call, ``kernel(...)`` and ``out=`` timed in turn, so that their differences hold
+under a load that comes and goes):
 
 * ``c_us``: the C function, timed in C by the benchmark harness (:mod:`gen.bench.harness`);
 * ``call_us``: ``kernel(*inputs)`` (:mod:`gen.kernel`, the fast call where it compiled);
@@ -52,6 +54,17 @@ COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "batch
 def _time(f, number: int, repeat: int) -> float:
     """Median over ``repeat`` timings of ``number`` calls, in microseconds per call."""
     return float(np.median(timeit.repeat(f, number=number, repeat=repeat))) / number * 1e6
+
+
+def _interleaved(calls: dict, number: int, repeat: int) -> dict:
+    """``{name: median us per call}``, the calls timed in turn ``repeat`` times (``number``
+    calls each), so that a load that comes and goes shifts them alike: their differences
+    (a path's overhead over the bare cffi call) hold on a shared machine."""
+    times = {name: [] for name in calls}
+    for _ in range(repeat):
+        for name, f in calls.items():
+            times[name].append(timeit.timeit(f, number=number) / number * 1e6)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _pinocchio_call(model, algorithm, cset, kernel, ins):
@@ -132,11 +145,11 @@ def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000
     bufs = [o if isinstance(o, np.ndarray) else np.empty(1) for o in outs]
     ptrs = [fb("double[]", x) for x in ins] + [fb("double[]", b if b.flags.c_contiguous else b.T) for b in bufs]
     ptrs.append(kernel._work())
-    row["floor_us"] = _time(lambda: kernel._c(*ptrs), number, repeat)
-    row["call_us"] = _time(lambda: kernel(*ins), number, repeat)
+    calls = {"floor_us": lambda: kernel._c(*ptrs), "call_us": lambda: kernel(*ins)}
     if all(isinstance(o, np.ndarray) for o in outs):
         out = tuple(np.empty_like(o, order="F") for o in outs)
-        row["out_us"] = _time(lambda: kernel(*ins, out=out), number, repeat)
+        calls["out_us"] = lambda: kernel(*ins, out=out)
+    row.update(_interleaved(calls, number, repeat))
     k8 = build(model, algorithm, cset, batch=8) if constraints is None or algorithm == "prox_ltl" else None
     if k8 is not None:
         n = 256
