@@ -293,3 +293,24 @@ def test_hessian_symmetric_and_compiled_equals_numpy():
             assert rel_err(o, r) <= C_TOL, f"panda {n}: C vs NumPy"
         for X in (out[0], out[2], ref[0], ref[2]):      # h_qq, h_vv: mirrored sums
             assert np.array_equal(X, X.T), "panda: h_qq or h_vv not exactly symmetric"
+
+
+#: the tensors contracted with mu as formed (rnea_second_order) vs contracted inside the
+#: recursion: the same terms summed in another order, worst seen 1.4e-15 (mimic)
+CONTRACT_TOL = 1e-13
+
+
+@pytest.mark.parametrize("name,model", _models(), ids=[n for n, _ in _models()])
+def test_contracted_second_order_equals_contracted_tensors(name, model):
+    from gen.algorithms.rnea_second_order import contracted_second_order
+
+    model = model or load_or_skip(name)
+    rng = np.random.default_rng(45)
+    q, v, a = (x.reshape(-1, 1) for x in random_state(model, rng))
+    mu = rng.normal(size=(model.nv, 1))
+    got = contracted_second_order(model, q, v, a, mu, NUMPY)
+    tensors = [tensor(X) for X in gen.run(model, "rnea_second_order", q.ravel(), v.ravel(), a.ravel())]
+    for n, X, T in zip(("C_qq", "C_vv", "C_qv", "B"), got, tensors):
+        ref = np.einsum("i,ijk->jk", mu.ravel(), T)
+        err = rel_err(X, ref)
+        assert err <= CONTRACT_TOL, f"{name} {n}: {err:.1e} from mu^T of the rnea_second_order tensor"

@@ -28,13 +28,24 @@ so, with ``C_xy[j, k] = sum_i mu_i`` of Pinocchio's tensors at ``a = ddq``
 
     h_qq   = -(C_qq + C_qq^T) / 2 - (P + P^T),   P = B^T ddq_dq
     h_qv   = -C_qv - B^T ddq_dv
-    h_vv   = -(C_vv + C_vv^T) / 2   (symmetric in exact arithmetic; halved to be so in floating point)
+    h_vv   = -(C_vv + C_vv^T) / 2      (C_vv is symmetric; halved to be so in floating point)
     h_qtau = -B^T M^-1
     (h_vtau = 0, h_tautau = 0: ddq is affine in tau)
 
 ``h_qq`` and ``h_vv`` are exactly symmetric (each entry and its mirror are the same
-rounded sums: ``x + y = y + x``).  The tensors are contracted with ``mu`` slice by slice as they are formed
-(one ``nv x nv`` matrix per direction), never stored.
+rounded sums: ``x + y = y + x``).  The tensors are never formed: the C's are contracted
+with ``mu`` inside the directional derivatives of the world-frame recursion
+(:func:`~gen.algorithms.rnea_second_order.contracted_second_order`: per direction, the
+pair formulas summed over rows first, through subtree sums of ``Ycrb J mu`` and
+``Bc^T J mu`` and the ancestors' ``sum J mu``): per direction a pass over the bodies it
+moves, where forming the tensors costs a pass over their pairs.  Neither ``M^-1`` nor
+``ddq_dq``, ``ddq_dv`` is formed either: with ``ddq_dx = Z_x - M^-1 X_x`` (``X`` the RNEA
+partials at ``a = ddq``, ``Z`` a free-flyer base's closed-form columns, as in
+:mod:`~gen.algorithms.aba_derivatives`), ``mu`` and ``M^-1 B`` come from the tree-sparse
+factor ``M^-1 = W diag(d) W^T`` (``W = L^-1``), ``h_qtau = -(M^-1 B)^T``,
+``P = B^T Z_q + h_qtau X_q``, ``h_qv = -C_qv - B^T Z_v - h_qtau X_v`` and the gradient is
+``Z^T lam - X^T mu`` (products with the sparse ``X`` and ``Z``).  With mimic joints the
+matrices of :func:`aba_derivatives` (a dense solve of M) are used instead.
 
 Shapes: q (nq,1), v (nv,1), tau (nv,1), lam (nv,1) -> h_qq, h_qv, h_vv, h_qtau (nv,nv),
 g_q, g_v, g_tau (nv,1), ddq (nv,1).
@@ -44,32 +55,62 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import Model
-from .aba_derivatives import aba_derivatives
-from .proximal import Unmarked
-from .rnea_second_order import second_order_slices
-
-
-def _contract(slices, mu, be):
-    """``C[j, k] = sum_i mu_i T_k[i, j]``: the slices ``T_k`` contracted with ``mu``."""
-    return be.hcat([T.T @ mu for T in slices])
+from ..spatial import ang, lin, skew3
+from .aba_derivatives import aba_derivatives, columns_from, forward_ltdl
+from .rnea_second_order import contracted_second_order
+from .world import base_coordinates, tau_partials, world_pass
 
 
 def aba_hessian_product(model: Model, q, v, tau, lam, *, be):
+    if model.has_mimic:
+        return _mimic_hessian(model, q, v, tau, lam, be)
     nv = model.nv
-    A_q, A_v, Minv, ddq = aba_derivatives(model, q, v, tau, be=be)
-    mu = Minv @ lam
-    qq, vv, qv, aq = second_order_slices(model, q, v, ddq, Unmarked(be))
-    C_qq, C_vv, C_qv, B = (_contract(T, mu, be) for T in (qq, vv, qv, aq))
+    ddq, W, d = forward_ltdl(model, q, v, tau, be)
+    mu = _minv_apply(W, d, lam, be)
+    be.mark("aba", ddq, mu)
+    w = world_pass(model, q, v, ddq, be)
+    Xq, Xv, _ = tau_partials(model, w, w.of, be)
+    # ddq_dq = Zq - M^-1 Xq, ddq_dv = Zv - M^-1 Xv (aba_derivatives: a free-flyer base's
+    # columns in closed form, Zq and Zv, the other columns from dtau/dq, dtau/dv at a = ddq)
+    Zq, Zv = be.zeros(nv, nv), be.zeros(nv, nv)
+    if base_coordinates(model):
+        Zq[0:3, 3:6] = -skew3(lin(w.a0), be)
+        Zv[0:3, 0:3] = -skew3(ang(v[0:6, 0:1]), be)
+        Xq, Xv = columns_from(Xq, 6, be), columns_from(Xv, 3, be)
+    be.mark("rnea_derivatives", Xq, Xv)
+    C_qq, C_vv, C_qv, B = contracted_second_order(model, q, v, ddq, mu, be)
     be.mark("second_order", C_qq, C_vv, C_qv, B)
-    Bt = B.T
-    P = be.product(be.zeros(nv, nv), [(1.0, Bt, A_q)])
+    h_qtau = -_minv_apply(W, d, B, be).T            # -B^T M^-1 = -(M^-1 B)^T
+    P = B.T @ Zq + h_qtau @ Xq                       # B^T ddq_dq
     h_qq = -0.5 * (C_qq + C_qq.T) - (P + P.T)
-    h_qv = be.product(-C_qv, [(-1.0, Bt, A_v)])
+    h_qv = -C_qv - B.T @ Zv - h_qtau @ Xv            # -C_qv - B^T ddq_dv
     h_vv = -0.5 * (C_vv + C_vv.T)
-    h_qtau = be.product(be.zeros(nv, nv), [(-1.0, Bt, Minv)])
-    grads = (A_q.T @ lam, A_v.T @ lam, mu)
+    grads = (Zq.T @ lam - Xq.T @ mu, Zv.T @ lam - Xv.T @ mu, mu)
     be.mark("hessian", h_qq, h_qv, h_vv, h_qtau, *grads)
     return (h_qq, h_qv, h_vv, h_qtau, *grads, ddq)
+
+
+def _minv_apply(W, d, X, be):
+    """``M^-1 X = W diag(d) W^T X`` with ``W = L^-1`` (tree-sparse: its structural zeros
+    cost nothing) and ``d = 1/D`` of :func:`~gen.algorithms.aba_derivatives.forward_ltdl`."""
+    Y = W.T @ X
+    return W @ be.vcat([d[k] * Y[k:k + 1, :] for k in range(Y.shape[0])])
+
+
+def _mimic_hessian(model: Model, q, v, tau, lam, be):
+    """Mimic joints: from :func:`aba_derivatives`' matrices (the dense solve of M and the
+    RNEA partials on the extended tree)."""
+    A_q, A_v, Minv, ddq = aba_derivatives(model, q, v, tau, be=be)
+    mu = Minv @ lam
+    C_qq, C_vv, C_qv, B = contracted_second_order(model, q, v, ddq, mu, be)
+    be.mark("second_order", C_qq, C_vv, C_qv, B)
+    P = B.T @ A_q
+    h_qq = -0.5 * (C_qq + C_qq.T) - (P + P.T)
+    h_vv = -0.5 * (C_vv + C_vv.T)
+    grads = (A_q.T @ lam, A_v.T @ lam, mu)
+    out = (h_qq, -C_qv - B.T @ A_v, h_vv, -B.T @ Minv, *grads)
+    be.mark("hessian", *out)
+    return (*out, ddq)
 
 
 #: the step of :func:`pinocchio_aba_hessian_product`'s differences: truncation O(h^4)

@@ -156,14 +156,16 @@ class _Explicit(NamedTuple):
     K_s: tuple
 
 
-def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit:
+def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be, coriolis: bool = True) -> _Explicit:
     """Every quantity of a body in the subtree of ``s`` turns with ``u`` plus an explicit
     part: the velocity ``dVu = ov_p(s) x u`` and acceleration terms (:func:`_tangent`).
     With Jacobi's identity ``D(a x x) = u x (a x x) + E(a) x x + a x E(x)``:
     ``E(dVdq_j) = dVu x J_j``, ``E(dAdq_j) = Ea x J_j + dVu x dVdq_j + ov_p x E(dVdq_j)``,
     with ``Ea = oa_p x u`` for ``j = s`` (its parent does not move) and
     ``dAu + dVu x ov_p`` below, ``E(dAdv_j) = 2 dVu x J_j``; ``E(Yc) = 0``, ``E(Fc) = Yc dAu + Bc dVu``,
-    ``E(hv) = Yc dVu``, ``E(P) = P(Yc, dVu)``."""
+    ``E(hv) = Yc dVu``, ``E(P) = P(Yc, dVu)``.  Without ``coriolis`` the explicit Coriolis
+    terms ``E.K`` are formed for ``s`` only (:func:`_q_contracted` takes the others'
+    products from :attr:`_MuSums.N`)."""
     u = w.J[s][:, c:c + 1]
     dVu, dAu = w.dVdq[s][:, c:c + 1], w.dAdq[s][:, c:c + 1]
     out = _Explicit([], [], [], [], [], None, None, None)
@@ -185,7 +187,7 @@ def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit
         out.dA.append(EdA)
         out.dAv.append(2.0 * EdV)
         out.Fc.append(rigid_apply(Yc, dAu, be) + coriolis_apply(K, dVu, be))
-        out.K.append((2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)))
+        out.K.append((2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)) if coriolis or i == s else None)
     return out._replace(Yc_s=_turn_inertia(u, S.Yc[s], be), Fc_s=cross_force(u, S.Fc[s], be) + out.Fc[s],
                         K_s=_add_terms(_turn_coriolis(u, S.K[s], be), out.K[s]))
 
@@ -366,3 +368,181 @@ def pinocchio_rnea_second_order(pin, pm, pd, q, v, a, **_):
     Fq = diff(lambda d: first(pin.integrate(pm, q, d), v))
     Fv = diff(lambda d: first(q, v + d))
     return as_out(Fq[:n2]), as_out(Fv[n2:2 * n2]), as_out(Fv[:n2]), as_out(Fq[2 * n2:])
+
+
+# --- contracted with a multiplier (aba_hessian_product) ------------------------------------
+
+class _MuSums(NamedTuple):
+    """Direction-independent factors of the tensors contracted with ``mu`` over their first
+    index: per body ``xm = J mu_i`` (the joint's columns weighted by its entries of mu),
+    ``U`` the sum of ``xm`` over the strict ancestors, ``YU = Ycrb U``, ``KU = Bc^T U``
+    (angular part), the row factors ``t1 = Ycrb x``, ``G``, ``H`` of
+    :func:`~gen.algorithms.world.tau_partials` per column ``x``, and the subtree sums ``A1``
+    of ``Ycrb xm`` and ``A4`` of ``Bc^T xm`` (sums over the rows below a body)."""
+
+    xm: list
+    U: list
+    YU: list
+    KU: list
+    t1: list
+    G: list
+    H: list
+    A1: list
+    A4: list
+    N_below: list
+    N: list
+
+
+def _coriolis_t_matrix(Y, z, be):
+    """The 3 x 6 matrix ``N`` with ``N u = Bc(Y, u)^T z`` (angular part; ``Bc(Y, u)`` the
+    Coriolis matrix of inertia ``Y`` moving with ``u``, :func:`coriolis_terms`), bilinear in
+    ``(u, z)``: its columns at the unit twists."""
+    cols = []
+    for m in range(6):
+        e = be.zeros(6, 1)
+        e[m, 0] = 1.0
+        dh = rigid_apply(Y, e, be)
+        cols.append(coriolis_apply_t((2.0 * lin(dh), ang(dh), coriolis_block(Y, e, be)), z, be))
+    return be.hcat(cols)
+
+
+def _mu_sums(model: Model, w: World, S: _Sums, mu, be) -> _MuSums:
+    xm = [w.J[i] @ mu[b.idx_v:b.idx_v + b.nv, :] for i, b in enumerate(model.bodies)]
+    U = []
+    for b in model.bodies:
+        U.append(be.zeros(6, 1) if b.parent == -1 else U[b.parent] + xm[b.parent])
+    t1, G, H = [], [], []
+    for i in range(model.nbodies):
+        cols = colsof(w.J[i])
+        t1.append([rigid_apply(S.Yc[i], x, be) for x in cols])
+        G.append([cross_force(x, S.Fc[i], be) + rigid_apply(S.Yc[i], w.dAdq[i][:, r:r + 1], be)
+                  + coriolis_apply(S.K[i], w.dVdq[i][:, r:r + 1], be) for r, x in enumerate(cols)])
+        H.append([rigid_apply(S.Yc[i], w.dAdv[i][:, r:r + 1], be) + coriolis_apply(S.K[i], x, be)
+                  for r, x in enumerate(cols)])
+    # N_i u = sum over l below i of Bc(Ycrb_l, u)^T xm_l, plus Bc(Ycrb_i, u)^T U_i: the
+    # explicit Coriolis terms of a direction (u = dVdq of its column, or a v-direction's
+    # twist) seen by the rows below i and the columns above it
+    N_below = composite(model, [_coriolis_t_matrix(Y, x, be) for Y, x in zip(S.Yc, xm)])
+    N = [n + _coriolis_t_matrix(Y, u, be) for n, Y, u in zip(N_below, S.Yc, U)]
+    return _MuSums(xm, U, [rigid_apply(Y, u, be) for Y, u in zip(S.Yc, U)],
+                   [coriolis_apply_t(K, u, be) for K, u in zip(S.K, U)], t1, G, H,
+                   composite(model, [rigid_apply(Y, x, be) for Y, x in zip(S.Yc, xm)]),
+                   composite(model, [coriolis_apply_t(K, x, be) for K, x in zip(S.K, xm)]), N_below, N)
+
+
+def _subtree_sums(model: Model, items: dict) -> dict:
+    """``items`` (body -> value, a set closed under children) summed over subtrees."""
+    out = dict(items)
+    for i in reversed(range(model.nbodies)):
+        p = model.bodies[i].parent
+        if i in out and p in out:
+            out[p] = out[p] + out[i]
+    return out
+
+
+class _Acc:
+    """An nv-vector accumulated entry by entry."""
+
+    def __init__(self, nv):
+        self.x = [None] * nv
+
+    def add(self, k, e):
+        self.x[k] = e if self.x[k] is None else self.x[k] + e
+
+    def vector(self, be):
+        out = be.zeros(len(self.x), 1)
+        for k, e in enumerate(self.x):
+            if e is not None:
+                out[k, 0] = e
+        return out
+
+
+def _q_contracted(model: Model, w: World, S: _Sums, Z: _MuSums, s: int, c: int, be):
+    """Along column ``c`` of joint ``s``: ``mu^T D dtau_dq``, ``mu^T D dtau_dv`` and
+    ``mu^T D M`` (nv-vectors), the pair formulas of :func:`_q_partials` summed over the rows
+    first: a column ``j`` sees the rows below it through the subtree sums of :class:`_MuSums`
+    (in the subtree of ``s`` the explicit parts, on the path above ``s`` the turning sums
+    plus the path's own rows, a running sum), a row ``i`` the columns above it through ``U``
+    (``U.(u x* f) = -(u x U).f``, ``U.(Y z) = (Y U).z``, ``U.(Bc z) = (Bc^T U).z``)."""
+    E = _explicit(model, w, S, s, c, be, coriolis=False)
+    u = w.J[s][:, c:c + 1]
+    dVu = w.dVdq[s][:, c:c + 1]
+    inside = [i for i in range(model.nbodies) if E.dV[i] is not None]
+    dq, dv, dM = _Acc(model.nv), _Acc(model.nv), _Acc(model.nv)
+    uUs = cross_motion(u, Z.U[s], be)
+    for i in inside:
+        b = model.bodies[i]
+        # column k sees the rows below i (all inside: explicit parts only), row k the
+        # columns above i (inside: explicit; above s: turning + explicit); the terms that
+        # pair the same vector are summed first (AY, AK, AE)
+        AY, AK = Z.A1[i] + Z.YU[i], Z.A4[i] + Z.KU[i]
+        AE = Z.N[i] @ dVu
+        for r in range(b.nv):
+            k, x = b.idx_v + r, w.J[i][:, r:r + 1]
+            EdA, EdV = E.dA[i][:, r:r + 1], E.dV[i][:, r:r + 1]
+            dq.add(k, _dot(AY, EdA) + _dot(AK, ang(EdV)) + _dot(AE, ang(w.dVdq[i][:, r:r + 1]))
+                   - _dot(cross_motion(x, Z.U[i], be), E.Fc[i]) - _dot(uUs, Z.G[i][r]))
+            dv.add(k, 2.0 * _dot(AY, EdV) + _dot(AE, ang(x)) - _dot(uUs, Z.H[i][r]))     # E(dAdv) = 2 E(dVdq)
+            dM.add(k, -_dot(uUs, Z.t1[i][r]))
+    T1 = cross_force(u, Z.A1[s], be)
+    T4 = cross3(ang(u), Z.A4[s], be) + Z.N_below[s] @ dVu
+    P = be.zeros(6, 1)
+    for j in model.ancestors(s)[1:]:        # the path above s: everything turns or changes
+        b = model.bodies[j]
+        P = P + Z.xm[j]
+        R1 = T1 + rigid_apply(E.Yc_s, P + Z.U[j], be)      # the rows below j, then the columns above it
+        R4 = T4 + coriolis_apply_t(E.K_s, P + Z.U[j], be)
+        for r in range(b.nv):
+            k, x = b.idx_v + r, w.J[j][:, r:r + 1]
+            dA, dV, dAv = (X[j][:, r:r + 1] for X in (w.dAdq, w.dVdq, w.dAdv))
+            dq.add(k, _dot(R1, dA) + _dot(R4, ang(dV)) - _dot(cross_motion(x, Z.U[j], be), E.Fc_s))
+            dv.add(k, _dot(R1, dAv) + _dot(R4, ang(x)))
+            dM.add(k, _dot(R1, x))
+    return dq.vector(be), dv.vector(be), dM.vector(be)
+
+
+def _v_contracted(model: Model, w: World, S: _Sums, Z: _MuSums, s: int, c: int, be):
+    """``mu^T D dtau_dv`` along column ``c`` of joint ``s`` of v (:func:`_v_partials` summed
+    over the rows first, as :func:`_q_contracted`)."""
+    u = w.J[s][:, c:c + 1]
+    inside = [i for i in range(model.nbodies) if s in model.ancestors(i)]
+    out = _Acc(model.nv)
+    for i in inside:
+        b = model.bodies[i]
+        Dvp = u if i != s else be.zeros(6, 1)
+        R4 = Z.N[i] @ u         # D Bc^T of the rows below i and the columns above it (D K = K(Ycrb, u))
+        AY = Z.A1[i] + Z.YU[i]
+        for r in range(b.nv):
+            k, x = b.idx_v + r, w.J[i][:, r:r + 1]
+            out.add(k, _dot(R4, ang(x)) + _dot(AY, cross_motion(Dvp + u, x, be)))
+    dh = rigid_apply(S.Yc[s], u, be)
+    DK = (2.0 * lin(dh), ang(dh), coriolis_block(S.Yc[s], u, be))
+    V4 = Z.N_below[s] @ u
+    P = be.zeros(6, 1)
+    for j in model.ancestors(s)[1:]:
+        b = model.bodies[j]
+        P = P + Z.xm[j]
+        R4 = V4 + coriolis_apply_t(DK, P + Z.U[j], be)
+        for r in range(b.nv):
+            out.add(b.idx_v + r, _dot(R4, ang(w.J[j][:, r:r + 1])))
+    return out.vector(be)
+
+
+def contracted_second_order(model: Model, q, v, a, mu, be):
+    """``(C_qq, C_vv, C_qv, B)``, nv x nv: the four tensors of :func:`rnea_second_order`
+    contracted with ``mu`` over their first index, ``C[j, k] = sum_i mu_i T[i, j, k]``
+    (``B`` from ``dtau_dadq``), without forming them: per direction one pass over the
+    bodies it moves (:func:`_q_contracted`, :func:`_v_contracted`).  Mimic joints: on the
+    extended tree with ``mu_ext = G mu``, then ``G^T C G``."""
+    ext, qe, (ve, ae, me), G = extended_state(model, q, (v, a, mu), be)
+    w = world_pass(ext, qe, ve, ae, be)
+    S = _sums(ext, w.oI, w.of, w.hv, w.P, be)
+    Z = _mu_sums(ext, w, S, me, be)
+    dirs = [(s, c) for s, b in enumerate(ext.bodies) for c in range(b.nv)]
+    qcols = [_q_contracted(ext, w, S, Z, s, c, be) for s, c in dirs]
+    C_qq = be.hcat([x for x, _, _ in qcols])
+    C_qv = be.hcat([x for _, x, _ in qcols]).T        # row k: along q_k
+    B = be.hcat([x for _, _, x in qcols])
+    C_vv = be.hcat([_v_contracted(ext, w, S, Z, s, c, be) for s, c in dirs])
+    out = (C_qq, C_vv, C_qv, B)
+    return out if G is None else tuple(G.T @ X @ G for X in out)
