@@ -221,8 +221,9 @@ class Patient:
 
 def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, cache=None,
           progress: Callable[[str], None] | None = None, prefix: str | None = None,
-          avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
-          scalar_trig: str = "hoisted", lanes: bool = True, quiet: bool = False, **options) -> Kernel:
+          avoid_stack: bool | None = None, batch: int | None = None, batch_trig: str | None = None,
+          scalar_trig: str | None = None, lanes: bool | None = None, quiet: bool = False,
+          config: CodegenConfig | None = None, **options) -> Kernel:
     """Trace, emit and compile ``algorithm`` on ``robot``, or find it in the cache before
     tracing (module docstring); returns a :class:`Kernel`.
 
@@ -239,7 +240,10 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     ``-ffp-contract=off`` the lanes of a batched kernel are bit for bit the scalar one's;
     "libm", glibc's);
     ``lanes``: write the robot's isomorphic limbs as vector lanes where that pays
-    (:mod:`gen.lanes`; False: every statement on doubles);
+    (:mod:`gen.lanes`; False: every statement on doubles); ``config``: a
+    :class:`gen.codegen.config.CodegenConfig` (its thresholds too; those not at their
+    defaults are part of the cache key), whose fields the keywords above replace when
+    given;
     other keyword
     ``options`` go to the algorithm (``iterations``, ``mu``; ``tol`` and ``max_iter``
     build the early-exit driver).  ``algorithm`` ``auto`` (constrained forward dynamics)
@@ -248,8 +252,10 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     alternative's estimate or exclusion."""
 
     t0 = time.perf_counter()
-    config = CodegenConfig(prefix=prefix, avoid_stack=bool(avoid_stack), batch=batch, batch_trig=batch_trig,
-                           scalar_trig=scalar_trig, lanes=bool(lanes))      # refused here, before tracing
+    given = {"prefix": prefix, "avoid_stack": avoid_stack, "batch": batch, "batch_trig": batch_trig,
+             "scalar_trig": scalar_trig, "lanes": lanes}
+    # refused here, before tracing
+    config = (config or CodegenConfig()).with_(**{k: v for k, v in given.items() if v is not None})
     model = robot if isinstance(robot, Model) else load_robot(robot)
     flags = compile_flags(flags)
     root = cache_dir(cache)

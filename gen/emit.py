@@ -118,7 +118,9 @@ scalar kernel's throughput per state.
 
 Codegen options
 ---------------
-Measured on talos (nv = 50; CasADi 3.8.2, gcc 12.2, ``-march=native``, 2-core x86-64 VM
+Every option and tuned threshold is a field of :class:`gen.codegen.config.CodegenConfig`
+(validated once; the passes of :mod:`gen.codegen` read it).  The options' costs were
+measured on talos (nv = 50; CasADi 3.8.2, gcc 12.2, ``-march=native``, 2-core x86-64 VM
 shared with other jobs).  All variants linked into one program and interleaved: 201
 rounds x 500 calls cycling 64 random states; µs per call, min / median over rounds;
 compile = gcc time for the kernel file alone (noisy: the machine was loaded):
@@ -215,7 +217,6 @@ GENERATED_DIR = ROOT / "generated"
 #: times the rows in the "golden" report
 GOLDEN_ROBOTS = ("ur5", "solo12", "talos")
 REFERENCE_SET = tuple((r, a) for r in GOLDEN_ROBOTS for a in in_report("golden"))
-CODEGEN_DEFAULTS = {"avoid_stack": False}
 MAX_TAG = 48
 
 log = logging.getLogger("rbdgen")
@@ -824,16 +825,17 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **optio
 
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, progress=None, config: CodegenConfig | None = None,
-         prefix: str | None = None, avoid_stack: bool = False, batch: int | None = None, batch_trig: str = "vector",
-         split_above: int | None = None, **options) -> BuildFolder:
+         prefix: str | None = None, avoid_stack: bool | None = None, batch: int | None = None,
+         batch_trig: str | None = None, split_above: int | None = None, **options) -> BuildFolder:
     """Trace ``algorithm`` on ``robot`` and write its build folder into ``out_dir``
     (``batch=N``: the batched kernel, N states per call; ``algorithm`` ``auto`` or
     ``auto_osim``: the one :func:`gen.choose.choose` picks, recorded in the manifest;
     ``config`` with ``prefix``, ``avoid_stack``, ``batch``, ``batch_trig``,
-    ``split_above`` replacing its fields: see :func:`context`; other keywords go to the
-    algorithm)."""
-    config = (config or CodegenConfig()).with_(prefix=prefix, avoid_stack=avoid_stack, batch=batch,
-                                               batch_trig=batch_trig, split_above=split_above)
+    ``split_above`` replacing its fields where given: see :func:`context`; other keywords
+    go to the algorithm)."""
+    given = {"prefix": prefix, "avoid_stack": avoid_stack, "batch": batch, "batch_trig": batch_trig,
+             "split_above": split_above}
+    config = (config or CodegenConfig()).with_(**{k: v for k, v in given.items() if v is not None})
     robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
     tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
     return emit_trace(tr, out_dir, progress=progress, config=config,

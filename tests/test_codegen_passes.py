@@ -73,6 +73,9 @@ def test_the_config_is_frozen_and_its_request_is_the_cache_keys_codegen():
     assert c.request() == {"prefix": None, "avoid_stack": False, "batch": None, "batch_trig": "vector",
                            "scalar_trig": "hoisted", "lanes": True}
     assert c.with_(part_size=7).part_size == 7 and c.part_size == 5000
+    # a threshold away from its default changes the build's cache key, the default does not
+    assert c.with_(part_size=7, order="tape").request() == {**c.request(), "tuned": {"part_size": 7, "order": "tape"}}
+    assert c.with_(part_size=5000).request() == c.request()
 
 
 def test_every_pass_has_a_module_with_run():

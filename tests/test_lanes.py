@@ -11,6 +11,7 @@ import pytest
 
 import gen
 from gen import cwriter, lanes
+from gen.codegen.config import CodegenConfig
 from gen.errors import RbdgenError
 from gen.robots import load_robot
 from gen.robots.synthetic import bintree
@@ -103,14 +104,12 @@ def _states(model, n, seed=4):
     ("solo12", "aba_derivatives", False),                 # the products' head
     ("solo12", "aba", False),                             # sin and cos: libm calls per lane, gathered
 ])
-def test_compiled_lanes_equal_numpy_and_the_scalar_kernel(monkeypatch, tmp_path, robot, algorithm, split):
-    if split:
-        monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 600)
+def test_compiled_lanes_equal_numpy_and_the_scalar_kernel(tmp_path, robot, algorithm, split):
+    # a threshold of the config away from its default is part of the build's cache key
+    config = CodegenConfig(split_above=600) if split else None
     model = load_robot(robot)
-    # a module constant patched is not part of a build's cache key: the split builds in a cache of its own
-    private = {"cache": tmp_path / "cache"} if split else {}
-    with_lanes = gen.build(model, algorithm, out_dir=tmp_path / "lanes", **private)
-    scalar = gen.build(model, algorithm, out_dir=tmp_path / "scalar", lanes=False, **private)
+    with_lanes = gen.build(model, algorithm, out_dir=tmp_path / "lanes", config=config)
+    scalar = gen.build(model, algorithm, out_dir=tmp_path / "scalar", lanes=False, config=config)
     info = with_lanes.manifest["codegen"]["lanes"]
     assert info["families"] == [["FL_HAA", "FR_HAA", "HL_HAA", "HR_HAA"]]
     (stats,) = info["statements"]

@@ -116,10 +116,14 @@ class CodegenConfig:
         return replace(self, **changes)
 
     def request(self) -> dict:
-        """The options of the build request (the cache key's ``codegen``, as gen.build
-        has always keyed it): not the thresholds, which are the generator's own."""
-        return {"prefix": self.prefix, "avoid_stack": bool(self.avoid_stack), "batch": self.batch,
-                "batch_trig": self.batch_trig, "scalar_trig": self.scalar_trig, "lanes": bool(self.lanes)}
+        """The build request's ``codegen`` (the cache key's, :mod:`gen.buildcache`): the
+        options, and under ``tuned`` the other fields that differ from their defaults (a
+        default build keys as it always has)."""
+        out = {"prefix": self.prefix, "avoid_stack": bool(self.avoid_stack), "batch": self.batch,
+               "batch_trig": self.batch_trig, "scalar_trig": self.scalar_trig, "lanes": bool(self.lanes)}
+        tuned = {f.name: getattr(self, f.name) for f in fields(self)
+                 if f.name not in out and getattr(self, f.name) != f.default}
+        return {**out, "tuned": tuned} if tuned else out
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
