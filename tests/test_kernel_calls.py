@@ -194,7 +194,7 @@ def test_the_calls_benchmark_runs_and_reports():
     (a smoke test of the benchmark, not a timing threshold)."""
     load_or_skip("solo12")
     from gen.bench.calls import COLUMNS, measure
-    row = measure("solo12", "aba", number=20, repeat=2, casadi=False)
+    row = measure("solo12", "aba", rounds=3, repeat=2, casadi=False)
     assert set(row) <= set(COLUMNS)
     for col in ("c_us", "floor_us", "call_us", "out_us", "batch_us"):
         assert row[col] > 0, col

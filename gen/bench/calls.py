@@ -1,9 +1,10 @@
 """The way in, measured: microseconds per call of a kernel reached from Python, beside its
 C function and Pinocchio's own Python binding, in one run (``python -m gen.bench.calls``).
 
-Columns (medians over ``--repeat`` timings of ``--number`` calls each, one state; the
-bare cffi call, ``kernel(...)`` and ``out=`` timed in turn, so that their differences hold
-under a load that comes and goes):
+Columns (one state; the Python calls are timed in turn in ``--rounds`` rounds of bursts
+of about 0.2 ms each, their medians, as the C harness times its rounds: on a shared
+machine the median leaves out the time spent waiting for a core, and the differences
+between the calls hold):
 
 * ``c_us``: the C function, timed in C by the benchmark harness (:mod:`gen.bench.harness`);
 * ``call_us``: ``kernel(*inputs)`` (:mod:`gen.kernel`, the fast call where it compiled);
@@ -42,6 +43,8 @@ from ..robots import load_robot
 from ..table import render_table
 from .harness import benchmark
 
+#: seconds per timed burst of :func:`_interleaved`
+BURST_S = 2e-4
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 #: (robot, algorithm, constraints) measured by default
 CASES = [("panda", "aba", None), ("panda", "aba_derivatives", None), ("solo12", "aba", None),
@@ -56,14 +59,22 @@ def _time(f, number: int, repeat: int) -> float:
     return float(np.median(timeit.repeat(f, number=number, repeat=repeat))) / number * 1e6
 
 
-def _interleaved(calls: dict, number: int, repeat: int) -> dict:
-    """``{name: median us per call}``, the calls timed in turn ``repeat`` times (``number``
-    calls each), so that a load that comes and goes shifts them alike: their differences
-    (a path's overhead over the bare cffi call) hold on a shared machine."""
+def _interleaved(calls: dict, rounds: int, burst_s: float = BURST_S) -> dict:
+    """``{name: median us per call}``: ``rounds`` rounds, each timing every call in turn
+    over a burst of about ``burst_s`` seconds (its call count fixed beforehand), the
+    median over the rounds.  The C harness times the same way (short rounds, their
+    median): on a machine shared with other jobs a burst of 0.2 ms mostly runs in one
+    time slice, so the median leaves out the time the process waits for a core, and the
+    calls timed in turn share whatever load there is (their differences hold)."""
+    counts = {}
+    for name, f in calls.items():
+        f()
+        once = timeit.timeit(f, number=3) / 3
+        counts[name] = max(1, int(burst_s / max(once, 1e-9)))
     times = {name: [] for name in calls}
-    for _ in range(repeat):
+    for _ in range(rounds):
         for name, f in calls.items():
-            times[name].append(timeit.timeit(f, number=number) / number * 1e6)
+            times[name].append(timeit.timeit(f, number=counts[name]) / counts[name] * 1e6)
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
@@ -129,15 +140,16 @@ def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 7) -> 
     return value, _time(jrun, 1, repeat) / n
 
 
-def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000, repeat: int = 7,
+def measure(robot: str, algorithm: str, constraints=None, *, rounds: int = 201, repeat: int = 7,
             casadi: bool = True) -> dict:
-    """One row of the table (module docstring)."""
+    """One row of the table (module docstring): ``rounds`` of the C harness and of the
+    Python calls (:func:`_interleaved`), ``repeat`` runs of each CasADi map."""
     model = load_robot(robot)
     cset = parse_constraints(model, constraints) if constraints else None
     kernel = build(model, algorithm, cset)
     rng = np.random.default_rng(0)
     ins = [model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)]
-    c = benchmark(model, algorithm, cset, against=(), rounds=repeat)["implementations"]["specialized"]["median_ns"]
+    c = benchmark(model, algorithm, cset, against=(), rounds=rounds)["implementations"]["specialized"]["median_ns"]
     row = {"robot": robot, "algorithm": algorithm, "c_us": c / 1e3}
     outs = kernel(*ins)
     outs = outs if isinstance(outs, tuple) else (outs,)
@@ -149,16 +161,21 @@ def measure(robot: str, algorithm: str, constraints=None, *, number: int = 20000
     if all(isinstance(o, np.ndarray) for o in outs):
         out = tuple(np.empty_like(o, order="F") for o in outs)
         calls["out_us"] = lambda: kernel(*ins, out=out)
-    row.update(_interleaved(calls, number, repeat))
     k8 = build(model, algorithm, cset, batch=8) if constraints is None or algorithm == "prox_ltl" else None
     if k8 is not None:
         n = 256
         stacks = [np.stack([model.random_q(rng) for _ in range(n)]), rng.normal(size=(n, model.nv)),
                   rng.normal(size=(n, model.nv))]
-        row["batch_us"] = _time(lambda: k8(*stacks), max(1, number // n), repeat) / n
+        calls["batch_us"] = lambda: k8(*stacks)
     pin_call = _pinocchio_call(model, algorithm, cset, kernel, ins)
-    row["pin_us"] = _time(pin_call, number, repeat) if pin_call else None
-    row["casadi_map_us"], row["casadi_jac_us"] = _casadi_map(model, algorithm, cset, ins) if casadi else (None, None)
+    if pin_call:
+        calls["pin_us"] = pin_call
+    row.update(_interleaved(calls, rounds))
+    if "batch_us" in row:
+        row["batch_us"] /= n
+    row.setdefault("pin_us", None)
+    row["casadi_map_us"], row["casadi_jac_us"] = \
+        _casadi_map(model, algorithm, cset, ins, repeat=repeat) if casadi else (None, None)
     return row
 
 
@@ -166,8 +183,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m gen.bench.calls", description=__doc__.split("\n\n")[0])
     p.add_argument("--case", action="append", metavar="ROBOT:ALGORITHM[:CONSTRAINTS]",
                    help="a case to measure (repeatable; default: the module's CASES)")
-    p.add_argument("--number", type=int, default=20000)
-    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=201, help="rounds of the C harness and of the Python calls")
+    p.add_argument("--repeat", type=int, default=7, help="runs of each CasADi map (1000 evaluations each)")
     p.add_argument("--no-casadi", action="store_true")
     p.add_argument("--format", choices=["md", "csv", "json"], default="md")
     args = p.parse_args(argv)
@@ -175,7 +192,7 @@ def main(argv=None) -> int:
     rows = []
     for robot, algorithm, constraints in cases:
         print(f"calls: {robot} {algorithm} {constraints or ''}", file=sys.stderr, flush=True)
-        rows.append(measure(robot, algorithm, constraints, number=args.number, repeat=args.repeat,
+        rows.append(measure(robot, algorithm, constraints, rounds=args.rounds, repeat=args.repeat,
                             casadi=not args.no_casadi))
     print(render_table(rows, COLUMNS, args.format))
     return 0
