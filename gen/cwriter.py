@@ -546,6 +546,8 @@ class Written:
     #: the doubles of the temporaries an unoptimised build keeps for its vector
     #: statements (:func:`o0_temporaries`, :func:`stack_bytes`)
     o0_doubles: int = 0
+    #: the outputs zero-filled first (:mod:`gen.codegen.zero_fill`)
+    filled: tuple = ()
 
 
 #: the stack one call takes beyond STACK_FACTOR x its locals' bytes (the wrapper's and the
@@ -651,9 +653,15 @@ def _written(f, steps, fills, widths, slots, scheduled, avoid_stack, static, fla
         unused = [f"    (void){p};" for p in ("arg", "res") if not any(f"{p}[" in b for b in fills + body)]
         lines = [head, f"{flatten}{'static ' if static else ''}void {name}({params})", "{",
                  *([] if avoid_stack else _declare(used, widths)), *unused, *fills, *body, "}"]
-        return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths, o0)
+        return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths, o0,
+                       _filled(fills))
     written = _split(steps, name, params, head, slot, avoid_stack, size, fills, widths, static, flatten)
-    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0)
+    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0, _filled(fills))
+
+
+def _filled(fills: list[str]) -> tuple[int, ...]:
+    """The outputs the fill loops ``fills`` (:func:`gen.codegen.zero_fill.zero_fills`) write."""
+    return tuple(int(line.split("res[")[1].split("]")[0]) for line in fills)
 
 
 def _split(steps, name, params, head, slot, avoid_stack, part_size, fills, widths=None,

@@ -299,7 +299,8 @@ def write_kernel(name: str, tr: Trace, head: tuple, lane=None, *, avoid_stack: b
     o0 = max((sum(o0_temporaries(w, 3) for _, w in p) for p in passes), default=0)
     stack = (0 if avoid_stack else head.stack_doubles + total) + accumulators
     slots = head.slots + total if avoid_stack else head.slots
-    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths, head.o0_doubles + o0)
+    return text, Written(text, head.parts, stack, slots, head.scheduled, head.widths, head.o0_doubles + o0,
+                         head.filled)
 
 
 def checked_outputs(tr: Trace) -> list[int]:

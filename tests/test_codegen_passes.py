@@ -153,6 +153,13 @@ def test_write_pass_picks_the_writer(robot, algorithm, config, writer):
     assert (plan.written is None) == (writer == "batched")
 
 
+def test_the_plan_lists_every_decision():
+    plan = _plan("solo12", "aba", None)
+    assert plan.decisions() == {"batch": None, "functions": ["rbd_t_kernel"], "products": 0, "lanes": [True],
+                                "trig": "hoisted", "writer": "lanes",
+                                "written": [{"parts": 1, "scheduled": plan.written[0].scheduled, "zero_filled": []}]}
+
+
 def test_the_manifests_codegen_is_the_serialised_plan():
     tr = trace_for(gen.load_robot("solo12"), "aba")
     plan = plan_kernel(tr, CodegenConfig(), "rbd_solo12_aba")
@@ -176,6 +183,7 @@ def test_zero_fill_pass_fills_the_outputs_zero_at_the_fraction():
         filled = [o for o in range(2) if zeros[o] >= fraction * f.nnz_out(o)]
         assert [int(s.split("res[")[1][0]) for s in fills] == filled
         assert sum(st.writes is None for st in steps) == 8 - sum(zeros[o] for o in filled)
+        assert cwriter.write_function(f, config=CodegenConfig(zero_fill_fraction=fraction)).filled == tuple(filled)
 
 
 def test_schedule_pass_decides_by_live_values():

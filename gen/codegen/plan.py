@@ -54,6 +54,15 @@ class KernelPlan:
         c = self.config
         return c.lanes and c.order == "auto" and not c.avoid_stack and not self.batch
 
+    def decisions(self) -> dict:
+        """Every pass's decision, for reading a plan (not serialised: the manifest keeps
+        :meth:`manifest`'s)."""
+        return {"batch": self.batch, "functions": [f.name() for f in self.funcs],
+                "products": len(self.loops), "lanes": [p is not None for p in self.lane_plans],
+                "trig": self.trig, "writer": self.writer,
+                "written": None if self.written is None else
+                [{"parts": w.parts, "scheduled": w.scheduled, "zero_filled": list(w.filled)} for w in self.written]}
+
     def manifest(self) -> dict:
         """The manifest's ``codegen``: ``avoid_stack``, per function its ``parts`` and
         whether it was ``scheduled``; ``lanes`` (:func:`gen.lanes.manifest`) when any

@@ -16,18 +16,26 @@ from .config import CodegenConfig
 ZERO = (0.0).hex()
 
 
-def zero_fills(steps: list, f: ca.Function, config: CodegenConfig) -> tuple[list, list[str]]:
-    """``(steps, fills)``: the outputs with at least ``config.zero_fill_fraction`` zero
-    entries get one fill loop (``fills``, C statements for the top of the entry point)
-    and lose their zero stores (``+0.0`` only; a ``-0.0`` keeps its store)."""
-    def zero_store(st):                 # the output index a +0.0 store writes, else None
-        return int(st.dest[4:st.dest.index("]")]) if st.writes is None and st.expr == ZERO else None
+def _zero_store(st) -> int | None:
+    """The output index a ``+0.0`` store writes, else None."""
+    return int(st.dest[4:st.dest.index("]")]) if st.writes is None and st.expr == ZERO else None
 
-    count = Counter(o for o in map(zero_store, steps) if o is not None)
-    filled = sorted(o for o, n in count.items() if n >= config.zero_fill_fraction * f.nnz_out(o))
+
+def filled_outputs(steps: list, f: ca.Function, config: CodegenConfig) -> list[int]:
+    """The outputs of ``f`` whose ``+0.0`` stores among ``steps`` are at least
+    ``config.zero_fill_fraction`` of their entries, ascending."""
+    count = Counter(o for o in map(_zero_store, steps) if o is not None)
+    return sorted(o for o, n in count.items() if n >= config.zero_fill_fraction * f.nnz_out(o))
+
+
+def zero_fills(steps: list, f: ca.Function, config: CodegenConfig) -> tuple[list, list[str]]:
+    """``(steps, fills)``: the outputs of :func:`filled_outputs` get one fill loop
+    (``fills``, C statements for the top of the entry point) and lose their zero stores
+    (``+0.0`` only; a ``-0.0`` keeps its store)."""
+    filled = filled_outputs(steps, f, config)
     if not filled:
         return steps, []
-    kept = [st for st in steps if zero_store(st) not in filled]
+    kept = [st for st in steps if _zero_store(st) not in filled]
     fills = [f"    for (int k = 0; k < {f.nnz_out(o)}; ++k)   /* {f.name_out(o)}: mostly zero, filled first */\n"
              f"        res[{o}][k] = 0.0;" for o in filled]
     return kept, fills
