@@ -61,11 +61,14 @@ def _time(f, number: int, repeat: int) -> float:
 
 def _interleaved(calls: dict, rounds: int, burst_s: float = BURST_S) -> dict:
     """``{name: median us per call}``: ``rounds`` rounds, each timing every call in turn
-    over a burst of about ``burst_s`` seconds (its call count fixed beforehand), the
-    median over the rounds.  The C harness times the same way (short rounds, their
-    median): on a machine shared with other jobs a burst of 0.2 ms mostly runs in one
-    time slice, so the median leaves out the time the process waits for a core, and the
-    calls timed in turn share whatever load there is (their differences hold)."""
+    over a burst of about ``burst_s`` seconds (its call count fixed beforehand) after one
+    untimed call, the median over the rounds.  The C harness times the same way (short
+    rounds, their median): on a machine shared with other jobs a burst of 0.2 ms mostly
+    runs in one time slice, so the median leaves out the time the process waits for a
+    core, and the calls timed in turn share whatever load there is (their differences
+    hold).  The untimed call brings the code back into cache after the other calls'
+    (talos aba_derivatives' is ~1 MB: after a batch call, a burst of ten calls paid its
+    misses, floor_us 35 us against call_us 21 us)."""
     counts = {}
     for name, f in calls.items():
         f()
@@ -74,6 +77,7 @@ def _interleaved(calls: dict, rounds: int, burst_s: float = BURST_S) -> dict:
     times = {name: [] for name in calls}
     for _ in range(rounds):
         for name, f in calls.items():
+            f()                 # untimed: its code and data back in cache after the other calls'
             times[name].append(timeit.timeit(f, number=counts[name]) / counts[name] * 1e6)
     return {name: float(np.median(t)) for name, t in times.items()}
 
