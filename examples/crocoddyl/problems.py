@@ -2,7 +2,7 @@
 built-in ``DifferentialActionModel*FwdDynamics`` or rbdgen's (``gen.crocoddyl``), which
 take the same arguments.  Robots from example-robot-data, as a crocoddyl user loads them.
 
-* :func:`panda_reaching`: panda (fingers locked), the hand's tool frame to a target
+* :func:`panda_reaching`: panda (fingers locked at 0), the hand's tool frame to a target
   0.3 m away, state and control regularisation, 1 s at dt = 10 ms;
 * :func:`solo12_base`: solo12 on its four feet (3D contacts, LOCAL, Baumgarte
   ``Kd = 50``), the base moved 5 cm forward and 3 cm down, 0.5 s at dt = 10 ms;
@@ -37,10 +37,12 @@ def _problem(x0, running, terminal, dt: float, T: int):
 
 
 def panda_model():
+    """The panda with its fingers locked at 0 (as ``rbdgen build panda`` and the C++ example
+    lock them)."""
     robot = example_robot_data.load("panda")
     m = robot.model
     locked = [m.getJointId(n) for n in ("panda_finger_joint1", "panda_finger_joint2")]
-    return pin.buildReducedModel(m, locked, robot.q0), robot.q0[:7].copy()
+    return pin.buildReducedModel(m, locked, pin.neutral(m)), robot.q0[:7].copy()
 
 
 def panda_reaching(Model, T: int = 100, dt: float = 1e-2, pm=None):
@@ -137,13 +139,15 @@ def talos_standing(Model, T: int = 50, dt: float = 1e-2, inv_damping: float = 0.
 
 
 def solve(problem, maxiter: int = 100):
-    """FDDP from the quasi-static guess: (solver, seconds)."""
+    """FDDP from the quasi-static guess: (solver, (wall, CPU) seconds).  The CPU time is
+    the process's (one thread: OMP_NUM_THREADS=1): on a loaded machine the wall time
+    also counts the time the process waited for a core."""
     solver = crocoddyl.SolverFDDP(problem)
     xs = [problem.x0] * (problem.T + 1)
     us = problem.quasiStatic(xs[:-1])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     solver.solve(xs, us, maxiter, False)
-    return solver, time.perf_counter() - t0
+    return solver, (time.perf_counter() - t0, time.process_time() - c0)
 
 
 def largest_difference(a, b) -> float:
@@ -153,9 +157,42 @@ def largest_difference(a, b) -> float:
     return max(dx, du)
 
 
+def measure(build, builtin, ours, repeat: int = 11, **kw) -> dict:
+    """Solve ``build(builtin, **kw)`` and ``build(ours, **kw)`` ``repeat`` times each
+    (alternating): iterations, costs, the cost's relative difference, the largest
+    trajectory difference, the medians of the solves' wall and CPU times (ms) and the
+    ratio of the CPU times, rbdgen's model set-up time (s)."""
+    t0 = time.perf_counter()
+    pr, _ = build(ours, **kw)
+    setup = time.perf_counter() - t0
+    pb, _ = build(builtin, **kw)
+    times = {"built-in": [], "rbdgen": []}
+    for _ in range(repeat):
+        sb, tb = solve(pb)
+        sr, tr = solve(pr)
+        times["built-in"].append(tb)
+        times["rbdgen"].append(tr)
+    wall = {k: 1e3 * float(np.median([t[0] for t in v])) for k, v in times.items()}
+    cpu = {k: 1e3 * float(np.median([t[1] for t in v])) for k, v in times.items()}
+    return {"T": pb.T, "repeat": repeat, "setup": setup, "iterations": {"built-in": sb.iter, "rbdgen": sr.iter},
+            "cost": {"built-in": sb.cost, "rbdgen": sr.cost}, "cost_rel": abs(sr.cost - sb.cost) / abs(sb.cost),
+            "trajectory": largest_difference(sb, sr), "ms": wall, "cpu_ms": cpu,
+            "ratio": cpu["rbdgen"] / cpu["built-in"]}
+
+
+def print_measured(title: str, r: dict) -> None:
+    """The examples' report of :func:`measure` (also the C++ examples' format)."""
+    print(f"{title} (T = {r['T']}, {r['repeat']} solves each, rbdgen model set-up {r['setup']:.2f} s)")
+    for name in ("built-in", "rbdgen"):
+        print(f"  {name:9s} iterations {r['iterations'][name]:3d}  cost {r['cost'][name]:.12e}  solve median "
+              f"{r['ms'][name]:8.2f} ms (CPU {r['cpu_ms'][name]:8.2f} ms)")
+    same = r["iterations"]["built-in"] == r["iterations"]["rbdgen"]
+    print(f"  same iterations: {'yes' if same else 'no'}; cost relative difference {r['cost_rel']:.1e}; largest "
+          f"trajectory difference {r['trajectory']:.1e}; rbdgen / built-in CPU time {r['ratio']:.2f}")
+
+
 def compare(title: str, build, builtin, ours, argv=None, **kw) -> None:
-    """Solve ``build(builtin)`` and ``build(ours)`` ``--repeat`` times each (alternating),
-    print iterations, cost, the largest trajectory difference and the solve-time medians."""
+    """The examples' command line: :func:`measure` and :func:`print_measured`."""
     import argparse
     ap = argparse.ArgumentParser(description=title)
     ap.add_argument("--T", type=int, default=None, help="horizon (nodes)")
@@ -163,21 +200,133 @@ def compare(title: str, build, builtin, ours, argv=None, **kw) -> None:
     args = ap.parse_args(argv)
     if args.T is not None:
         kw["T"] = args.T
-    t0 = time.perf_counter()
-    pr, _ = build(ours, **kw)
-    setup = time.perf_counter() - t0
-    pb, _ = build(builtin, **kw)
-    times = {"built-in": [], "rbdgen": []}
-    for _ in range(args.repeat):
-        sb, tb = solve(pb)
-        sr, tr = solve(pr)
-        times["built-in"].append(tb)
-        times["rbdgen"].append(tr)
-    print(f"{title} (T = {pb.T}, {args.repeat} solves each, rbdgen model set-up {setup:.2f} s)")
-    for name, s in (("built-in", sb), ("rbdgen", sr)):
-        print(f"  {name:9s} iterations {s.iter:3d}  cost {s.cost:.12e}  solve median "
-              f"{1e3 * float(np.median(times[name])):8.2f} ms")
-    ratio = float(np.median(times["rbdgen"]) / np.median(times["built-in"]))
-    print(f"  same iterations: {'yes' if sb.iter == sr.iter else 'no'}; cost relative difference "
-          f"{abs(sr.cost - sb.cost) / abs(sb.cost):.1e}; largest trajectory difference "
-          f"{largest_difference(sb, sr):.1e}; rbdgen / built-in time {ratio:.2f}")
+    print_measured(title, measure(build, builtin, ours, args.repeat, **kw))
+
+
+class _StepLengths(crocoddyl.CallbackAbstract):
+    def __init__(self):
+        crocoddyl.CallbackAbstract.__init__(self)
+        self.steps = []
+
+    def __call__(self, solver):
+        self.steps.append(solver.stepLength)
+
+
+def _median_ms(f, repeat: int) -> float:
+    """Median CPU time of ``f()`` (ms)."""
+    ts = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        f()
+        ts.append(time.process_time() - t0)
+    return 1e3 * float(np.median(ts))
+
+
+def breakdown(problem, repeat: int = 11) -> dict:
+    """Where one FDDP solve of ``problem`` spends its time, measured in parts (CPU ms,
+    medians): the models over all nodes (``problem.calc``, ``problem.calcDiff``: dynamics,
+    actuation, costs, Euler integration), the solver's backward pass, and one trial step
+    (``tryStep``: the rollout, which calls every node's ``calc``).  A solve runs, per
+    iteration, one ``calcDiff`` and one backward pass and one ``tryStep`` per trial step
+    length (FDDP halves it from 1: a step length ``2^-k`` took ``k + 1`` trials),
+    counted on one solve; ``solve`` is the median of ``repeat`` solves."""
+    solver = crocoddyl.SolverFDDP(problem)
+    xs = [problem.x0] * (problem.T + 1)
+    us = problem.quasiStatic(xs[:-1])
+    total = _median_ms(lambda: solver.solve(xs, us, 100, False), repeat)
+    steps = _StepLengths()
+    solver.setCallbacks([steps])
+    solver.solve(xs, us, 100, False)
+    trials = sum(int(round(-np.log2(a))) + 1 for a in steps.steps if a > 0)
+    solver.setCallbacks([])
+    solver.setCandidate(xs, us, False)
+    calc = _median_ms(lambda: problem.calc(solver.xs, solver.us), repeat)
+    calc_diff = _median_ms(lambda: problem.calcDiff(solver.xs, solver.us), repeat)
+    solver.calcDiff()
+    backward = _median_ms(solver.backwardPass, repeat)
+    try_step = _median_ms(lambda: solver.tryStep(1.0), repeat)
+    n = len(steps.steps)
+    models = n * calc_diff + trials * calc
+    return {"iterations": n, "trials": trials, "calc": calc, "calcDiff": calc_diff, "backward": backward,
+            "tryStep": try_step, "solve": total, "models": models,
+            "solver": n * backward + trials * (try_step - calc)}
+
+
+def cpp_kernel_folders(work) -> None:
+    """The C++ examples' kernel folders ``work/panda``, ``work/solo12`` and ``work/talos``
+    (each with its ``*_crocoddyl.hpp``) from this module's Pinocchio models, through
+    gen.crocoddyl's kernels: the builds the Python models use, so a process that runs both
+    builds each kernel once.  ``cpp/run.sh`` builds them with ``rbdgen build ... --crocoddyl``
+    on the URDFs unless ``RBDGEN_KERNELS`` names a folder made by this function."""
+    from pathlib import Path
+
+    import gen
+    import gen.crocoddyl as gc
+    from gen.crocoddyl_cpp import write_header
+
+    for name, build in (("panda", panda_reaching), ("solo12", solo12_base), ("talos", talos_standing)):
+        if build is panda_reaching:
+            m = build(gc.DifferentialActionModelFreeFwdDynamics, T=1)[0].runningModels[0].differential
+            algorithm, cset, options = "aba_derivatives", None, {}
+        else:
+            m = build(gc.DifferentialActionModelContactFwdDynamics, T=1)[0].runningModels[0].differential
+            algorithm, cset, options = "constrained_derivatives", m.cset, gc.damping_options(m.inv_damping)
+        staged = Path(work) / ".staged" / name
+        write_header(gen.build(m.robot, algorithm, cset, out_dir=staged, quiet=True, **options), staged)
+        _update(staged, Path(work) / name)
+
+
+def _update(src, dst) -> None:
+    """Copy the files of ``src`` into ``dst`` where their bytes differ (an unchanged file
+    keeps its time stamp, so CMake does not recompile it)."""
+    import shutil
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in src.iterdir():
+        if f.is_file() and (not (dst / f.name).exists() or (dst / f.name).read_bytes() != f.read_bytes()):
+            shutil.copy2(f, dst / f.name)
+
+
+def _per_call_us(f, n: int = 200, batches: int = 9) -> float:
+    """Median over ``batches`` of the CPU time of ``n`` calls of ``f`` (us per call)."""
+    ts = []
+    for _ in range(batches):
+        t0 = time.process_time()
+        for _ in range(n):
+            f()
+        ts.append((time.process_time() - t0) / n)
+    return 1e6 * float(np.median(ts))
+
+
+def node_profile(build) -> dict:
+    """One running node of ``build``'s contact problem at ``x0`` and its quasi-static
+    ``u``: the built-in model's ``calc`` / ``calcDiff`` against rbdgen's Python model's and
+    each of its steps (CPU us per call), and the Euler node around rbdgen's model (the
+    solver's call, through crocoddyl's Python override)."""
+    import gen.crocoddyl as gc
+    pb, x = build(crocoddyl.DifferentialActionModelContactFwdDynamics, T=2)
+    pr, _ = build(gc.DifferentialActionModelContactFwdDynamics, T=2)
+    mb, m = pb.runningModels[0].differential, pr.runningModels[0].differential
+    db, d = mb.createData(), m.createData()
+    u = m.quasiStatic(d, x)
+    q, v = x[:m.nq], x[m.nq:]
+    m.calc(d, x, u)
+    euler, ed = pr.runningModels[0], pr.runningModels[0].createData()
+    steps = {
+        "built-in calc": lambda: mb.calc(db, x, u),
+        "built-in calcDiff": lambda: mb.calcDiff(db, x, u),
+        "rbdgen calc": lambda: m.calc(d, x, u),
+        "  actuation.calc": lambda: m.actuation.calc(d.actuation, x, u),
+        "  prox_ltl kernel": lambda: m.forward(q, v, d.tau, out=d.out_value),
+        "  Pinocchio kinematics for the costs": lambda: m.kinematics.calc(d.pinocchio, q, v, d.xout_),
+        "  contacts.updateForce": lambda: m.contacts.updateForce(d.contacts, d.lam),
+        "  costs.calc": lambda: m.costs.calc(d.costs, x, u),
+        "rbdgen calcDiff": lambda: m.calcDiff(d, x, u),
+        "  actuation.calcDiff": lambda: m.actuation.calcDiff(d.actuation, x, u),
+        "  constrained_derivatives kernel": lambda: m.derivatives(q, v, d.tau, out=d.out_derivatives),
+        "  Fu, Fx from d/dtau": lambda: m._control_jacobians(d, d.ddq_dtau, d.Fx_, d.Fu_),
+        "  Pinocchio Jacobians for the costs": lambda: m.kinematics.calc_diff(d.pinocchio, q, v, d.xout_),
+        "  costs.calcDiff": lambda: m.costs.calcDiff(d.costs, x, u),
+        "Euler node calc (rbdgen)": lambda: euler.calc(ed, x, u),
+        "Euler node calcDiff (rbdgen)": lambda: euler.calcDiff(ed, x, u),
+    }
+    return {name: _per_call_us(f) for name, f in steps.items()}
