@@ -54,11 +54,6 @@ COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "batch
            "casadi_jac_us"]
 
 
-def _time(f, number: int, repeat: int) -> float:
-    """Median over ``repeat`` timings of ``number`` calls, in microseconds per call."""
-    return float(np.median(timeit.repeat(f, number=number, repeat=repeat))) / number * 1e6
-
-
 def _interleaved(calls: dict, rounds: int, burst_s: float = BURST_S) -> dict:
     """``{name: median us per call}``: ``rounds`` rounds, each timing every call in turn
     over a burst of about ``burst_s`` seconds (its call count fixed beforehand) after one
@@ -128,23 +123,24 @@ def bound_map(f, columns: list[np.ndarray], n: int):
     return call, args, [o.reshape(-1, n, order="F") for o in outs]
 
 
-def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 7) -> tuple:
+def _casadi_map(model, algorithm, cset, ins, n: int = 1000, repeat: int = 21) -> tuple:
     """Per evaluation, ``gen.casadi_external`` and its Jacobian function inside
-    ``F.map(n)`` (:func:`bound_map`; None where there is none)."""
+    ``F.map(n)`` (:func:`bound_map`; None where there is none), each map run ``repeat``
+    times in turn (:func:`_interleaved`: one run per burst), the median."""
     try:
         f = casadi_external(model, algorithm, cset)
     except Exception:                           # noqa: BLE001  (a row without an external: no column)
         return None, None
     columns = [np.tile(np.reshape(x, (-1, 1)), (1, n)) for x in ins]
     run, _, outs = bound_map(f, columns, n)
-    value = _time(run, 1, repeat) / n
-    if algorithm not in ALGORITHMS or ALGORITHMS[algorithm].jacobian is None:
-        return value, None
-    jrun, *_ = bound_map(f.jacobian(), columns + outs, n)     # jac_<name>: inputs, then outputs
-    return value, _time(jrun, 1, repeat) / n
+    maps = {"value": run}
+    if algorithm in ALGORITHMS and ALGORITHMS[algorithm].jacobian is not None:
+        maps["jac"], *_ = bound_map(f.jacobian(), columns + outs, n)     # jac_<name>: inputs, then outputs
+    t = _interleaved(maps, repeat)
+    return t["value"] / n, t["jac"] / n if "jac" in maps else None
 
 
-def measure(robot: str, algorithm: str, constraints=None, *, rounds: int = 201, repeat: int = 7,
+def measure(robot: str, algorithm: str, constraints=None, *, rounds: int = 201, repeat: int = 21,
             casadi: bool = True) -> dict:
     """One row of the table (module docstring): ``rounds`` of the C harness and of the
     Python calls (:func:`_interleaved`), ``repeat`` runs of each CasADi map."""
@@ -188,7 +184,7 @@ def main(argv=None) -> int:
     p.add_argument("--case", action="append", metavar="ROBOT:ALGORITHM[:CONSTRAINTS]",
                    help="a case to measure (repeatable; default: the module's CASES)")
     p.add_argument("--rounds", type=int, default=201, help="rounds of the C harness and of the Python calls")
-    p.add_argument("--repeat", type=int, default=7, help="runs of each CasADi map (1000 evaluations each)")
+    p.add_argument("--repeat", type=int, default=21, help="runs of each CasADi map (1000 evaluations each)")
     p.add_argument("--no-casadi", action="store_true")
     p.add_argument("--format", choices=["md", "csv", "json"], default="md")
     args = p.parse_args(argv)
