@@ -13,7 +13,9 @@ traces anything:
 * the constraint set (frames, types, placements, gains, weights, anchors, flags), the
   algorithm's options (as its option checker returns them; an automatic request's as
   given), the code-generation options (``prefix``, ``avoid_stack``, ``batch``,
-  ``batch_trig``, ``scalar_trig``, ``lanes``) and the compiler flags with ``$CC``;
+  ``batch_trig``, ``scalar_trig``, ``lanes``; under ``tuned``, the thresholds of
+  :class:`gen.codegen.config.CodegenConfig` that differ from their defaults) and the
+  compiler flags with ``$CC``;
 * the generator (:func:`generator_identity`): rbdgen's version, a digest of its own
   source files (``gen/**/*.py``, ``gen/templates/*``, ``opcount/*.py``: a change to the
   generator in a development checkout rebuilds), and the versions of CasADi, NumPy,
