@@ -156,16 +156,14 @@ class _Explicit(NamedTuple):
     K_s: tuple
 
 
-def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be, coriolis: bool = True) -> _Explicit:
+def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be) -> _Explicit:
     """Every quantity of a body in the subtree of ``s`` turns with ``u`` plus an explicit
     part: the velocity ``dVu = ov_p(s) x u`` and acceleration terms (:func:`_tangent`).
     With Jacobi's identity ``D(a x x) = u x (a x x) + E(a) x x + a x E(x)``:
     ``E(dVdq_j) = dVu x J_j``, ``E(dAdq_j) = Ea x J_j + dVu x dVdq_j + ov_p x E(dVdq_j)``,
     with ``Ea = oa_p x u`` for ``j = s`` (its parent does not move) and
     ``dAu + dVu x ov_p`` below, ``E(dAdv_j) = 2 dVu x J_j``; ``E(Yc) = 0``, ``E(Fc) = Yc dAu + Bc dVu``,
-    ``E(hv) = Yc dVu``, ``E(P) = P(Yc, dVu)``.  Without ``coriolis`` the explicit Coriolis
-    terms ``E.K`` are formed for ``s`` only (:func:`_q_contracted` takes the others'
-    products from :attr:`_MuSums.N`)."""
+    ``E(hv) = Yc dVu``, ``E(P) = P(Yc, dVu)``."""
     u = w.J[s][:, c:c + 1]
     dVu, dAu = w.dVdq[s][:, c:c + 1], w.dAdq[s][:, c:c + 1]
     out = _Explicit([], [], [], [], [], None, None, None)
@@ -187,7 +185,7 @@ def _explicit(model: Model, w: World, S: _Sums, s: int, c: int, be, coriolis: bo
         out.dA.append(EdA)
         out.dAv.append(2.0 * EdV)
         out.Fc.append(rigid_apply(Yc, dAu, be) + coriolis_apply(K, dVu, be))
-        out.K.append((2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)) if coriolis or i == s else None)
+        out.K.append((2.0 * lin(dh), ang(dh), coriolis_block(Yc, dVu, be)))
     return out._replace(Yc_s=_turn_inertia(u, S.Yc[s], be), Fc_s=cross_force(u, S.Fc[s], be) + out.Fc[s],
                         K_s=_add_terms(_turn_coriolis(u, S.K[s], be), out.K[s]))
 
@@ -430,16 +428,6 @@ def _mu_sums(model: Model, w: World, S: _Sums, mu, be) -> _MuSums:
                    composite(model, [coriolis_apply_t(K, x, be) for K, x in zip(S.K, xm)]), N_below, N)
 
 
-def _subtree_sums(model: Model, items: dict) -> dict:
-    """``items`` (body -> value, a set closed under children) summed over subtrees."""
-    out = dict(items)
-    for i in reversed(range(model.nbodies)):
-        p = model.bodies[i].parent
-        if i in out and p in out:
-            out[p] = out[p] + out[i]
-    return out
-
-
 class _Acc:
     """An nv-vector accumulated entry by entry."""
 
@@ -457,64 +445,105 @@ class _Acc:
         return out
 
 
-def _q_contracted(model: Model, w: World, S: _Sums, Z: _MuSums, s: int, c: int, be):
+class _Row(NamedTuple):
+    """Direction-independent factors of one row ``x`` (column of joint i) of the contracted
+    q-directions (:func:`_q_contracted`): a direction ``(u, dVu, dAu)`` moving body i
+    (i below the joint of u) adds ``dAu.dA + dVu.dV`` to ``mu^T D dtau_dq`` at x (on the
+    joint of u itself ``Ea.k1 - dAu.k6 + dVu.dVs``) and ``dVu.r3`` to ``mu^T D dtau_dv``; a
+    v-direction ``u`` adds ``u.r3`` (on its own joint ``u.r3s``).  Derived from the
+    explicit parts of :func:`_explicit` dotted with the row sums ``AY = A1 + YU``,
+    ``AK = A4 + KU`` (:class:`_MuSums`), ``E(Fc)`` with ``x x U`` and ``E(K)`` through
+    ``N``, each moved to the direction's side by ``(a x b).f = -b.(a x* f)``: with
+    ``k1 = x x* AY``, ``E(dAdq) = Ea x x + dVu x dV + ov_p x (dVu x x)`` and
+    ``Ea = dAu + dVu x ov_p`` below the joint of u, ``AY.E(dAdq) = dAu.k1 + dVu.(dV x* AY
+    - x x* (ov_p x* AY) + ov_p x* k1)``."""
+
+    k1: object
+    k6: object
+    dA: object
+    dV: object
+    dVs: object
+    r3: object
+    r3s: object
+
+
+def _row_factors(model: Model, w: World, S: _Sums, Z: _MuSums, be) -> list:
+    rows = []
+    for i, b in enumerate(model.bodies):
+        AY, AK = Z.A1[i] + Z.YU[i], Z.A4[i] + Z.KU[i]
+        vp = be.zeros(6, 1) if b.parent == -1 else w.ov[b.parent]
+        g = cross_force(vp, AY, be)
+        out = []
+        for r in range(b.nv):
+            x, dV = w.J[i][:, r:r + 1], w.dVdq[i][:, r:r + 1]
+            k1 = cross_force(x, AY, be)
+            xU = cross_motion(x, Z.U[i], be)
+            k6 = rigid_apply(S.Yc[i], xU, be)
+            k57 = cross3(ang(x), AK, be) - coriolis_apply_t(S.K[i], xU, be)
+            k9 = Z.N[i].T @ ang(x)
+            dVs = cross_force(dV, AY, be) - cross_force(x, g, be) + Z.N[i].T @ ang(dV) + be.vcat([be.zeros(3, 1), k57])
+            out.append(_Row(k1, k6, k1 - k6, dVs + cross_force(vp, k1, be), dVs, 2.0 * k1 + k9, k1 + k9))
+        rows.append(out)
+    return rows
+
+
+def _q_contracted(model: Model, w: World, S: _Sums, Z: _MuSums, R: list, s: int, c: int, be):
     """Along column ``c`` of joint ``s``: ``mu^T D dtau_dq``, ``mu^T D dtau_dv`` and
     ``mu^T D M`` (nv-vectors), the pair formulas of :func:`_q_partials` summed over the rows
     first: a column ``j`` sees the rows below it through the subtree sums of :class:`_MuSums`
     (in the subtree of ``s`` the explicit parts, on the path above ``s`` the turning sums
     plus the path's own rows, a running sum), a row ``i`` the columns above it through ``U``
-    (``U.(u x* f) = -(u x U).f``, ``U.(Y z) = (Y U).z``, ``U.(Bc z) = (Bc^T U).z``)."""
-    E = _explicit(model, w, S, s, c, be, coriolis=False)
-    u = w.J[s][:, c:c + 1]
-    dVu = w.dVdq[s][:, c:c + 1]
-    inside = [i for i in range(model.nbodies) if E.dV[i] is not None]
+    (``U.(u x* f) = -(u x U).f``, ``U.(Y z) = (Y U).z``, ``U.(Bc z) = (Bc^T U).z``); in the
+    subtree of ``s`` both together are the row factors of :class:`_Row`."""
+    b = model.bodies[s]
+    u, dVu, dAu = (X[s][:, c:c + 1] for X in (w.J, w.dVdq, w.dAdq))
+    Ea = cross_motion(w.a0 if b.parent == -1 else w.oa[b.parent], u, be)
     dq, dv, dM = _Acc(model.nv), _Acc(model.nv), _Acc(model.nv)
     uUs = cross_motion(u, Z.U[s], be)
-    for i in inside:
-        b = model.bodies[i]
-        # column k sees the rows below i (all inside: explicit parts only), row k the
-        # columns above i (inside: explicit; above s: turning + explicit); the terms that
-        # pair the same vector are summed first (AY, AK, AE)
-        AY, AK = Z.A1[i] + Z.YU[i], Z.A4[i] + Z.KU[i]
-        AE = Z.N[i] @ dVu
-        for r in range(b.nv):
-            k, x = b.idx_v + r, w.J[i][:, r:r + 1]
-            EdA, EdV = E.dA[i][:, r:r + 1], E.dV[i][:, r:r + 1]
-            dq.add(k, _dot(AY, EdA) + _dot(AK, ang(EdV)) + _dot(AE, ang(w.dVdq[i][:, r:r + 1]))
-                   - _dot(cross_motion(x, Z.U[i], be), E.Fc[i]) - _dot(uUs, Z.G[i][r]))
-            dv.add(k, 2.0 * _dot(AY, EdV) + _dot(AE, ang(x)) - _dot(uUs, Z.H[i][r]))     # E(dAdv) = 2 E(dVdq)
+    for i in range(model.nbodies):
+        if s not in model.ancestors(i):
+            continue
+        for r, f in enumerate(R[i]):
+            k = model.bodies[i].idx_v + r
+            if i == s:
+                dq.add(k, _dot(Ea, f.k1) - _dot(dAu, f.k6) + _dot(dVu, f.dVs) - _dot(uUs, Z.G[i][r]))
+            else:
+                dq.add(k, _dot(dAu, f.dA) + _dot(dVu, f.dV) - _dot(uUs, Z.G[i][r]))
+            dv.add(k, _dot(dVu, f.r3) - _dot(uUs, Z.H[i][r]))        # E(dAdv) = 2 E(dVdq), s included
             dM.add(k, -_dot(uUs, Z.t1[i][r]))
+    # the subtree sums at s change by turning and explicit parts (:func:`_explicit`)
+    dh = rigid_apply(S.Yc[s], dVu, be)
+    Yc_s = _turn_inertia(u, S.Yc[s], be)
+    K_s = _add_terms(_turn_coriolis(u, S.K[s], be), (2.0 * lin(dh), ang(dh), coriolis_block(S.Yc[s], dVu, be)))
+    Fc_s = cross_force(u, S.Fc[s], be) + rigid_apply(S.Yc[s], dAu, be) + coriolis_apply(S.K[s], dVu, be)
     T1 = cross_force(u, Z.A1[s], be)
     T4 = cross3(ang(u), Z.A4[s], be) + Z.N_below[s] @ dVu
     P = be.zeros(6, 1)
     for j in model.ancestors(s)[1:]:        # the path above s: everything turns or changes
-        b = model.bodies[j]
+        bj = model.bodies[j]
         P = P + Z.xm[j]
-        R1 = T1 + rigid_apply(E.Yc_s, P + Z.U[j], be)      # the rows below j, then the columns above it
-        R4 = T4 + coriolis_apply_t(E.K_s, P + Z.U[j], be)
-        for r in range(b.nv):
-            k, x = b.idx_v + r, w.J[j][:, r:r + 1]
+        R1 = T1 + rigid_apply(Yc_s, P + Z.U[j], be)      # the rows below j, then the columns above it
+        R4 = T4 + coriolis_apply_t(K_s, P + Z.U[j], be)
+        for r in range(bj.nv):
+            k, x = bj.idx_v + r, w.J[j][:, r:r + 1]
             dA, dV, dAv = (X[j][:, r:r + 1] for X in (w.dAdq, w.dVdq, w.dAdv))
-            dq.add(k, _dot(R1, dA) + _dot(R4, ang(dV)) - _dot(cross_motion(x, Z.U[j], be), E.Fc_s))
+            dq.add(k, _dot(R1, dA) + _dot(R4, ang(dV)) - _dot(cross_motion(x, Z.U[j], be), Fc_s))
             dv.add(k, _dot(R1, dAv) + _dot(R4, ang(x)))
             dM.add(k, _dot(R1, x))
     return dq.vector(be), dv.vector(be), dM.vector(be)
 
 
-def _v_contracted(model: Model, w: World, S: _Sums, Z: _MuSums, s: int, c: int, be):
+def _v_contracted(model: Model, w: World, S: _Sums, Z: _MuSums, R: list, s: int, c: int, be):
     """``mu^T D dtau_dv`` along column ``c`` of joint ``s`` of v (:func:`_v_partials` summed
-    over the rows first, as :func:`_q_contracted`)."""
+    over the rows first, as :func:`_q_contracted`): in the subtree of ``s`` ``u.r3``
+    (:class:`_Row`: ``D dAdv = 2 u x J`` below s, ``u x J`` on it, ``D K = K(Ycrb, u)``), on
+    the path above it the changed Coriolis sums of ``s``."""
     u = w.J[s][:, c:c + 1]
-    inside = [i for i in range(model.nbodies) if s in model.ancestors(i)]
     out = _Acc(model.nv)
-    for i in inside:
-        b = model.bodies[i]
-        Dvp = u if i != s else be.zeros(6, 1)
-        R4 = Z.N[i] @ u         # D Bc^T of the rows below i and the columns above it (D K = K(Ycrb, u))
-        AY = Z.A1[i] + Z.YU[i]
-        for r in range(b.nv):
-            k, x = b.idx_v + r, w.J[i][:, r:r + 1]
-            out.add(k, _dot(R4, ang(x)) + _dot(AY, cross_motion(Dvp + u, x, be)))
+    for i in range(model.nbodies):
+        if s in model.ancestors(i):
+            for r, f in enumerate(R[i]):
+                out.add(model.bodies[i].idx_v + r, _dot(u, f.r3s if i == s else f.r3))
     dh = rigid_apply(S.Yc[s], u, be)
     DK = (2.0 * lin(dh), ang(dh), coriolis_block(S.Yc[s], u, be))
     V4 = Z.N_below[s] @ u
@@ -538,11 +567,12 @@ def contracted_second_order(model: Model, q, v, a, mu, be):
     w = world_pass(ext, qe, ve, ae, be)
     S = _sums(ext, w.oI, w.of, w.hv, w.P, be)
     Z = _mu_sums(ext, w, S, me, be)
+    R = _row_factors(ext, w, S, Z, be)
     dirs = [(s, c) for s, b in enumerate(ext.bodies) for c in range(b.nv)]
-    qcols = [_q_contracted(ext, w, S, Z, s, c, be) for s, c in dirs]
+    qcols = [_q_contracted(ext, w, S, Z, R, s, c, be) for s, c in dirs]
     C_qq = be.hcat([x for x, _, _ in qcols])
     C_qv = be.hcat([x for _, x, _ in qcols]).T        # row k: along q_k
     B = be.hcat([x for _, _, x in qcols])
-    C_vv = be.hcat([_v_contracted(ext, w, S, Z, s, c, be) for s, c in dirs])
+    C_vv = be.hcat([_v_contracted(ext, w, S, Z, R, s, c, be) for s, c in dirs])
     out = (C_qq, C_vv, C_qv, B)
     return out if G is None else tuple(G.T @ X @ G for X in out)
