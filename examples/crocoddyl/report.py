@@ -37,6 +37,7 @@ CONTACT = (crocoddyl.DifferentialActionModelContactFwdDynamics, gc.DifferentialA
 PROBLEMS = [("panda", "panda reaching", P.panda_reaching, FREE, 100, 1.3, None),
             ("solo12", "solo12 four 3D feet", P.solo12_base, CONTACT, 50, 0.8, 1 / 1.5),
             ("talos", "talos two 6D soles", P.talos_standing, CONTACT, 50, 0.8, 1 / 1.5)]
+TITLES = {key: title for key, title, *_ in PROBLEMS}
 #: the C++ examples' executables, in run.sh's order
 CPP_ORDER = ["panda", "solo12", "talos"]
 
@@ -120,7 +121,7 @@ def breakdown_rows(results: dict) -> list[str]:
     return lines
 
 
-def limits(parts: dict) -> list[str]:
+def limits(parts: dict, profiles: dict) -> list[str]:
     """Per contact problem: the ratio the Python model would reach with models that cost
     nothing (the solver's own time over the built-in's solve), from the breakdown."""
     lines = []
@@ -131,7 +132,23 @@ def limits(parts: dict) -> list[str]:
                      f"work is {r['solver']:.1f} against {b['solver']:.1f} ms. With models that cost nothing the "
                      f"ratio would be {r['solver'] / b['solve']:.2f}; FDDP's backward pass alone is "
                      f"{r['iterations'] * r['backward']:.1f} ms of the built-in's {b['solve']:.1f} ms solve.")
+    lines.append("- The C++ models run the same FDDP, so the solver's own work bounds their ratio as it bounds the "
+                 "Python models'.")
+    for key, p in profiles.items():
+        lines.append(f"- {key}, one node (table below, cache-hot): rbdgen's Python model's calc and calcDiff take "
+                     f"{p['built-in calc'] / p['rbdgen calc']:.1f}x and {p['built-in calcDiff'] / p['rbdgen calcDiff']:.1f}x "
+                     f"less than the built-in's; of its calcDiff the kernel is "
+                     f"{p['  constrained_derivatives kernel']:.1f} us and crocoddyl's costs "
+                     f"{p['  costs.calcDiff']:.1f} us; with crocoddyl's Euler step around it (the same for both "
+                     f"models) the node's calcDiff is {p['Euler node calcDiff (rbdgen)']:.1f} us. Over a solve's "
+                     f"nodes (problem.calcDiff above) the ratio is {parts_ratio(parts, key):.2f}.")
     return lines
+
+
+def parts_ratio(parts: dict, key: str) -> float:
+    (b,) = [v for (t, m), v in parts.items() if t.startswith(TITLES[key]) and m == "built-in"]
+    (r,) = [v for (t, m), v in parts.items() if t.startswith(TITLES[key]) and m != "built-in"]
+    return r["calcDiff"] / b["calcDiff"]
 
 
 def profile_rows(profiles: dict) -> list[str]:
@@ -187,7 +204,7 @@ def main(argv=None) -> int:
               "rollout that calls every node's `calc`), each a median at the initial guess; iterations and trial "
               "steps counted on one solve. *models* = iterations x calcDiff + trials x calc; *solver's own* = "
               "iterations x backward pass + trials x (tryStep - calc); their sum estimates the solve.", "",
-              *breakdown_rows(parts), "", *limits(parts), "",
+              *breakdown_rows(parts), "", *limits(parts, profiles), "",
               "One running node at x0 and its quasi-static u (`problems.node_profile`, CPU us per call, "
               "median of 9 batches of 200): the built-in model, rbdgen's Python model and its steps, and the "
               "Euler node around rbdgen's model as the solver calls it (through crocoddyl's Python override).",
