@@ -85,12 +85,13 @@ def caller(ffi, lib, symbol: str, inputs, outputs, scalar_kinds, work: int, q_in
 
 
 def install_dispatch(cls) -> None:
-    """``cls.__call__`` = the extension's ``Dispatch`` (``gen/fastcall.c``): it calls
-    ``self._fast`` (a :func:`caller`) and hands ``self._slow(...)`` the calls it leaves
-    (None) and ``self._after_fast(result, ...)`` a non-zero return code, which is what
-    ``cls.__call__`` in Python does.  Once per class; nothing without the extension."""
+    """``cls.__call__`` and ``cls.call`` = the extension's ``Dispatch``
+    (``gen/fastcall.c``): it calls ``self._fast`` (a :func:`caller`) and hands
+    ``self._slow(...)`` the calls it leaves (None) and ``self._after_fast(result, ...)`` a
+    non-zero return code, which is what ``cls.__call__`` in Python does.  Once per class;
+    nothing without the extension."""
     mod = module()
     if mod is not None:
         dispatch = mod.Dispatch()
         if type(cls.__dict__.get("__call__")) is not type(dispatch):
-            cls.__call__ = dispatch
+            cls.__call__ = cls.call = dispatch

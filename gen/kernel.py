@@ -4,6 +4,7 @@
 C's column-major layout, ``iterations`` an ``int`` and ``residual`` a ``float``);
 ``kernel(*inputs, out=(...))`` writes caller arrays instead and allocates nothing
 (``out`` a tuple or list of one array per output, or the array of a one-output kernel).
+``kernel.call(...)`` is the same call, cheaper from Python (:attr:`Kernel.call`).
 
 **The fast path.**  Where the extension :mod:`gen.fastcall` compiled, ``Kernel.__call__``
 is its ``Dispatch``: ``kernel(...)`` goes from the interpreter to the kernel's ``Caller``
@@ -195,6 +196,11 @@ class Kernel:
             if r is not None:
                 return r if r.__class__ is not list else self._after_fast(r, *inputs, out=out)
         return self._slow(*inputs, out=out)
+
+    #: ``kernel.call(...)`` is ``kernel(...)`` through CPython's method call, which passes
+    #: keywords without building a dict (``kernel(..., out=...)`` on a Python object
+    #: builds one, and an argument tuple: 0.1-0.4 us more per call, measured)
+    call = __call__
 
     def _after_fast(self, r, *inputs, out=None):
         """The fast call's ``[rc, outputs]`` (``[rc, first state]`` for a batch): a batch

@@ -215,9 +215,10 @@ def test_a_batch_names_each_failing_state_with_its_own_code():
 
 
 def test_kernel_call_is_the_extensions_dispatch_with_the_same_results(solo_daba, solo_aba):
-    """Kernel.__call__ is gen/fastcall.c's Dispatch (no Python frame per call); through it,
-    bound (k.__call__), out= as a list or a lone array, and out=None give the plain bits,
-    and a refused input still reaches gen.run's message (kernel._slow)."""
+    """Kernel.__call__ and Kernel.call are gen/fastcall.c's Dispatch (no Python frame per
+    call); through it, bound (k.__call__), as k.call, out= as a list or a lone array, and
+    out=None give the plain bits, and a refused input still reaches gen.run's message
+    (kernel._slow)."""
     from gen import fastcall
     from gen.kernel import Kernel
     assert fastcall.module() is not None, fastcall.reason
@@ -230,8 +231,14 @@ def test_kernel_call_is_the_extensions_dispatch_with_the_same_results(solo_daba,
     out = [np.empty(p.shape, order="F") for p in plain]
     got = k(q, v, tau, out=out)
     assert isinstance(got, tuple) and all(g is o and np.array_equal(g, p) for g, o, p in zip(got, out, plain))
+    assert type(Kernel.__dict__["call"]).__name__ == "Dispatch"
+    got = k.call(q, v, tau, out=tuple(out))                # the method-call path: the same call
+    assert all(g is o and np.array_equal(g, p) for g, o, p in zip(got, out, plain))
+    assert all(np.array_equal(a, b) for a, b in zip(k.call(q, v, tau), plain))
     model, ka = solo_aba
     one = np.empty(model.nv)
     assert ka(q, v, tau, out=one) is one and np.array_equal(one, ka(q, v, tau))
     with pytest.raises(RbdgenError, match="input 'v' must have 18 entries"):
         ka(q, v[:3], tau, out=one)
+    with pytest.raises(RbdgenError, match="input 'v' must have 18 entries"):
+        ka.call(q, v[:3], tau)

@@ -9,6 +9,8 @@ between the calls hold):
 * ``c_us``: the C function, timed in C by the benchmark harness (:mod:`gen.bench.harness`);
 * ``call_us``: ``kernel(*inputs)`` (:mod:`gen.kernel`, the fast call where it compiled);
 * ``out_us``: ``kernel(*inputs, out=...)`` into caller arrays;
+* ``call_out_us``: ``kernel.call(*inputs, out=...)``, the same call through CPython's
+  method call (keywords passed without a dict);
 * ``batch_us``: per state, ``kernel(Q, V, T)`` of a ``batch=8`` kernel on 256 states;
 * ``pin_us``: Pinocchio's Python binding of the same algorithm (``pinocchio.aba``,
   ``computeABADerivatives``, ``constraintDynamics`` with the kernel's damping and
@@ -50,8 +52,8 @@ FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 CASES = [("panda", "aba", None), ("panda", "aba_derivatives", None), ("solo12", "aba", None),
          ("solo12", "aba_derivatives", None), ("talos", "aba", None), ("talos", "aba_derivatives", None),
          ("solo12", "prox_ltl", FEET), ("solo12", "constrained_derivatives", FEET)]
-COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "batch_us", "pin_us", "casadi_map_us",
-           "casadi_jac_us"]
+COLUMNS = ["robot", "algorithm", "c_us", "floor_us", "call_us", "out_us", "call_out_us", "batch_us", "pin_us",
+           "casadi_map_us", "casadi_jac_us"]
 
 
 def _interleaved(calls: dict, rounds: int, burst_s: float = BURST_S) -> dict:
@@ -157,16 +159,19 @@ def measure(robot: str, algorithm: str, constraints=None, *, rounds: int = 201, 
     bufs = [o if isinstance(o, np.ndarray) else np.empty(1) for o in outs]
     ptrs = [fb("double[]", x) for x in ins] + [fb("double[]", b if b.flags.c_contiguous else b.T) for b in bufs]
     ptrs.append(kernel._work())
-    calls = {"floor_us": lambda: kernel._c(*ptrs), "call_us": lambda: kernel(*ins)}
+    q, v, tau = ins                 # named, as a user calls (a *args call adds a tuple, **kw a dict)
+    calls = {"floor_us": lambda: kernel._c(*ptrs), "call_us": lambda: kernel(q, v, tau)}
     if all(isinstance(o, np.ndarray) for o in outs):
         out = tuple(np.empty_like(o, order="F") for o in outs)
-        calls["out_us"] = lambda: kernel(*ins, out=out)
+        calls["out_us"] = lambda: kernel(q, v, tau, out=out)
+        calls["call_out_us"] = lambda: kernel.call(q, v, tau, out=out)
     k8 = build(model, algorithm, cset, batch=8) if constraints is None or algorithm == "prox_ltl" else None
     if k8 is not None:
         n = 256
         stacks = [np.stack([model.random_q(rng) for _ in range(n)]), rng.normal(size=(n, model.nv)),
                   rng.normal(size=(n, model.nv))]
-        calls["batch_us"] = lambda: k8(*stacks)
+        Q, V, T = stacks
+        calls["batch_us"] = lambda: k8(Q, V, T)
     pin_call = _pinocchio_call(model, algorithm, cset, kernel, ins)
     if pin_call:
         calls["pin_us"] = pin_call
