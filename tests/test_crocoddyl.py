@@ -21,7 +21,8 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-crocoddyl = pytest.importorskip("crocoddyl", reason="crocoddyl is not installed (pip install 'rbdgen[crocoddyl]')")
+crocoddyl = pytest.importorskip("crocoddyl", reason="crocoddyl is not installed: these tests run in their own venv "
+                                                   "(pip install -e '.[test-crocoddyl]', README 'Quick start')")
 pin = pytest.importorskip("pinocchio")
 pytest.importorskip("example_robot_data", reason="the problems load robots from example-robot-data")
 
@@ -202,7 +203,8 @@ def test_python_examples_run(script):
 def _cmeel_prefix() -> Path | None:
     import sysconfig
     prefix = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"
-    needed = ["lib/cmake/crocoddyl/crocoddylConfig.cmake", "lib/cmake/pinocchio/pinocchioConfig.cmake"]
+    needed = ["lib/cmake/crocoddyl/crocoddylConfig.cmake", "lib/cmake/pinocchio/pinocchioConfig.cmake",
+              "share/eigen3/cmake/Eigen3Config.cmake"]
     ok = all((prefix / n).exists() for n in needed) and any(prefix.glob("**/urdfdom_headers*onfig.cmake"))
     return prefix if ok else None
 
@@ -220,7 +222,7 @@ CPP_T = 20
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
                     reason="needs cmake and a C++ compiler")
-@pytest.mark.skipif(_cmeel_prefix() is None, reason="needs the crocoddyl, Pinocchio and urdfdom-headers CMake "
+@pytest.mark.skipif(_cmeel_prefix() is None, reason="needs the crocoddyl, Pinocchio, Eigen and urdfdom-headers CMake "
                                                     "configurations of the wheels (pip install 'rbdgen[crocoddyl]')")
 def test_cpp_examples_build_and_agree(tmp_path):
     """The C++ action models (gen.crocoddyl_cpp's headers) on the three examples' kernels,
