@@ -334,7 +334,7 @@ def _trace_and_emit(model: Model, algorithm: str, constraints, options: dict, co
     record = None if choice is None else choice.record()
     if record is not None:
         _say_choice(progress, record)
-    tr = trace_for(model, name, constraints, progress=progress, **options)
+    tr = trace_for(model, name, constraints, progress=progress, config=config, **options)
     build_root = root / "build"
     build_root.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=build_root))

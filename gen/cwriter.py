@@ -40,7 +40,7 @@ the last bits.
 
 Splitting
 ---------
-A tape longer than :data:`SPLIT_ABOVE` instructions is cut into ``static`` part
+A tape longer than ``split_above`` instructions (:class:`gen.codegen.config.CodegenConfig`) is cut into ``static`` part
 functions of at most ``part_size`` instructions (:mod:`gen.codegen.split`), called in order by the entry point,
 so that gcc optimises several functions of bounded size instead of one huge one (its
 time and memory then grow linearly with the kernel).  A value computed in one part and
@@ -69,16 +69,6 @@ from .codegen.config import CodegenConfig
 from .codegen.zero_fill import zero_fills
 from .errors import RbdgenError
 
-#: a tape of at most this many instructions stays one C function: gcc -O3 compiles it
-#: in seconds (talos aba, 16.5k instructions: 4.8 s, 173 MB) and a split would cost run
-#: time for nothing (talos aba in parts of 4000: +6 %; bench/reports/2026-11-26-compile-time.md).
-#: The default of :attr:`gen.codegen.config.CodegenConfig.split_above` (None), read when
-#: a function is written, so a test or gen.bench.compile_time may patch it
-SPLIT_ABOVE = 20000
-#: instructions per part of a split tape: :attr:`gen.codegen.config.CodegenConfig.part_size`
-#: (the thresholds of the schedule, the split and the zero fill are the config's, which
-#: names the reports that measured them)
-PART_SIZE = CodegenConfig.part_size
 #: work slots declared per line of a declaration (readability of the emitted C)
 DECL_PER_LINE = 12
 
@@ -590,8 +580,8 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
                    part_size: int | None = None, order: str = "auto", calls: dict | None = None,
                    lanes=None, static: bool = False, trig_vector: str | None = None,
                    config: CodegenConfig | None = None) -> Written:
-    """C of ``f`` (see the module docstring); ``split_above`` defaults to
-    :data:`SPLIT_ABOVE` and ``part_size`` to ``config.part_size``, and parts are never
+    """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
+    to ``config``'s, and parts are never
     longer than ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers
     the live values), ``"schedule"`` or ``"tape"`` (CasADi's order and work slots);
     ``calls``: see :func:`_steps`; ``lanes``: a lane plan of ``f`` (:func:`gen.lanes.plan`;
@@ -604,7 +594,7 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     zero fill (:mod:`gen.codegen.zero_fill`), schedule (:mod:`gen.codegen.schedule`),
     split (:mod:`gen.codegen.split`)."""
     config = config or CodegenConfig()
-    split_above = SPLIT_ABOVE if split_above is None else split_above
+    split_above = config.split_above if split_above is None else split_above
     widths: dict[int, int] = {}
     if lanes is not None:
         if avoid_stack:

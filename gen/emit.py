@@ -155,7 +155,7 @@ that is a different run, the real comparison belongs to ``gen.bench``.)
   ``work_size`` is then exactly ``sz_w`` and the kernel uses the caller's buffer; it has
   its own symbol (the variant hash).
 * Splitting (issue 15 §3, :mod:`gen.cwriter`): a tape longer than
-  ``gen.cwriter.SPLIT_ABOVE`` instructions becomes ``static`` parts of ``part_size``
+  ``CodegenConfig.split_above`` instructions becomes ``static`` parts of ``part_size``
   instructions, so gcc's time and memory grow linearly with the kernel; the manifest's
   ``codegen.parts`` gives the parts per function.  Measured in
   ``bench/reports/2026-11-26-compile-time.md`` (:mod:`gen.bench.compile_time`).
@@ -811,17 +811,20 @@ def emit_trace(tr: Trace, out_dir, *, progress: Callable[[str], None] | None = N
     return BuildFolder(path, ctx["prefix"], ctx["manifest"], files)
 
 
-def trace_for(robot, algorithm: str, constraints=None, *, progress=None, **options) -> Trace | DriverTrace:
-    """Load ``robot``, resolve ``constraints``, check ``options`` and trace ``algorithm``,
-    reporting the time: with a tolerance (``tol=...``) as an early-exit driver
-    (:func:`gen.trace.trace_driver`)."""
+def trace_for(robot, algorithm: str, constraints=None, *, progress=None, config: CodegenConfig | None = None,
+              **options) -> Trace | DriverTrace:
+    """Load ``robot``, resolve ``constraints``, check ``options`` and trace ``algorithm``
+    for ``config``'s products-as-loops thresholds, reporting the time: with a tolerance
+    (``tol=...``) as an early-exit driver (:func:`gen.trace.trace_driver`)."""
     model = robot if isinstance(robot, Model) else load_robot(robot)
     algo = get_algorithm(algorithm)
     cset = algo.constraint_set(model, constraints)
     options = algo.check_options(options)
     driver = options.get("tol") is not None
     with timed(progress, f"trace {model.name}/{algo.name}" + (" (early-exit driver)" if driver else "")):
-        return (trace_driver if driver else trace)(model, algo, cset, **options)
+        if driver:
+            return trace_driver(model, algo, cset, **options)
+        return trace(model, algo, cset, config=config or CodegenConfig(), **options)
 
 
 def emit(robot, algorithm: str, constraints=None, *, out_dir, progress=None, config: CodegenConfig | None = None,
@@ -837,7 +840,7 @@ def emit(robot, algorithm: str, constraints=None, *, out_dir, progress=None, con
              "split_above": split_above}
     config = (config or CodegenConfig()).with_(**{k: v for k, v in given.items() if v is not None})
     robot, algorithm, choice = resolve(robot, algorithm, constraints, options)
-    tr = trace_for(robot, algorithm, constraints, progress=progress, **options)
+    tr = trace_for(robot, algorithm, constraints, progress=progress, config=config, **options)
     return emit_trace(tr, out_dir, progress=progress, config=config,
                       choice=None if choice is None else choice.record())
 

@@ -31,9 +31,14 @@ from .algorithms import Algorithm
 from .algorithms.proximal import ProximalSolver, norm_inf, returned
 from .api import get_algorithm
 from .backend import SXBackend
+from .codegen.config import CodegenConfig
 from .configuration import tangent_map
 from .errors import RbdgenError
 from .model import Model
+
+
+#: the thresholds a trace is made for when no config is given (the defaults)
+DEFAULT_CONFIG = CodegenConfig()
 
 
 @dataclass
@@ -52,6 +57,9 @@ class Trace:
     #: the outputs formed by ``be.product`` (:class:`Product`), which the C writes as
     #: loops (:mod:`gen.products`); empty when there are none
     products: list = field(default_factory=list)
+    #: the code-generation config it was traced for: which products become loops
+    #: (:func:`deferred`) and what they cost in the route choice (:func:`estimated_cost`)
+    config: CodegenConfig = DEFAULT_CONFIG
 
     def straight_line(self) -> tuple[list[ca.SX], list[tuple[str | None, int, int]], list[tuple[str, list]]]:
         """``(expressions, loops, marks)``: what the emitted C computes in straight-line
@@ -101,29 +109,6 @@ def operations(tr: Trace) -> int:
     return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS) + loop_operations(tr)
 
 
-#: a product becomes loops (C loops, :mod:`gen.products`) when its output has at least
-#: this many rows, or at least :data:`LOOP_MIN_ROWS` and :data:`LOOP_MADDS` multiply-adds
-#: (register-summed loops against straight-line code, measured on the talos and solo12
-#: derivative kernels): 18 rows: solo12
-#: aba_derivatives 2.70 us straight-line, 2.15 as loops
-LOOP_ROWS = 16
-#: ... shorter columns than one vector of 8 hold too few independent sums: panda
-#: aba_derivatives (7 rows) 0.89 us straight-line, 0.94 as loops; solo12
-#: constrained_derivatives on two feet, a 6-row 1188 multiply-add output: 3.55 / 3.69 us
-LOOP_MIN_ROWS = 8
-#: ... and enough multiply-adds (straight-line, each is ~10 bytes of machine code read
-#: from L2 on every call): 12-row outputs as loops, solo12 impulse_derivatives (1104 and
-#: 1728 multiply-adds) 4.72 -> 4.42 us, solo12 constrained_derivatives on four feet
-#: (2160-2808) 5.75 -> 5.42 us, talos constrained_derivatives (7200 and more) 28.4 -> 27.0 us
-LOOP_MADDS = 1000
-#: the cost of an operation the products' loops run, relative to one of straight-line
-#: code, for the route choice (:func:`estimated_cost`; measured: talos aba_derivatives'
-#: loops run 228k operations in 4.0 us, 57 per ns, its head 67k in ~11.1 us, 6 per ns;
-#: talos impulse_derivatives on soles and hands, 583k operations mostly in loops, 36.8 us
-#: against the AD route's 514k straight-line ones, 117 us)
-LOOP_OP_COST = 0.1
-
-
 #: the rows of a symmetric product's diagonal blocks (:attr:`Product.symmetric`): its
 #: loops' vectors of 8 doubles (:mod:`gen.products`)
 SYMMETRIC_BLOCK = 8
@@ -169,12 +154,15 @@ class Product:
 
 
 def deferred(tr: Trace) -> list:
-    """The products of ``tr`` written as loops (at least :data:`LOOP_ROWS` rows, or
-    :data:`LOOP_MIN_ROWS` rows and :data:`LOOP_MADDS` multiply-adds); the others stay in
-    the head's straight-line code."""
+    """The products of ``tr`` written as loops, by the thresholds of the config it was
+    traced with (:class:`~gen.codegen.config.CodegenConfig`: at least ``loop_rows`` rows,
+    or ``loop_min_rows`` rows and ``loop_madds`` multiply-adds); the others stay in the
+    head's straight-line code."""
+    c = getattr(tr, "config", DEFAULT_CONFIG)
+
     def loops(p) -> bool:
         rows = p.base.shape[0]
-        return rows >= LOOP_ROWS or rows >= LOOP_MIN_ROWS and p.madds >= LOOP_MADDS
+        return rows >= c.loop_rows or rows >= c.loop_min_rows and p.madds >= c.loop_madds
     return [p for p in getattr(tr, "products", []) if loops(p)]
 
 
@@ -186,10 +174,10 @@ def loop_operations(tr: Trace) -> int:
 
 
 def estimated_cost(tr: Trace) -> float:
-    """The operations of the emitted C, those of the products' loops at
-    :data:`LOOP_OP_COST` each: the route choice's measure (:func:`trace`)."""
+    """The operations of the emitted C, those of the products' loops at the config's
+    ``loop_op_cost`` each: the route choice's measure (:func:`trace`)."""
     loops = loop_operations(tr)
-    return operations(tr) - loops + LOOP_OP_COST * loops
+    return operations(tr) - loops + getattr(tr, "config", DEFAULT_CONFIG).loop_op_cost * loops
 
 
 def head(tr: Trace) -> tuple[list[ca.SX], list[ca.SX], list[dict]]:
@@ -359,16 +347,23 @@ def trace_ad_hessian(model: Model, algo: Algorithm, cset=None, **options) -> Tra
     return Trace(model, algo, cset, dict(options), tr.inputs + [(lam_name, lam)], list(zip(names, exprs)), phases)
 
 
-def trace(model: Model, algorithm: str | Algorithm, cset=None, **options) -> Trace:
-    """Trace ``algorithm`` on SX symbols.  For a derivative row, ``route`` (option)
-    picks the analytical algorithm or :func:`trace_ad`; both are traced to record their
-    operation counts, and without ``route`` the one of lower :func:`estimated_cost` is
-    returned (ties: analytical)."""
+def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: CodegenConfig = DEFAULT_CONFIG,
+          **options) -> Trace:
+    """Trace ``algorithm`` on SX symbols for code generation under ``config`` (its
+    products-as-loops thresholds).  For a derivative row, ``route`` (option) picks the
+    analytical algorithm or :func:`trace_ad`; both are traced to record their operation
+    counts, and without ``route`` the one of lower :func:`estimated_cost` is returned
+    (ties: analytical)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     if algo.ad is None:
-        return _trace_fn(model, algo, cset, options)
+        routes = {"": _trace_fn(model, algo, cset, options)}
+    else:
+        routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
+    for tr in routes.values():
+        tr.config = config
+    if algo.ad is None:
+        return routes[""]
     requested = options.get("route")
-    routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
     ops = {name: operations(tr) for name, tr in routes.items()}
     cost = {name: round(estimated_cost(tr)) for name, tr in routes.items()}
     used = requested or min(routes, key=lambda r: (cost[r], r != "analytical"))

@@ -105,8 +105,8 @@ def test_functions_pass_one_kernel_or_a_drivers_three():
 
 
 def test_products_pass_forms_loops_from_the_rows_threshold():
-    """chain:16's aba_derivatives products have 16 rows (gen.trace.LOOP_ROWS): loops;
-    chain:4's have 4 (below LOOP_MIN_ROWS): straight-line; a batched kernel: none."""
+    """chain:16's aba_derivatives products have 16 rows (CodegenConfig.loop_rows): loops;
+    chain:4's have 4 (below loop_min_rows): straight-line; a batched kernel: none."""
     plan = _plan("chain:16", "aba_derivatives", "products")
     assert plan.loops and all(p.base.shape[0] == 16 for p in plan.loops)
     assert not _plan("chain:4", "aba_derivatives", "products").loops

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from gen import cwriter
 from gen.bench import compile_time
+from gen.codegen.config import CodegenConfig
 
 #: the split and the unsplit kernel differ at most where gcc contracts a*b+c differently
 AGREE_TOL = 1e-12
@@ -16,9 +16,9 @@ AGREE_TOL = 1e-12
 
 @pytest.mark.skipif(shutil.which("cc") is None or not os.path.exists("/usr/bin/time"),
                     reason="needs a C compiler and /usr/bin/time")
-def test_split_and_unsplit_are_measured_and_agree(monkeypatch):
-    monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 500)
-    doc = compile_time.run([("ur5", "aba", None), ("ur5", "crba", None)], date="test")
+def test_split_and_unsplit_are_measured_and_agree():
+    doc = compile_time.run([("ur5", "aba", None), ("ur5", "crba", None)], date="test",
+                           config=CodegenConfig(split_above=500))
     split, small = doc["rows"]
     assert split["split"]["parts"] == [3] and split["unsplit"]["parts"] == [1]
     for v in ("split", "unsplit"):

@@ -13,6 +13,7 @@ import gen
 from gen import cwriter
 from gen import trace as trace_module
 from gen.backend import NUMPY, SXBackend
+from gen.codegen.config import CodegenConfig
 from gen.products import (LOOP_WIDTH, LOOP_WIDTHS, VECTOR_WIDTHS, column_loop, head_function, loop_name,
                           nonfinite_tests)
 from gen.robots import load_robot
@@ -93,15 +94,16 @@ def test_the_route_cost_counts_loop_operations_at_a_tenth():
     """gen.trace.estimated_cost: the emitted C's operations, the products' loops' (a
     multiply and an add per row and nonzero of X, the manifest's nonzeros, and an add per
     nonzero entry of a base: dddq/dq's and dddq/dv's closed-form free-flyer columns, 6 each)
-    at LOOP_OP_COST."""
-    from gen.trace import LOOP_OP_COST, estimated_cost, loop_operations, operations
+    at the config's loop_op_cost."""
+    from gen.trace import estimated_cost, loop_operations, operations
+    loop_op_cost = CodegenConfig().loop_op_cost
     tr = trace(load_robot("solo12"), "aba_derivatives", route="analytical")
     # all three 18-row products, M^-1 = V V^T (symmetric) from each column's diagonal block of 8 rows down
     minv, *rest = tr.products
     loops = sum(2 * (18 - 8 * (c // 8)) for c in minv.terms[0][4]) + sum(2 * 18 * len(t[3]) for p in rest
                                                                           for t in p.terms) + 6 + 6
     assert loop_operations(tr) == loops > operations(tr) / 2
-    assert estimated_cost(tr) == pytest.approx(operations(tr) - (1 - LOOP_OP_COST) * loops)
+    assert estimated_cost(tr) == pytest.approx(operations(tr) - (1 - loop_op_cost) * loops)
     ur5 = trace(load_robot("ur5"), "aba_derivatives", route="analytical")  # 6 rows: straight-line
     assert loop_operations(ur5) == 0 and estimated_cost(ur5) == operations(ur5)
 
@@ -184,20 +186,17 @@ def test_a_product_a_times_its_transpose_on_a_zero_base_is_symmetric():
     ("solo12", "constrained_derivatives", "3D:FL_FOOT,3D:HR_FOOT"),
     ("ur5", "constrained_derivatives", "6D:tool0"),
 ])
-def test_compiled_product_kernels_equal_numpy(monkeypatch, tmp_path, variant, robot, algorithm, spec):
-    if variant == "split":
-        monkeypatch.setattr(cwriter, "SPLIT_ABOVE", 1500)
-    if variant == "every_product":                   # loops also for the short (m-row, ur5) products
-        monkeypatch.setattr(trace_module, "LOOP_ROWS", 1)
+def test_compiled_product_kernels_equal_numpy(tmp_path, variant, robot, algorithm, spec):
+    # every_product: loops also for the short (m-row, ur5) products
+    config = {"split": CodegenConfig(split_above=1500), "every_product": CodegenConfig(loop_rows=1)}.get(variant)
     model = load_robot(robot)
-    # a module constant patched is not part of a build's cache key: those variants build in a cache of their own
-    private = {"cache": tmp_path / "cache"} if variant in ("split", "every_product") else {}
-    kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k", **private)
+    kernel = gen.build(model, algorithm, spec, avoid_stack=variant == "avoid_stack", out_dir=tmp_path / "k",
+                       config=config)
     names = [p["output"] for p in kernel.manifest["codegen"].get("products", [])]
     if variant == "every_product":
         assert names == (["Minv", "ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives" else
                          ["dlam_dtau", "intermediate", "ddq_dtau", "ddq_dq", "dlam_dq", "ddq_dv", "dlam_dv"])
-    else:                                            # LOOP_ROWS: solo12's 18 rows, not its 6 or ur5's 6
+    else:                                            # loop_rows: solo12's 18 rows, not its 6 or ur5's 6
         assert names == ([] if robot == "ur5" else ["Minv", "ddq_dq", "ddq_dv"] if algorithm == "aba_derivatives"
                          else ["intermediate", "ddq_dtau", "ddq_dq", "ddq_dv"])
     assert all(p["nonzeros"] > 0 for p in kernel.manifest["codegen"].get("products", []))

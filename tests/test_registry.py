@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: the stages of the flow, earliest first; a module may import its own stage or earlier
 STAGES = [
-    ("gen.errors", "gen.portable", "gen.version", "gen.table", "gen.backend", "opcount.counter"),
+    ("gen.errors", "gen.portable", "gen.version", "gen.table", "gen.backend", "gen.codegen.config", "opcount.counter"),
     ("gen.model",),
     ("gen.spatial", "gen.urdf", "gen.mjcf", "gen.pinmodel", "gen.robots"),
     ("gen.kinematics",),

@@ -43,8 +43,11 @@ class CodegenConfig:
     ``avoid_stack`` intermediates in the caller's ``work`` instead of locals; ``batch`` N
     states per call (None: the scalar kernel); ``batch_trig`` / ``scalar_trig`` the sin and
     cos (:data:`BATCH_TRIG`, :data:`SCALAR_TRIG`); ``lanes`` isomorphic limbs as vector
-    lanes where they pay; ``order`` (:data:`ORDERS`); ``split_above`` (None: the writer's
-    :data:`gen.cwriter.SPLIT_ABOVE`, which tests and gen.bench.compile_time patch)."""
+    lanes where they pay; ``order`` (:data:`ORDERS`).  The other fields are thresholds, each
+    with the measurement it rests on; a value other than its default enters the cache key
+    (:meth:`request`).  The ``loop_*`` fields are read when tracing (:func:`gen.trace.trace`
+    records the config on its :class:`~gen.trace.Trace`): the route choice of a derivative
+    row weighs the products' loops before any code is written."""
 
     prefix: str | None = None
     avoid_stack: bool = False
@@ -53,11 +56,10 @@ class CodegenConfig:
     scalar_trig: str = "hoisted"
     lanes: bool = True
     order: str = "auto"
-    #: a tape longer than this many instructions is split into parts (None: the writer's
-    #: gen.cwriter.SPLIT_ABOVE, 20000: gcc -O3 compiles talos aba, 16.5k instructions, in
-    #: 4.8 s and 173 MB, and a split would cost run time for nothing;
-    #: bench/reports/2026-11-26-compile-time.md)
-    split_above: int | None = None
+    #: a tape longer than this many instructions is split into parts (gcc -O3 compiles
+    #: talos aba, 16.5k instructions, in 4.8 s and 173 MB, and a split would cost run time
+    #: for nothing; bench/reports/2026-11-26-compile-time.md)
+    split_above: int = 20000
     #: instructions per part of a split tape: gcc's time per instruction is flat up to here
     #: and grows beyond; split kernels stay within 6 % of the unsplit run time (chain:300
     #: aba, parts of 2000 / 5000 / 10000 / 20000 compile in 15 / 15 / 27 / 38 s, 334 / 364 /
@@ -84,6 +86,27 @@ class CodegenConfig:
     #: time; solo12 -13 %, 0.94x; talos constrained_derivatives -23 %, 0.87x;
     #: aba_derivatives -28 %, 0.89x; not yet in a report)
     lanes_min_gain: float = 0.2
+    #: a product (``be.product``, :class:`gen.trace.Product`) is formed by C loops after an
+    #: SX head (:mod:`gen.products`) when its output has at least this many rows, or at
+    #: least ``loop_min_rows`` rows and ``loop_madds`` multiply-adds (register-summed loops
+    #: against straight-line code, measured on the talos and solo12 derivative kernels): 18
+    #: rows: solo12 aba_derivatives 2.70 us straight-line, 2.15 as loops
+    loop_rows: int = 16
+    #: ... shorter columns than one vector of 8 hold too few independent sums: panda
+    #: aba_derivatives (7 rows) 0.89 us straight-line, 0.94 as loops; solo12
+    #: constrained_derivatives on two feet, a 6-row 1188 multiply-add output: 3.55 / 3.69 us
+    loop_min_rows: int = 8
+    #: ... and enough multiply-adds (straight-line, each is ~10 bytes of machine code read
+    #: from L2 on every call): 12-row outputs as loops, solo12 impulse_derivatives (1104 and
+    #: 1728 multiply-adds) 4.72 -> 4.42 us, solo12 constrained_derivatives on four feet
+    #: (2160-2808) 5.75 -> 5.42 us, talos constrained_derivatives (7200 and more) 28.4 -> 27.0 us
+    loop_madds: int = 1000
+    #: the cost of an operation the products' loops run, relative to one of straight-line
+    #: code, for the route choice (:func:`gen.trace.estimated_cost`; measured: talos
+    #: aba_derivatives' loops run 228k operations in 4.0 us, 57 per ns, its head 67k in
+    #: ~11.1 us, 6 per ns; talos impulse_derivatives on soles and hands, 583k operations
+    #: mostly in loops, 36.8 us against the AD route's 514k straight-line ones, 117 us)
+    loop_op_cost: float = 0.1
 
     def __post_init__(self) -> None:
         self._refuse()

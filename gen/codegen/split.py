@@ -1,8 +1,7 @@
 """Pass ``split`` (per written function, run by :func:`gen.cwriter.write_function`):
 whether a function's statements become ``static`` ``noinline`` parts, and of which size,
 so gcc's time and memory stay linear (:func:`gen.cwriter._split` writes them).  A
-function of more than ``split_above`` statements (``config.split_above``, else
-:data:`gen.cwriter.SPLIT_ABOVE`) is cut into parts of ``config.part_size`` (never longer
+function of more than ``split_above`` statements (``config.split_above``) is cut into parts of ``config.part_size`` (never longer
 than ``split_above``).  Recorded in :attr:`gen.cwriter.Written.parts` (the manifest's
 ``codegen.parts``)."""
 from __future__ import annotations
