@@ -62,6 +62,7 @@ import time
 from pathlib import Path
 
 import casadi as ca
+import jinja2
 import numpy as np
 
 from .algorithms import Algorithm
@@ -70,7 +71,7 @@ from .backend import SXBackend
 from .build import Patient, build_folder, compile_flags, compile_shared
 from .configuration import tangent_map
 from .cwriter import write_functions
-from .emit import BuildFolder, casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
+from .emit import STAMP, TEMPLATES_DIR, BuildFolder, casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
@@ -191,8 +192,117 @@ def _sources(folder: BuildFolder) -> dict[str, str]:
     return {n: folder.files[n] for n in names}
 
 
+# --- second derivatives: adj1_<name> and jac_adj1_<name> (nlpsol's exact Hessian) --------
+
+#: the blocks of jac_adj1_<name>: (adj output, input) -> (kernel, its output, transposed);
+#: absent: structurally zero (ddq is affine in tau; nothing depends on out_ddq)
+HESSIAN_SOURCES = {
+    ("adj_q", "q"): ("hessian", "h_qq", False), ("adj_q", "v"): ("hessian", "h_qv", False),
+    ("adj_q", "tau"): ("hessian", "h_qtau", False), ("adj_v", "q"): ("hessian", "h_qv", True),
+    ("adj_v", "v"): ("hessian", "h_vv", False), ("adj_tau", "q"): ("hessian", "h_qtau", True),
+    ("adj_q", "adj_ddq"): ("first", "ddq_dq", True), ("adj_v", "adj_ddq"): ("first", "ddq_dv", True),
+    ("adj_tau", "adj_ddq"): ("first", "Minv", True)}
+ADJ_OUTPUTS = ("adj_q", "adj_v", "adj_tau")
+ADJ_INPUTS = ("q", "v", "tau", "out_ddq", "adj_ddq")
+
+
+def _hessian_structure(folder: BuildFolder, model: Model) -> dict:
+    """``{"<adj>|<in>": [colind, row]}``: the structural pattern of each block of the
+    Jacobian of the gradient of ``lam^T aba(q, v, tau)`` on the traced graph (what
+    ``casadi.hessian`` of the SX function gives), kept beside the Hessian kernel's folder."""
+    path = folder.path / "casadi_hessian_structure.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    f = trace(model, "aba", None).function("value")
+    x = {k: ca.SX.sym(k, model.nv) for k in ("q", "v", "tau", "adj_ddq")}
+    lagrangian = ca.dot(x["adj_ddq"], f(x["q"], x["v"], x["tau"]))
+    out = {}
+    for o, i in zip(ADJ_OUTPUTS, ("q", "v", "tau")):
+        g = ca.gradient(lagrangian, x[i])
+        for k in ADJ_INPUTS:
+            sp = ca.Sparsity(model.nv, model.nv) if k == "out_ddq" else ca.jacobian_sparsity(g, x[k])
+            out[f"{o}|{k}"] = [[int(c) for c in sp.colind()], [int(r) for r in sp.row()]]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(path)
+    return out
+
+
+def _offsets(fn: dict) -> tuple[dict[str, int], list[int], int]:
+    """A kernel's outputs packed one after another: name -> offset, the offsets, the total."""
+    where, offset = {}, 0
+    for y in fn["outputs"]:
+        where[y["name"]] = offset
+        offset += y["size"]
+    return where, list(where.values()), offset
+
+
+def _hessian_context(name: str, model: Model, dfolder: BuildFolder, hfolder: BuildFolder) -> dict:
+    """The ``h`` context of ``casadi_hessian.c.j2`` (``adj1_<name>``, ``jac_adj1_<name>``)."""
+    nv = model.nv
+    dfn, hfn = dfolder.manifest["functions"][0], hfolder.manifest["functions"][0]
+    dwhere, doffs, dbuf = _offsets(dfn)
+    hwhere, hoffs, hbuf = _offsets(hfn)
+    structure = _hessian_structure(hfolder, model)
+    patterns: dict[tuple, str] = {}
+
+    def pattern(data: tuple) -> str:
+        return patterns.setdefault(data, f"{name}_hsp{len(patterns)}")
+
+    blocks = []
+    for o in ADJ_OUTPUTS:
+        for i in ADJ_INPUTS:
+            colind, row = structure[f"{o}|{i}"]
+            src = HESSIAN_SOURCES.get((o, i))
+            if src is None and colind[-1]:
+                raise RbdgenError(f"{name}: the graph's d {o} / d {i} is not zero, but no kernel gives it")
+            b = {"index": len(blocks), "name": f"jac_{o}_{i}", "sp": pattern((nv, nv, *colind, *row)),
+                 "kernel": None, "gather": None}
+            if src is not None and colind[-1]:
+                kernel, output, transposed = src
+                cells = [(r, c) for c in range(nv) for r in row[colind[c]:colind[c + 1]]]
+                b.update(kernel=kernel, src=(hwhere if kernel == "hessian" else dwhere)[output],
+                         what=f"{output}{'^T' if transposed else ''}",
+                         gather=[c + nv * r if transposed else r + nv * c for r, c in cells])
+            blocks.append(b)
+
+    def cond(kernel: str) -> str:
+        return " || ".join(f"res[{b['index']}]" for b in blocks if b["kernel"] == kernel) or "0"
+
+    vec = pattern((nv, 1, 1))
+    return {"name": name, "file": f"{name}_hessian.c", "nv": nv,
+            "value_symbol": symbol_prefix(model.name, "aba"),
+            "deriv_symbol": dfn["symbol"], "deriv_header": dfolder.manifest["header"],
+            "deriv_offsets": doffs, "deriv_buffer": dbuf, "deriv_work": dfn["work_size"],
+            "hess_symbol": hfn["symbol"], "hess_header": hfolder.manifest["header"],
+            "hess_offsets": hoffs, "hess_buffer": hbuf, "hess_work": hfn["work_size"],
+            "adj_outputs": [{"name": o, "sp": vec} for o in ADJ_OUTPUTS], "blocks": blocks,
+            "patterns": [{"name": v, "data": list(k)} for k, v in patterns.items()],
+            "first_cond": cond("first"), "hess_cond": cond("hessian"),
+            "sz_w": dbuf + dfn["work_size"] + hbuf + hfn["work_size"]}
+
+
+def _render_hessian(h: dict) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    return env.get_template("casadi_hessian.c.j2").render(stamp=STAMP, h=h)
+
+
+def _hessian_refusal(model: Model, algo: Algorithm, cset) -> str | None:
+    """Why ``hessian=True`` cannot be served (None: it can)."""
+    if algo.name != "aba" or cset is not None:
+        return (f"{algo.name}: hessian=True is for aba (its second-order row is aba_hessian_product); "
+                f"use the limited-memory Hessian")
+    if model.nq != model.nv:
+        return (f"{model.name}: hessian=True needs raw coordinates equal to the tangent ones (revolute and "
+                f"prismatic joints); the raw-coordinate Hessian of a free-flyer, spherical or continuous joint "
+                f"is not built: use casadi_function's exact Hessian or the limited-memory one")
+    return None
+
+
 def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None = None, flags=None,
-                   cache=None, progress=None, **options) -> tuple[str, Path, dict[str, str]]:
+                   cache=None, progress=None, hessian: bool = False,
+                   **options) -> tuple[str, Path, dict[str, str]]:
     """``(name, library, files)``: the shared library that serves ``algorithm`` on
     ``robot`` to ``casadi.external(name, library)`` (module docstring), compiled from
     ``files`` (file name -> text: both kernels' headers, wrappers and kernels, and
@@ -201,6 +311,8 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
     kernel's prefix) and must be a C identifier; the Jacobian is ``jac_<name>`` when the
     row has a derivative row.  Options as :func:`casadi_external`."""
     model, algo, cset, options = _resolve(robot, algorithm, constraints, options)
+    if hessian and (why := _hessian_refusal(model, algo, cset)):
+        raise RbdgenError(why)
     if options.get("runtime_params"):
         raise RbdgenError(f"{algo.name}: the derivative kernels take mu and the gains built in, so the CasADi "
                           f"external does too: build it without runtime_params (casadi_function takes them)")
@@ -226,6 +338,11 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
                "structure": _structure(folder, model, algo, cset, options)}
     cas = casadi_context(name, fn, folder.manifest["header"], False, jac)
     files[cas["file"]] = render_casadi(cas)
+    if hessian:
+        hfolder = build_folder(model, "aba_hessian_product", None, **kw)
+        files.update(_sources(hfolder))
+        h = _hessian_context(name, model, jfolder, hfolder)
+        files[h["file"]] = _render_hessian(h)
     sources = [n for n in files if n.endswith(".c")]
     lib = compile_shared(name, {n: t.encode("utf-8") for n, t in files.items()}, sources, compile_flags(flags),
                          cache=cache, what=f"compiling the CasADi library of {name}", progress=progress)
@@ -233,7 +350,7 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
 
 
 def casadi_external(robot, algorithm: str, constraints=None, *, name: str | None = None, flags=None,
-                    cache=None, progress=None, **options) -> ca.Function:
+                    cache=None, progress=None, hessian: bool = False, **options) -> ca.Function:
     """The compiled C of ``gen.build(robot, algorithm, constraints, **options)`` as a
     CasADi function: ``casadi.external(name, library)`` on :func:`casadi_library`'s
     shared library, whose Jacobian is the compiled C of the row's derivative row
@@ -251,5 +368,5 @@ def casadi_external(robot, algorithm: str, constraints=None, *, name: str | None
     (non-finite input or output) is a failed CasADi evaluation.  The quaternions of q
     are not checked: pass unit ones (the derivative kernels assume them)."""
     name, lib, _ = casadi_library(robot, algorithm, constraints, name=name, flags=flags, cache=cache,
-                                  progress=progress, **options)
+                                  progress=progress, hessian=hessian, **options)
     return ca.external(name, str(lib))

@@ -234,3 +234,115 @@ def test_refusals():
     v0[2] = np.nan
     with pytest.raises(RuntimeError):
         a(q0, v0, t0)
+
+
+# --- second derivatives: adj1_<name>, jac_adj1_<name> (issue 35 §4) -----------------------
+
+#: adj1_<name> (lam^T of the compiled derivative kernel) against the SX graph's reverse
+#: mode: the same derivatives by two routes, rounding only
+ADJ_TOL = 1e-12
+#: the Hessian CasADi forms from the external (jac_adj1_<name>: the compiled
+#: aba_hessian_product) against casadi.hessian of lam^T aba on the SX graph: two routes
+#: (second-order adjoint vs forward-over-reverse AD), rounding of sums of ~nv^2 terms
+HESS_TOL = 1e-10
+
+
+def hessian_functions(e, sx, nv):
+    """(value, gradient, Hessian) of lam^T f(q, v, tau) w.r.t. (q, v, tau), MX over the
+    external ``e`` and SX over the graph ``sx``: what nlpsol's exact Hessian evaluates."""
+    out = []
+    for f, sym in ((e, ca.MX.sym), (sx, ca.SX.sym)):
+        x = [sym(n, nv) for n in ("q", "v", "tau")]
+        lam = sym("lam", nv)
+        z = ca.vertcat(*x)
+        lagrangian = ca.dot(lam, f(*x))
+        H, g = ca.hessian(lagrangian, z)
+        out.append(ca.Function("h", [*x, lam], [lagrangian, g, H]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def panda_hessian():
+    model = load_or_skip("panda")
+    return model, gen.casadi_external(model, "aba", hessian=True), gen.casadi_function(model, "aba")
+
+
+def test_reverse_mode_is_adj1(panda_hessian):
+    """CasADi's reverse mode of the external is the library's adj1_<name> (not its
+    jac_<name> wrapped), equal to the SX graph's reverse mode."""
+    model, e, sx = panda_hessian
+    rev = e.reverse(1)
+    assert rev.is_a("External") and rev.name() == f"adj1_{e.name()}"
+    for seed in range(3):
+        q, v, tau = state(model, seed)
+        lam = np.random.default_rng(seed + 10).normal(size=model.nv)
+        ddq = np.array(e(q, v, tau))
+        got = [np.array(a).ravel() for a in rev(q, v, tau, ddq, lam)]
+        want = [np.array(a).ravel() for a in sx.reverse(1)(q, v, tau, ddq, lam)]
+        for g, w in zip(got, want):
+            assert rel_err(g, w) < ADJ_TOL
+
+
+def test_hessian_equals_the_graphs(panda_hessian):
+    """The Hessian of lam^T aba CasADi builds on the external (its graph calls
+    jac_adj1_<name>) equals casadi.hessian on the SX graph, with the same structural
+    pattern (panda: nothing depends on the first joint's angle)."""
+    model, e, sx = panda_hessian
+    fe, fs = hessian_functions(e, sx, model.nv)
+    assert fe.sparsity_out(2) == fs.sparsity_out(2)
+    assert fe.sparsity_out(2).nnz() < (3 * model.nv) ** 2
+    for seed in range(3):
+        q, v, tau = state(model, seed)
+        lam = np.random.default_rng(seed + 20).normal(size=model.nv)
+        for got, want in zip(fe(q, v, tau, lam), fs(q, v, tau, lam)):
+            assert rel_err(np.array(got), np.array(want)) < HESS_TOL
+    H = np.array(fe(*state(model, 0), np.ones(model.nv))[2])
+    assert np.array_equal(H, H.T)
+
+
+def test_jac_adj1_blocks_with_respect_to_the_seed(panda_hessian):
+    """jac_adj1_<name>'s blocks w.r.t. the adjoint seed are the transposed first
+    derivatives (the derivative kernel, gen.run), those w.r.t. out_ddq structurally zero."""
+    model, e, _ = panda_hessian
+    J = e.reverse(1).jacobian()
+    assert J.name() == f"jac_adj1_{e.name()}"
+    q, v, tau = state(model, 4)
+    lam = np.random.default_rng(4).normal(size=model.nv)
+    ddq = np.array(e(q, v, tau)).ravel()
+    adj = [np.array(a).ravel() for a in e.reverse(1)(q, v, tau, ddq, lam)]
+    blocks = dict(zip(J.name_out(), J(q, v, tau, ddq, lam, *adj)))
+    d = gen.run(model, "aba_derivatives", q, v, tau)
+    for o, D in zip(("adj_q", "adj_v", "adj_tau"), d[:3]):
+        assert rel_err(np.array(blocks[f"jac_{o}_adj_ddq"]), D.T) < JAC_TOL
+        assert J.sparsity_out(J.name_out().index(f"jac_{o}_out_ddq")).nnz() == 0
+
+
+def test_nlpsol_exact_hessian(panda_hessian):
+    """IPOPT with its default exact Hessian on an NLP over the external (a static posture
+    reached under torque bounds: ddq(q, 0, tau) = 0): the Lagrangian Hessian function
+    calls jac_adj1_<name>, and the solution is the SX graph's."""
+    model, e, sx = panda_hessian
+    nv = model.nv
+    target = np.array(model.random_q(np.random.default_rng(7)))
+    sols = []
+    for f, sym in ((e, ca.MX.sym), (sx, ca.SX.sym)):
+        q, tau = sym("q", nv), sym("tau", nv)
+        nlp = {"x": ca.vertcat(q, tau), "f": ca.sumsqr(q - target) + 1e-3 * ca.sumsqr(tau),
+               "g": f(q, ca.DM.zeros(nv), tau)}
+        S = ca.nlpsol("S", "ipopt", nlp, {"ipopt.print_level": 0, "print_time": False, "ipopt.tol": 1e-10})
+        r = S(x0=np.zeros(2 * nv), lbg=0, ubg=0, lbx=[-np.inf] * nv + [-10.0] * nv, ubx=[np.inf] * nv + [10.0] * nv)
+        assert S.stats()["success"]
+        sols.append(np.array(r["x"]).ravel())
+        if f is e:
+            H = S.get_function("nlp_hess_l")
+            called = {H.instruction_MX(k).which_function().name() for k in range(H.n_instructions())
+                      if H.instruction_id(k) == ca.OP_CALL}
+            assert f"jac_adj1_{e.name()}" in called
+    assert rel_err(sols[0], sols[1]) < 1e-8
+
+
+def test_hessian_refusals():
+    with pytest.raises(RbdgenError, match="raw coordinates equal to the tangent"):
+        gen.casadi_external(load_or_skip("solo12"), "aba", hessian=True)
+    with pytest.raises(RbdgenError, match="hessian=True is for aba"):
+        gen.casadi_external(load_or_skip("panda"), "rnea", hessian=True)
