@@ -64,6 +64,11 @@ import warnings
 
 import numpy as np
 
+try:
+    import fcntl                                     # POSIX: the build lock of _build_lock
+except ImportError:                                  # pragma: no cover - not POSIX
+    fcntl = None
+
 from .errors import RbdgenError
 
 if "OMP_WAIT_POLICY" not in os.environ:
@@ -122,9 +127,7 @@ def _build_lock(robot, request):
     """An exclusive ``flock`` on ``<cache>/locks/crocoddyl-<digest>.lock`` for one request
     (the model's content digest, algorithm, contact key and options); no lock where
     ``fcntl`` is missing."""
-    try:
-        import fcntl
-    except ImportError:                              # pragma: no cover - not POSIX
+    if fcntl is None:                                # pragma: no cover - not POSIX
         yield
         return
     digest = hashlib.sha256(repr((model_digest(robot), request)).encode()).hexdigest()[:24]
