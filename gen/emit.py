@@ -468,6 +468,11 @@ def _public_function(plan: KernelPlan, oc) -> dict:
     # a kernel with products returns whether the outputs its loops form hold an inf or NaN
     fn.update({"kernel_type": "int" if plan.loops else "void",
                "checked": [tr.outputs[p.output][0] for p in plan.loops if p.output is not None]})
+    # the entries of each output the wrapper checks for inf / NaN (gen.codegen.output_check)
+    checks = plan.output_checks or [None] * len(fn["outputs"])
+    for y, runs in zip(fn["outputs"], checks, strict=True):
+        y["check_runs"] = None if runs is None else [list(r) for r in runs]
+        y["check_rows"] = [", ".join(f"{{{a}, {n}}}" for a, n in runs[i:i + 8]) for i in range(0, len(runs or ()), 8)]
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles

@@ -18,7 +18,7 @@ import pytest
 
 import gen
 from gen import cwriter
-from gen.codegen import schedule, split, zero_fill
+from gen.codegen import output_check, schedule, split, zero_fill
 from gen.codegen.config import CodegenConfig
 from gen.codegen.functions import DRIVER_PARTS, kernel_function
 from gen.codegen.pipeline import PASSES, plan_kernel
@@ -79,7 +79,8 @@ def test_the_config_is_frozen_and_its_request_is_the_cache_keys_codegen():
 
 
 def test_every_pass_has_a_module_with_run():
-    assert [name for name, _ in PASSES] == ["batch", "functions", "products", "lanes", "trig", "write"]
+    assert [name for name, _ in PASSES] == ["batch", "functions", "products", "lanes", "trig", "output_check",
+                                            "write"]
     assert set(WRITERS) == {"scalar", "lanes", "products", "batched"}
 
 
@@ -157,6 +158,7 @@ def test_the_plan_lists_every_decision():
     plan = _plan("solo12", "aba", None)
     assert plan.decisions() == {"batch": None, "functions": ["rbd_t_kernel"], "products": 0, "lanes": [True],
                                 "trig": "hoisted", "writer": "lanes",
+                                "output_checks": [None],        # ddq: every entry is its own node
                                 "written": [{"parts": 1, "scheduled": plan.written[0].scheduled, "zero_filled": []}]}
 
 
@@ -165,6 +167,52 @@ def test_the_manifests_codegen_is_the_serialised_plan():
     plan = plan_kernel(tr, CodegenConfig(), "rbd_solo12_aba")
     assert context(tr)["manifest"]["codegen"] == plan.manifest()
     assert set(plan.manifest()) == {"avoid_stack", "parts", "scheduled", "lanes"}
+
+
+def _covered(runs, size):
+    return set(range(size)) if runs is None else {a + i for a, n in runs for i in range(n)}
+
+
+@pytest.mark.parametrize("robot", ["ur5", "solo12", "chain:4"])
+def test_output_check_pass_covers_every_entry_that_can_be_nonfinite(robot):
+    """The check runs hold, for each distinct non-constant node of the traced output (its
+    SX elements grouped by CasADi's node hash, not by the tape the pass reads), at least
+    one of its positions; and with any one input NaN, every output entry CasADi's
+    evaluation makes NaN is NaN at a checked entry too."""
+    tr = trace_for(gen.load_robot(robot), "crba")
+    plan = plan_kernel(tr, CodegenConfig(), "rbd_t", until="output_check")
+    (f,), (expr,) = plan.funcs, [ca.densify(ca.SX(e)) for _, e in tr.outputs]
+    (runs,) = plan.output_checks
+    covered = _covered(runs, f.nnz_out(0))
+    nodes = {}
+    for k, e in enumerate(expr.nonzeros()):
+        if not e.is_constant():
+            nodes.setdefault(e.element_hash(), set()).add(k)
+    assert all(ks & covered for ks in nodes.values())
+    assert runs is None or len(covered) < f.nnz_out(0)
+    q = np.random.default_rng(1).uniform(-1, 1, f.nnz_in(0))
+    for i in range(q.size):
+        out = np.asarray(f(np.where(np.arange(q.size) == i, np.nan, q))).ravel(order="F")
+        nan = set(np.flatnonzero(np.isnan(out)))
+        assert not nan or nan & covered, f"q[{i}] NaN: entries {sorted(nan)} unchecked"
+
+
+def test_output_check_pass_merges_runs_at_the_gap():
+    """talos-like structure on solo12 crba: at check_gap=0 the runs are the maximal
+    stretches of listed positions; at a gap g, no two runs are g or fewer entries apart
+    and merging adds only gaps of at most g; an arm's M (one run) is checked as one."""
+    f = _plan("solo12", "crba", "functions").funcs[0]
+    (listed,) = output_check.checked_entries(f)
+    for gap in (0, 2, 8, 64):
+        (runs,) = _plan("solo12", "crba", "output_check", check_gap=gap).output_checks
+        starts = [a for a, _ in runs]
+        assert starts == sorted(starts) and set(listed) <= _covered(runs, f.nnz_out(0))
+        assert all(b - (a + n) > gap for (a, n), (b, _) in zip(runs, runs[1:]))
+        stretches = sum(1 for i, p in enumerate(listed) if i == 0 or p - listed[i - 1] > gap + 1)
+        assert len(runs) == stretches
+        if gap == 0:
+            assert sum(n for _, n in runs) == len(listed)
+    assert _plan("solo12", "crba", "output_check", batch=4).output_checks is None
 
 
 # --- per-function passes (inside gen.cwriter.write_function) ------------------------------

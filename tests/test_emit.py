@@ -262,3 +262,28 @@ def test_manifest_records_each_constraint_gains_weight_and_anchor():
         ("6D:left_foot", 3.0, 1.0, 1.0), ("3Dv:right_hand", 0.0, 2.0, 0.5)]
     assert np.allclose(g[0]["anchor"]["p"], cset.constraints[0].placement2.p)
     assert "constraint_gains" not in context(trace(model, "aba"))["manifest"]
+
+
+@needs_cc
+def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_checked(tmp_path):
+    """crba of a revolute/prismatic tree: the wrapper checks only the entries the kernel
+    stores a distinct non-constant value in (gen.codegen.output_check, fewer than nv^2),
+    and still refuses q = 1e200 (M holds a prismatic offset squared about a revolute axis: inf) with
+    RBDGEN_ERR_NONFINITE_OUTPUT (-2), and accepts and computes an ordinary q."""
+    from random_trees import random_tree
+
+    from gen.codegen.config import CodegenConfig
+    from gen.codegen.pipeline import plan_kernel
+
+    model = random_tree(5, 5, kinds=("revolute", "prismatic"))
+    b = model.bodies
+    assert b[3].kind == "prismatic" and b[b[3].parent].kind == "revolute"   # offset from a revolute axis
+    (runs,) = plan_kernel(trace(model, "crba"), CodegenConfig(), "rbd_t").output_checks
+    assert runs is not None and sum(n for _, n in runs) < model.nv ** 2
+    k = gen.build(model, "crba", out_dir=tmp_path / "k")
+    M = np.zeros(model.nv ** 2)
+    assert k.call_raw([np.full(model.nq, 1e200)], [M]) == -2
+    assert not np.all(np.isfinite(M))
+    q = np.random.default_rng(4).uniform(-1, 1, model.nq)
+    assert k.call_raw([q], [M]) == 0
+    assert rel_err(M.reshape(model.nv, model.nv, order="F"), gen.run(model, "crba", q)) < C_TOL

@@ -107,6 +107,13 @@ class CodegenConfig:
     #: ~11.1 us, 6 per ns; talos impulse_derivatives on soles and hands, 583k operations
     #: mostly in loops, 36.8 us against the AD route's 514k straight-line ones, 117 us)
     loop_op_cost: float = 0.1
+    #: the wrapper checks an output for inf / NaN only at the entries that can hold one
+    #: (gen.codegen.output_check), as runs of consecutive entries; two runs at most this
+    #: many entries apart are checked as one (the finite entries between cost less than
+    #: one more run's loop): talos crba 510 entries in 40 runs at 0, 539 in 30 at 8, 1491
+    #: in 7 at 64, against 2500 checked whole (~5100 instructions per call before,
+    #: bench/reports/2026-11-28-speed.md)
+    check_gap: int = 8
 
     def __post_init__(self) -> None:
         self._refuse()

@@ -10,6 +10,7 @@ The passes (:data:`gen.codegen.pipeline.PASSES`, in order) each set their own fi
 ``products``    ``loops``: the products written as C loops (none in a batched kernel)
 ``lanes``       ``lane_plans`` (per written function, None: on doubles) and ``head``
 ``trig``        ``trig``: the scalar kernel's sin and cos as written, ``trig_code``
+``output_check`` ``output_checks``: per output the entries the wrapper checks for inf / NaN
 ``write``       ``writer``, ``code``, ``written``: per function its :class:`gen.cwriter.Written`,
                 which records the zero-fill, schedule and split decisions
 ==============  ==========================================================================
@@ -43,6 +44,10 @@ class KernelPlan:
     lane_plans: list = field(default_factory=list)
     trig: str = "libm"
     trig_code: dict = field(default_factory=dict)
+    #: per output of the kernel function, the ``(start, length)`` runs the wrapper checks
+    #: for inf and NaN (None in the list: the whole output; None: every output whole);
+    #: :mod:`gen.codegen.output_check`
+    output_checks: list | None = None
     writer: str = ""
     code: str = ""
     written: list | None = None
@@ -60,6 +65,8 @@ class KernelPlan:
         return {"batch": self.batch, "functions": [f.name() for f in self.funcs],
                 "products": len(self.loops), "lanes": [p is not None for p in self.lane_plans],
                 "trig": self.trig, "writer": self.writer,
+                "output_checks": None if self.output_checks is None else
+                [None if r is None else sum(n for _, n in r) for r in self.output_checks],
                 "written": None if self.written is None else
                 [{"parts": w.parts, "scheduled": w.scheduled, "zero_filled": list(w.filled)} for w in self.written]}
 
