@@ -38,6 +38,25 @@ solver that factorises by pattern (IPOPT) takes the same path with either; the o
 the derivative row does not differentiate (a solver's ``iterations`` and ``residual``)
 are structurally zero.
 
+**Second derivatives** (``hessian=True``, ``aba`` on a robot with ``nq == nv``).  CasADi
+builds the Hessian of a Lagrangian (``nlpsol``'s default exact Hessian, ``casadi.hessian``)
+by reverse mode, then the Jacobian of that gradient.  For an external it looks both up in
+the library by name: ``adj1_<name>`` (inputs: the nominal inputs, the nominal outputs
+``out_ddq``, the seed ``adj_ddq``; outputs ``adj_q``, ``adj_v``, ``adj_tau``) and
+``jac_adj1_<name>`` (the jac convention on ``adj1_<name>``).  With ``jac_<name>`` alone
+the reverse mode is formed from the Jacobian, but its Jacobian is not: ``nlpsol`` fails
+with "Derivatives cannot be calculated for jac_<name>" (found on a two-input external
+with CasADi 3.8: the Hessian function of an NLP over it calls ``<name>``,
+``adj1_<name>`` and ``jac_adj1_<name>``, and asks ``jac_adj1_<name>`` only for the
+blocks with respect to the variables).  The library then holds ``<name>_hessian.c``
+(``gen/templates/casadi_hessian.c.j2``): ``adj1_<name>`` is ``lam^T`` of the compiled
+``aba_derivatives``, and ``jac_adj1_<name>``'s blocks come from the compiled
+``aba_hessian_product`` (``h_qq``, ``h_qv``, ``h_qtau`` and their transposes) and, with
+respect to the seed, from ``aba_derivatives`` (the transposed first derivatives).  Each
+kernel runs only when a block it gives is wanted.  Each block has the structural pattern
+of the traced graph's Hessian.  A free-flyer (``nq != nv``) is refused: the raw-coordinate
+Hessian needs the chart's second-order term, which is not built.
+
 **Derivatives with respect to q.**  rbdgen's derivative kernels are in the tangent space
 (Pinocchio's ``integrate``, :mod:`gen.configuration`): ``df/dq`` is ``d f(q (+) d) / d d``
 at ``d = 0`` (nv columns).  CasADi differentiates with respect to the raw coordinates
@@ -269,14 +288,13 @@ def _hessian_context(name: str, model: Model, dfolder: BuildFolder, hfolder: Bui
     def cond(kernel: str) -> str:
         return " || ".join(f"res[{b['index']}]" for b in blocks if b["kernel"] == kernel) or "0"
 
-    vec = pattern((nv, 1, 1))
     return {"name": name, "file": f"{name}_hessian.c", "nv": nv,
             "value_symbol": symbol_prefix(model.name, "aba"),
             "deriv_symbol": dfn["symbol"], "deriv_header": dfolder.manifest["header"],
             "deriv_offsets": doffs, "deriv_buffer": dbuf, "deriv_work": dfn["work_size"],
             "hess_symbol": hfn["symbol"], "hess_header": hfolder.manifest["header"],
             "hess_offsets": hoffs, "hess_buffer": hbuf, "hess_work": hfn["work_size"],
-            "adj_outputs": [{"name": o, "sp": vec} for o in ADJ_OUTPUTS], "blocks": blocks,
+            "adj_outputs": [{"name": o, "sp": f"{name}_hvec"} for o in ADJ_OUTPUTS], "blocks": blocks,
             "patterns": [{"name": v, "data": list(k)} for k, v in patterns.items()],
             "first_cond": cond("first"), "hess_cond": cond("hessian"),
             "sz_w": dbuf + dfn["work_size"] + hbuf + hfn["work_size"]}
@@ -309,7 +327,8 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
     ``<name>_jacobian.c``; ``<name>.c`` for a row without a derivative row) and cached
     (:func:`gen.build.compile_shared`).  ``name`` defaults to ``P_casadi`` (``P`` the
     kernel's prefix) and must be a C identifier; the Jacobian is ``jac_<name>`` when the
-    row has a derivative row.  Options as :func:`casadi_external`."""
+    row has a derivative row; ``hessian=True`` adds ``<name>_hessian.c`` (module
+    docstring).  Options as :func:`casadi_external`."""
     model, algo, cset, options = _resolve(robot, algorithm, constraints, options)
     if hessian and (why := _hessian_refusal(model, algo, cset)):
         raise RbdgenError(why)
@@ -366,7 +385,12 @@ def casadi_external(robot, algorithm: str, constraints=None, *, name: str | None
     family, ...) gives a function without a Jacobian: CasADi refuses to differentiate
     it.  Thread-safe (no state: its scratch is CasADi's ``w``).  A failed kernel call
     (non-finite input or output) is a failed CasADi evaluation.  The quaternions of q
-    are not checked: pass unit ones (the derivative kernels assume them)."""
+    are not checked: pass unit ones (the derivative kernels assume them).
+
+    ``hessian=True`` (``aba`` on a robot whose joints are all revolute or prismatic) adds
+    the second derivatives CasADi asks an external for (``adj1_<name>``,
+    ``jac_adj1_<name>``: module docstring), so ``nlpsol`` runs with IPOPT's exact Hessian.
+    It builds and compiles ``aba_hessian_product`` into the library too."""
     name, lib, _ = casadi_library(robot, algorithm, constraints, name=name, flags=flags, cache=cache,
                                   progress=progress, hessian=hessian, **options)
     return ca.external(name, str(lib))

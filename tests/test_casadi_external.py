@@ -300,6 +300,20 @@ def test_hessian_equals_the_graphs(panda_hessian):
     assert np.array_equal(H, H.T)
 
 
+def test_hessian_random_tree():
+    """A branching fixed-base tree of revolute and prismatic joints with random axes: the
+    external's adj1 and Hessian equal the SX graph's, with its structural pattern."""
+    model = random_tree(6, 11, kinds=("revolute", "prismatic"))
+    e, sx = gen.casadi_external(model, "aba", hessian=True, flags="-O1"), gen.casadi_function(model, "aba")
+    fe, fs = hessian_functions(e, sx, model.nv)
+    assert fe.sparsity_out(2) == fs.sparsity_out(2)
+    q, v, tau = state(model, 6)
+    lam = np.random.default_rng(6).normal(size=model.nv)
+    got, want = fe(q, v, tau, lam), fs(q, v, tau, lam)
+    assert rel_err(np.array(got[1]), np.array(want[1])) < ADJ_TOL
+    assert rel_err(np.array(got[2]), np.array(want[2])) < HESS_TOL
+
+
 def test_jac_adj1_blocks_with_respect_to_the_seed(panda_hessian):
     """jac_adj1_<name>'s blocks w.r.t. the adjoint seed are the transposed first
     derivatives (the derivative kernel, gen.run), those w.r.t. out_ddq structurally zero."""
