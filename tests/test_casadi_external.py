@@ -300,6 +300,20 @@ def test_hessian_equals_the_graphs(panda_hessian):
     assert np.array_equal(H, H.T)
 
 
+def test_hessian_thread_map_equals_serial(panda_hessian):
+    """The Lagrangian's Hessian over the external in F.map(N, "thread", 2): adj1_<name>
+    and jac_adj1_<name> keep their scratch in each thread's w, so the numbers are the
+    serial map's, bit for bit."""
+    model, e, sx = panda_hessian
+    fe, _ = hessian_functions(e, sx, model.nv)
+    n = 32
+    rng = np.random.default_rng(9)
+    args = [np.stack([model.random_q(rng) for _ in range(n)], axis=1),
+            *(rng.normal(size=(model.nv, n)) for _ in range(3))]
+    for serial, threads in zip(fe.map(n)(*args), fe.map(n, "thread", 2)(*args)):
+        assert np.array_equal(np.array(serial), np.array(threads))
+
+
 def test_hessian_random_tree():
     """A branching fixed-base tree of revolute and prismatic joints with random axes: the
     external's adj1 and Hessian equal the SX graph's, with its structural pattern."""
