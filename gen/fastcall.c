@@ -201,11 +201,14 @@ static PyObject *batch_call(Caller *c, PyObject *const *args)
         rc = call_kernel(c->fn, c->nin + c->nout + 1, p);
         for (o = 0; o < c->nout; ++o) {
             const double *r = p[c->nin + o];
-            for (l = 0; l < N && j0 + l < k; ++l) {
-                if (c->kind[o] == 1) ((npy_int64 *)dst[o])[j0 + l] = (npy_int64)r[l];
-                else if (c->kind[o] == 2) dst[o][j0 + l] = r[l];
-                else for (e = 0; e < size[o]; ++e) dst[o][(j0 + l) * size[o] + e] = r[e * N + l];
-            }
+            Py_ssize_t n = N < k - j0 ? N : (Py_ssize_t)(k - j0);
+            if (c->kind[o] == 1)
+                for (l = 0; l < n; ++l) ((npy_int64 *)dst[o])[j0 + l] = (npy_int64)r[l];
+            else if (c->kind[o] == 2)
+                for (l = 0; l < n; ++l) dst[o][j0 + l] = r[l];
+            else    /* element-major: the N lanes of an element share a cache line */
+                for (e = 0; e < size[o]; ++e)
+                    for (l = 0; l < n; ++l) dst[o][(j0 + l) * size[o] + e] = r[e * N + l];
         }
     }
     Py_END_ALLOW_THREADS
