@@ -472,7 +472,6 @@ def _public_function(plan: KernelPlan, oc) -> dict:
     checks = plan.output_checks or [None] * len(fn["outputs"])
     for y, runs in zip(fn["outputs"], checks, strict=True):
         y["check_runs"] = None if runs is None else [list(r) for r in runs]
-        y["check_rows"] = [", ".join(f"{{{a}, {n}}}" for a, n in runs[i:i + 8]) for i in range(0, len(runs or ()), 8)]
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles

@@ -198,9 +198,10 @@ def test_output_check_pass_covers_every_entry_that_can_be_nonfinite(robot):
 
 
 def test_output_check_pass_merges_runs_at_the_gap():
-    """talos-like structure on solo12 crba: at check_gap=0 the runs are the maximal
-    stretches of listed positions; at a gap g, no two runs are g or fewer entries apart
-    and merging adds only gaps of at most g; an arm's M (one run) is checked as one."""
+    """solo12 crba: at check_gap=0 the runs are the maximal stretches of listed
+    positions; at a gap g, no two runs are g or fewer entries apart and merging adds only
+    gaps of at most g; more runs than check_max_runs: the output is checked whole; a
+    batched kernel checks every lane whole."""
     f = _plan("solo12", "crba", "functions").funcs[0]
     (listed,) = output_check.checked_entries(f)
     for gap in (0, 2, 8, 64):
@@ -212,6 +213,9 @@ def test_output_check_pass_merges_runs_at_the_gap():
         assert len(runs) == stretches
         if gap == 0:
             assert sum(n for _, n in runs) == len(listed)
+    (runs,) = _plan("solo12", "crba", "output_check").output_checks
+    assert _plan("solo12", "crba", "output_check", check_max_runs=len(runs)).output_checks == [runs]
+    assert _plan("solo12", "crba", "output_check", check_max_runs=len(runs) - 1).output_checks == [None]
     assert _plan("solo12", "crba", "output_check", batch=4).output_checks is None
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import casadi as ca
 
-from ..emit import _kernel_function, trace_for
+from ..codegen.functions import kernel_function as _traced_function
+from ..emit import trace_for
 
 LATENCY = {ca.OP_ADD: 3, ca.OP_SUB: 3, ca.OP_MUL: 3, ca.OP_NEG: 1, ca.OP_TWICE: 3, ca.OP_SQ: 3,
            ca.OP_DIV: 13, ca.OP_INV: 13, ca.OP_SQRT: 20, ca.OP_SIN: 40, ca.OP_COS: 40}
@@ -81,7 +82,7 @@ def critical_path(f: ca.Function) -> dict:
 
 
 def kernel_function(robot: str, algorithm: str) -> ca.Function:
-    return _kernel_function("k", trace_for(robot, algorithm))
+    return _traced_function("k", trace_for(robot, algorithm))
 
 
 def suite_ns() -> dict:

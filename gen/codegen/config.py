@@ -108,12 +108,16 @@ class CodegenConfig:
     #: mostly in loops, 36.8 us against the AD route's 514k straight-line ones, 117 us)
     loop_op_cost: float = 0.1
     #: the wrapper checks an output for inf / NaN only at the entries that can hold one
-    #: (gen.codegen.output_check), as runs of consecutive entries; two runs at most this
-    #: many entries apart are checked as one (the finite entries between cost less than
-    #: one more run's loop): talos crba 510 entries in 40 runs at 0, 539 in 30 at 8, 1491
-    #: in 7 at 64, against 2500 checked whole (~5100 instructions per call before,
-    #: bench/reports/2026-11-28-speed.md)
-    check_gap: int = 8
+    #: (gen.codegen.output_check), run by run, each run one call gcc unrolls for its
+    #: constant length; two runs at most this many entries apart are checked as one.
+    #: The wrapper's own instructions per call (callgrind, x86-64-v3) at gaps 0 / 4 / 8 /
+    #: 32: talos crba (40 / 32 / 30 / 7 runs) 1040 / 1212 / 1261 / 1267, anymal_c 313 /
+    #: 347 / 361 / -, against 5109 and 721 checking every entry
+    #: (bench/reports/2026-11-28-speed.md): merging does not pay once each run is unrolled
+    check_gap: int = 0
+    #: ... and an output of more runs than this is checked whole (each run is ~40 bytes of
+    #: the wrapper's machine code; talos crba has 40, g1 35, icub 33, anymal_c 18)
+    check_max_runs: int = 64
 
     def __post_init__(self) -> None:
         self._refuse()

@@ -9,8 +9,11 @@ kernel stores one node at (i, j) and (j, i)).  So per output of the kernel funct
 list is the first position of each distinct non-constant node, read from the tape the
 writers write (:func:`gen.cwriter._steps` walks the same one), as ``(start, length)``
 runs; runs at most ``config.check_gap`` entries apart are merged (checking the finite
-entries between costs less than one more run).  An output whose list covers it whole is
-checked whole (``None``); the list of an output with no non-constant entry is empty.
+entries between costs less than one more run).  The wrapper checks each run by its own
+call, which gcc unrolls for its constant length; an output of more than
+``config.check_max_runs`` runs (the wrapper's code grows with them), or whose runs cover it
+whole, is checked whole (``None``); the list of an output with no non-constant entry is
+empty.
 
 Only a kernel whose one function writes the public outputs gets lists: an early-exit
 driver (three functions, and the iteration count), a batched kernel (its wrapper checks
@@ -59,12 +62,13 @@ def runs(positions: list[int], gap: int) -> list[tuple[int, int]]:
     return [(s, n) for s, n in out]
 
 
-def output_checks(f: ca.Function, gap: int) -> list[list[tuple[int, int]] | None]:
-    """Per output of ``f``: its check runs, or None where they cover it whole."""
+def output_checks(f: ca.Function, gap: int, max_runs: int) -> list[list[tuple[int, int]] | None]:
+    """Per output of ``f``: its check runs, or None (checked whole) where they cover it
+    whole or are more than ``max_runs``."""
     lists = []
     for o, positions in enumerate(checked_entries(f)):
         r = runs(positions, gap)
-        lists.append(None if r == [(0, int(f.nnz_out(o)))] else r)
+        lists.append(None if r == [(0, int(f.nnz_out(o)))] or len(r) > max_runs else r)
     return lists
 
 
@@ -73,4 +77,4 @@ def run(plan: KernelPlan) -> None:
     if plan.batch or plan.driver is not None or plan.loops:
         plan.output_checks = None
         return
-    plan.output_checks = output_checks(plan.funcs[0], plan.config.check_gap)
+    plan.output_checks = output_checks(plan.funcs[0], plan.config.check_gap, plan.config.check_max_runs)
