@@ -38,7 +38,8 @@ solver that factorises by pattern (IPOPT) takes the same path with either; the o
 the derivative row does not differentiate (a solver's ``iterations`` and ``residual``)
 are structurally zero.
 
-**Second derivatives** (``hessian=True``, ``aba`` on a robot with ``nq == nv``).  CasADi
+**Second derivatives** (``hessian=True``, ``aba``; free-flyer, revolute, prismatic and
+helical joints).  CasADi
 builds the Hessian of a Lagrangian (``nlpsol``'s default exact Hessian, ``casadi.hessian``)
 by reverse mode, then the Jacobian of that gradient.  For an external it looks both up in
 the library by name: ``adj1_<name>`` (inputs: the nominal inputs, the nominal outputs
@@ -54,8 +55,12 @@ blocks with respect to the variables).  The library then holds ``<name>_hessian.
 ``aba_hessian_product`` (``h_qq``, ``h_qv``, ``h_qtau`` and their transposes) and, with
 respect to the seed, from ``aba_derivatives`` (the transposed first derivatives).  Each
 kernel runs only when a block it gives is wanted.  Each block has the structural pattern
-of the traced graph's Hessian.  A free-flyer (``nq != nv``) is refused: the raw-coordinate
-Hessian needs the chart's second-order term, which is not built.
+of the traced graph's Hessian (of ``lam^T ddq(normalise(q))``).  With a free-flyer the
+q blocks are in raw coordinates, as ``jac_<name>``'s: the Hessian of
+``lam^T ddq(normalise(q))``, i.e. ``P^T h_qq P`` plus the chart's second-order term
+(:func:`_hessian_chart`), equal to ``casadi.hessian`` of the SX graph called on
+normalised quaternions.  Spherical, planar and continuous joints are refused in one line
+(their charts' second-order terms are not written).
 
 **Derivatives with respect to q.**  rbdgen's derivative kernels are in the tangent space
 (Pinocchio's ``integrate``, :mod:`gen.configuration`): ``df/dq`` is ``d f(q (+) d) / d d``
@@ -90,6 +95,7 @@ from .backend import SXBackend
 from .build import Patient, build_folder, compile_flags, compile_shared
 from .configuration import tangent_map
 from .cwriter import write_functions
+from .spatial import quat_rotation
 from .emit import STAMP, TEMPLATES_DIR, BuildFolder, casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
 from .errors import RbdgenError
 from .model import Model
@@ -137,13 +143,8 @@ def casadi_function(robot, algorithm: str, constraints=None, *, name: str | None
 
 # --- the compiled C through CasADi's external-function API ---------------------------------
 
-def _chart(model: Model, fname: str) -> dict:
-    """The raw-coordinate chart of the Jacobian's q block (module docstring) as C:
-    ``static void fname(arg, res)`` writing the nonzeros of ``P(q) = pinv(T(q))`` (nv x
-    nq, compressed columns ``colind``/``row``), the pseudo-inverse taken joint by joint
-    (T is block diagonal: a free-flyer's translation block R(quat), its quaternion block,
-    each other joint's), so P stays as sparse as T."""
-    q = ca.SX.sym("q", model.nq)
+def _pinv_tangent(model: Model, q: ca.SX) -> ca.SX:
+    """``P(q) = pinv(T(q))`` (nv x nq) on SX, block by joint (:func:`_chart`)."""
     T = tangent_map(model, q, SXBackend())
     P = ca.SX(model.nv, model.nq)
     for b in model.bodies:
@@ -154,6 +155,17 @@ def _chart(model: Model, fname: str) -> dict:
         for r, c, nr, nc in blocks:
             B = T[r:r + nr, c:c + nc]
             P[c:c + nc, r:r + nr] = ca.solve(B.T @ B, B.T)
+    return P
+
+
+def _chart(model: Model, fname: str) -> dict:
+    """The raw-coordinate chart of the Jacobian's q block (module docstring) as C:
+    ``static void fname(arg, res)`` writing the nonzeros of ``P(q) = pinv(T(q))`` (nv x
+    nq, compressed columns ``colind``/``row``), the pseudo-inverse taken joint by joint
+    (T is block diagonal: a free-flyer's translation block R(quat), its quaternion block,
+    each other joint's), so P stays as sparse as T."""
+    q = ca.SX.sym("q", model.nq)
+    P = _pinv_tangent(model, q)
     f = ca.Function(fname, [q], [P])
     code, _ = write_functions([f], static=True)
     sp = P.sparsity()
@@ -221,6 +233,14 @@ HESSIAN_SOURCES = {
     ("adj_v", "v"): ("hessian", "h_vv", False), ("adj_tau", "q"): ("hessian", "h_qtau", True),
     ("adj_q", "adj_ddq"): ("first", "ddq_dq", True), ("adj_v", "adj_ddq"): ("first", "ddq_dv", True),
     ("adj_tau", "adj_ddq"): ("first", "Minv", True)}
+#: with a chart (nq != nv): the blocks that involve q's raw coordinates come from the
+#: chart functions of :func:`_hessian_chart` instead
+CHART_SOURCES = {
+    ("adj_q", "q"): ("chart_h", "Bqq", False), ("adj_q", "v"): ("chart_h", "Bqv", False),
+    ("adj_q", "tau"): ("chart_h", "Bqt", False), ("adj_v", "q"): ("chart_h", "Bvq", False),
+    ("adj_tau", "q"): ("chart_h", "Btq", False), ("adj_q", "adj_ddq"): ("chart_d", "Bqa", False)}
+#: the kernel each source needs run first
+NEEDS = {"first": "first", "chart_d": "first", "hessian": "hessian", "chart_h": "hessian"}
 ADJ_OUTPUTS = ("adj_q", "adj_v", "adj_tau")
 ADJ_INPUTS = ("q", "v", "tau", "out_ddq", "adj_ddq")
 
@@ -233,18 +253,107 @@ def _hessian_structure(folder: BuildFolder, model: Model) -> dict:
     if path.exists():
         return json.loads(path.read_text())
     f = trace(model, "aba", None).function("value")
-    x = {k: ca.SX.sym(k, model.nv) for k in ("q", "v", "tau", "adj_ddq")}
-    lagrangian = ca.dot(x["adj_ddq"], f(x["q"], x["v"], x["tau"]))
+    x = {k: ca.SX.sym(k, model.nq if k == "q" else model.nv) for k in ("q", "v", "tau", "adj_ddq")}
+    lagrangian = ca.dot(x["adj_ddq"], f(normalised(model, x["q"]), x["v"], x["tau"]))
     out = {}
     for o, i in zip(ADJ_OUTPUTS, ("q", "v", "tau")):
         g = ca.gradient(lagrangian, x[i])
         for k in ADJ_INPUTS:
-            sp = ca.Sparsity(model.nv, model.nv) if k == "out_ddq" else ca.jacobian_sparsity(g, x[k])
+            sp = ca.Sparsity(g.shape[0], model.nv) if k == "out_ddq" else ca.jacobian_sparsity(g, x[k])
             out[f"{o}|{k}"] = [[int(c) for c in sp.colind()], [int(r) for r in sp.row()]]
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(out))
     tmp.replace(path)
     return out
+
+
+def normalised(model: Model, q):
+    """q with each free-flyer's quaternion scaled to unit norm: the function whose raw
+    derivatives the external reports (module docstring)."""
+    parts, at = [], 0
+    for b in model.bodies:
+        if b.kind == "free":
+            quat = q[b.idx_q + 3:b.idx_q + 7]
+            parts += [q[at:b.idx_q + 3], quat / ca.norm_2(quat)]
+            at = b.idx_q + 7
+    return ca.vertcat(*parts, q[at:]) if parts else q
+
+
+def _quat_mul(a, b):
+    """Hamilton product of quaternions (x y z w)."""
+    av, bv = a[0:3], b[0:3]
+    return ca.vertcat(a[3] * bv + b[3] * av + ca.cross(av, bv), a[3] * b[3] - ca.dot(av, bv))
+
+
+def _integrate2(model: Model, q, d):
+    """``integrate(q, d)`` to second order in d (so its Hessian at d = 0 is exact): a
+    free-flyer's SE(3) exponential ``p + R (v + w x v / 2)``, ``quat (x) (w / 2, 1 - |w|^2 / 8)``
+    (:func:`gen.configuration.integrate`'s Taylor branch); revolute, prismatic, helical
+    ``q + d``."""
+    out = [q[k] for k in range(model.nq)]
+    for b in model.bodies:
+        iq, iv = b.idx_q, b.idx_v
+        if b.kind == "free":
+            v, w = d[iv:iv + 3], d[iv + 3:iv + 6]
+            quat = q[iq + 3:iq + 7]
+            R = ca.SX(3, 3)
+            Rl = quat_rotation(quat[0], quat[1], quat[2], quat[3], SXBackend())
+            for r in range(3):
+                for c in range(3):
+                    R[r, c] = Rl[r, c]
+            p = q[iq:iq + 3] + R @ (v + 0.5 * ca.cross(w, v))
+            qq = _quat_mul(quat, ca.vertcat(0.5 * w, 1 - ca.dot(w, w) / 8))
+            out[iq:iq + 7] = [p[k] for k in range(3)] + [qq[k] for k in range(4)]
+        elif b.nq:
+            out[iq] = q[iq] + d[iv]
+    return ca.vertcat(*out)
+
+
+def _hessian_chart(model: Model, name: str) -> dict:
+    """The raw-coordinate blocks of jac_adj1_<name> with a free-flyer, as C (static
+    functions written by :mod:`gen.cwriter`).  The external is F(q) = lam^T ddq(normalise(q))
+    (module docstring); with the chart delta(q') = the tangent coordinates of normalise(q')
+    about q (``integrate(q, delta(q')) = normalise(q')``), P = d delta/dq' = pinv(T(q)) and
+
+        d2F/dq2 = P^T H P + sum_k g_k d2 delta_k/dq2,
+        sum_k g_k d2 delta_k/dq2 = d2 (w^T normalise)/dq2 - P^T d2 (w^T integrate(q, .))/dd2 P,
+
+    ``H`` the chart Hessian (h_qq), ``g`` the tangent gradient (g_q), ``w = P^T g`` (the
+    second line: differentiate ``integrate(q, delta(q')) = normalise(q')`` twice and apply
+    P, a left inverse of T).  ``<name>_chart_h(q, h_qq, h_qv, h_qtau, g_q)`` gives that
+    block (symmetrised), ``P^T h_qv``, ``P^T h_qtau`` and the transposes' ``h_qv^T P``,
+    ``h_qtau^T P``; ``<name>_chart_d(q, ddq_dq, lam)`` gives ``(ddq_dq P)^T`` and
+    ``P^T ddq_dq^T lam`` (adj_q).  All outputs dense, column-major."""
+    nq, nv = model.nq, model.nv
+    q = ca.SX.sym("q", nq)
+    P = _pinv_tangent(model, q)
+    H, Hqv, Hqt = (ca.SX.sym(n, nv, nv) for n in ("h_qq", "h_qv", "h_qtau"))
+    g, lam = ca.SX.sym("g_q", nv), ca.SX.sym("lam", nv)
+    Dq = ca.SX.sym("ddq_dq", nv, nv)
+    w = P.T @ g
+    qp, d = ca.SX.sym("qp", nq), ca.SX.sym("d", nv)
+    S_norm = ca.substitute(ca.hessian(ca.dot(w, normalised(model, qp)), qp)[0], qp, q)
+    S_int = ca.substitute(ca.hessian(ca.dot(w, _integrate2(model, q, d)), d)[0], d, ca.DM.zeros(nv))
+    Bqq = P.T @ H @ P + S_norm - P.T @ S_int @ P
+    Bqq = 0.5 * (Bqq + Bqq.T)
+    outs_h = {"Bqq": Bqq, "Bqv": P.T @ Hqv, "Bqt": P.T @ Hqt, "Bvq": Hqv.T @ P, "Btq": Hqt.T @ P}
+    outs_d = {"Bqa": (Dq @ P).T, "adjq": P.T @ (Dq.T @ lam)}
+    fh = ca.Function(f"{name}_chart_h", [q, H, Hqv, Hqt, g], [ca.densify(x) for x in outs_h.values()])
+    fd = ca.Function(f"{name}_chart_d", [q, Dq, lam], [ca.densify(x) for x in outs_d.values()])
+    code, _ = write_functions([fh, fd], static=True)
+
+    def layout(outs):
+        where, at = {}, 0
+        for k, x in outs.items():
+            where[k] = at
+            at += x.numel()
+        return where, list(where.values()), at
+
+    hwhere, hoffs, hsize = layout(outs_h)
+    dwhere, doffs, dsize = layout(outs_d)
+    return {"code": code.replace("#include <math.h>\n", "", 1).strip(), "fh": fh.name(), "fd": fd.name(),
+            "h_where": hwhere, "h_offsets": hoffs, "h_size": hsize,
+            "d_where": dwhere, "d_offsets": doffs, "d_size": dsize}
 
 
 def _offsets(fn: dict) -> tuple[dict[str, int], list[int], int]:
@@ -258,10 +367,21 @@ def _offsets(fn: dict) -> tuple[dict[str, int], list[int], int]:
 
 def _hessian_context(name: str, model: Model, dfolder: BuildFolder, hfolder: BuildFolder) -> dict:
     """The ``h`` context of ``casadi_hessian.c.j2`` (``adj1_<name>``, ``jac_adj1_<name>``)."""
-    nv = model.nv
+    nq, nv = model.nq, model.nv
     dfn, hfn = dfolder.manifest["functions"][0], hfolder.manifest["functions"][0]
     dwhere, doffs, dbuf = _offsets(dfn)
     hwhere, hoffs, hbuf = _offsets(hfn)
+    chart = _hessian_chart(model, name) if nq != nv else None
+    # w: first kernel's outputs | its work | Hessian kernel's outputs | its work | chart_h | chart_d
+    base = {"first": 0}
+    base["hessian"] = dbuf + dfn["work_size"]
+    base["chart_h"] = base["hessian"] + hbuf + hfn["work_size"]
+    base["chart_d"] = base["chart_h"] + (chart["h_size"] if chart else 0)
+    sz_w = base["chart_d"] + (chart["d_size"] if chart else 0)
+    where = {"first": dwhere, "hessian": hwhere, "chart_h": chart and chart["h_where"],
+             "chart_d": chart and chart["d_where"]}
+    sources = {**HESSIAN_SOURCES, **(CHART_SOURCES if chart else {})}
+    size = {"q": nq, "adj_q": nq}
     structure = _hessian_structure(hfolder, model)
     patterns: dict[tuple, str] = {}
 
@@ -271,33 +391,39 @@ def _hessian_context(name: str, model: Model, dfolder: BuildFolder, hfolder: Bui
     blocks = []
     for o in ADJ_OUTPUTS:
         for i in ADJ_INPUTS:
+            rows, cols = size.get(o, nv), size.get(i, nv)
             colind, row = structure[f"{o}|{i}"]
-            src = HESSIAN_SOURCES.get((o, i))
+            src = sources.get((o, i))
             if src is None and colind[-1]:
                 raise RbdgenError(f"{name}: the graph's d {o} / d {i} is not zero, but no kernel gives it")
-            b = {"index": len(blocks), "name": f"jac_{o}_{i}", "sp": pattern((nv, nv, *colind, *row)),
+            b = {"index": len(blocks), "name": f"jac_{o}_{i}", "sp": pattern((rows, cols, *colind, *row)),
                  "kernel": None, "gather": None}
             if src is not None and colind[-1]:
                 kernel, output, transposed = src
-                cells = [(r, c) for c in range(nv) for r in row[colind[c]:colind[c + 1]]]
-                b.update(kernel=kernel, src=(hwhere if kernel == "hessian" else dwhere)[output],
+                cells = [(r, c) for c in range(cols) for r in row[colind[c]:colind[c + 1]]]
+                b.update(kernel=kernel, src=base[kernel] + where[kernel][output],
                          what=f"{output}{'^T' if transposed else ''}",
-                         gather=[c + nv * r if transposed else r + nv * c for r, c in cells])
+                         gather=[c + cols * r if transposed else r + rows * c for r, c in cells])
             blocks.append(b)
 
-    def cond(kernel: str) -> str:
-        return " || ".join(f"res[{b['index']}]" for b in blocks if b["kernel"] == kernel) or "0"
+    def cond(*kernels: str) -> str:
+        return " || ".join(f"res[{b['index']}]" for b in blocks if b["kernel"] in kernels) or "0"
 
-    return {"name": name, "file": f"{name}_hessian.c", "nv": nv,
+    vec = {n: f"{name}_hvec{n}" for n in sorted({nq, nv})}
+    ins = [{"name": x, "sp": vec[size.get(x, nv)]} for x in ADJ_INPUTS]
+    return {"name": name, "file": f"{name}_hessian.c", "nq": nq, "nv": nv, "vectors": sorted(vec.items()),
             "value_symbol": symbol_prefix(model.name, "aba"),
             "deriv_symbol": dfn["symbol"], "deriv_header": dfolder.manifest["header"],
             "deriv_offsets": doffs, "deriv_buffer": dbuf, "deriv_work": dfn["work_size"],
             "hess_symbol": hfn["symbol"], "hess_header": hfolder.manifest["header"],
-            "hess_offsets": hoffs, "hess_buffer": hbuf, "hess_work": hfn["work_size"],
-            "adj_outputs": [{"name": o, "sp": f"{name}_hvec"} for o in ADJ_OUTPUTS], "blocks": blocks,
-            "patterns": [{"name": v, "data": list(k)} for k, v in patterns.items()],
-            "first_cond": cond("first"), "hess_cond": cond("hessian"),
-            "sz_w": dbuf + dfn["work_size"] + hbuf + hfn["work_size"]}
+            "hess_offsets": hoffs, "hess_buffer": hbuf, "hess_work": hfn["work_size"], "base": base,
+            "chart": chart, "hess_outputs": {y["name"]: base["hessian"] + hwhere[y["name"]] for y in hfn["outputs"]},
+            "adj_inputs": ins, "adj_outputs": [{"name": o, "sp": vec[size.get(o, nv)]} for o in ADJ_OUTPUTS],
+            "jac_inputs": ins + [{"name": f"out_{o}", "sp": vec[size.get(o, nv)]} for o in ADJ_OUTPUTS],
+            "blocks": blocks, "patterns": [{"name": v, "data": list(k)} for k, v in patterns.items()],
+            "first_cond": cond("first", "chart_d"), "hess_cond": cond("hessian", "chart_h"),
+            "chart_h_cond": cond("chart_h"), "chart_d_cond": cond("chart_d"),
+            "adj1_w": dbuf + dfn["work_size"] if chart is None else sz_w, "sz_w": sz_w}
 
 
 def _render_hessian(h: dict) -> str:
@@ -311,10 +437,11 @@ def _hessian_refusal(model: Model, algo: Algorithm, cset) -> str | None:
     if algo.name != "aba" or cset is not None:
         return (f"{algo.name}: hessian=True is for aba (its second-order row is aba_hessian_product); "
                 f"use the limited-memory Hessian")
-    if model.nq != model.nv:
-        return (f"{model.name}: hessian=True needs raw coordinates equal to the tangent ones (revolute and "
-                f"prismatic joints); the raw-coordinate Hessian of a free-flyer, spherical or continuous joint "
-                f"is not built: use casadi_function's exact Hessian or the limited-memory one")
+    other = sorted({b.kind for b in model.bodies if b.nq and b.kind not in ("free", "revolute", "prismatic", "helical")})
+    if other:
+        return (f"{model.name}: hessian=True takes free-flyer, revolute, prismatic and helical joints; the "
+                f"raw-coordinate Hessian of {', '.join(other)} joints is not built: use casadi_function's exact "
+                f"Hessian or the limited-memory one")
     return None
 
 
@@ -387,7 +514,7 @@ def casadi_external(robot, algorithm: str, constraints=None, *, name: str | None
     (non-finite input or output) is a failed CasADi evaluation.  The quaternions of q
     are not checked: pass unit ones (the derivative kernels assume them).
 
-    ``hessian=True`` (``aba`` on a robot whose joints are all revolute or prismatic) adds
+    ``hessian=True`` (``aba``; free-flyer, revolute, prismatic and helical joints) adds
     the second derivatives CasADi asks an external for (``adj1_<name>``,
     ``jac_adj1_<name>``: module docstring), so ``nlpsol`` runs with IPOPT's exact Hessian.
     It builds and compiles ``aba_hessian_product`` into the library too."""
