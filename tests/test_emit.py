@@ -265,11 +265,13 @@ def test_manifest_records_each_constraint_gains_weight_and_anchor():
 
 
 @needs_cc
-def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_checked(tmp_path):
+@pytest.mark.parametrize("batch", [None, 4])
+def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_checked(batch, tmp_path):
     """crba of a revolute/prismatic tree: the wrapper checks only the entries the kernel
-    stores a distinct non-constant value in (gen.codegen.output_check, fewer than nv^2),
-    and still refuses q = 1e200 (M holds a prismatic offset squared about a revolute axis: inf) with
-    RBDGEN_ERR_NONFINITE_OUTPUT (-2), and accepts and computes an ordinary q."""
+    stores a distinct non-constant value in (gen.codegen.output_check, fewer than nv^2;
+    a batched kernel those of every lane), and still refuses q = 1e200 (M holds a
+    prismatic offset squared about a revolute axis: inf) with RBDGEN_ERR_NONFINITE_OUTPUT
+    (-2), and accepts and computes an ordinary q."""
     from random_trees import random_tree
 
     from gen.codegen.config import CodegenConfig
@@ -278,12 +280,15 @@ def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_check
     model = random_tree(5, 5, kinds=("revolute", "prismatic"))
     b = model.bodies
     assert b[3].kind == "prismatic" and b[b[3].parent].kind == "revolute"   # offset from a revolute axis
-    (runs,) = plan_kernel(trace(model, "crba"), CodegenConfig(), "rbd_t").output_checks
+    (runs,) = plan_kernel(trace(model, "crba"), CodegenConfig(batch=batch), "rbd_t").output_checks
     assert runs is not None and sum(n for _, n in runs) < model.nv ** 2
-    k = gen.build(model, "crba", out_dir=tmp_path / "k")
-    M = np.zeros(model.nv ** 2)
-    assert k.call_raw([np.full(model.nq, 1e200)], [M]) == -2
+    k = gen.build(model, "crba", out_dir=tmp_path / "k", batch=batch)
+    lanes = batch or 1
+    M = np.zeros(model.nv ** 2 * lanes)
+    assert k.call_raw([np.full(model.nq * lanes, 1e200)], [M]) == -2
     assert not np.all(np.isfinite(M))
-    q = np.random.default_rng(4).uniform(-1, 1, model.nq)
-    assert k.call_raw([q], [M]) == 0
-    assert rel_err(M.reshape(model.nv, model.nv, order="F"), gen.run(model, "crba", q)) < C_TOL
+    q = np.random.default_rng(4).uniform(-1, 1, (lanes, model.nq))
+    assert k.call_raw([np.ascontiguousarray(q.T).reshape(-1)], [M]) == 0
+    for lane in range(lanes):
+        got = M.reshape(model.nv ** 2, lanes)[:, lane].reshape(model.nv, model.nv, order="F")
+        assert rel_err(got, gen.run(model, "crba", q[lane])) < C_TOL

@@ -16,9 +16,9 @@ whole, is checked whole (``None``); the list of an output with no non-constant e
 empty.
 
 Only a kernel whose one function writes the public outputs gets lists: an early-exit
-driver (three functions, and the iteration count), a batched kernel (its wrapper checks
-every lane) and a product kernel (its loops check what they form) keep the whole-output
-check.  Recorded in :attr:`gen.codegen.plan.KernelPlan.output_checks`.
+driver (three functions, and the iteration count) and a product kernel (its loops check
+what they form) keep the whole-output check.  A batched kernel's wrapper checks the
+runs' entries of every lane (lanes innermost) before it looks lane by lane.  Recorded in :attr:`gen.codegen.plan.KernelPlan.output_checks`.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def output_checks(f: ca.Function, gap: int, max_runs: int) -> list[list[tuple[in
 
 def run(plan: KernelPlan) -> None:
     """Record ``plan.output_checks`` (None: every output checked whole)."""
-    if plan.batch or plan.driver is not None or plan.loops:
+    if plan.driver is not None or plan.loops:
         plan.output_checks = None
         return
     plan.output_checks = output_checks(plan.funcs[0], plan.config.check_gap, plan.config.check_max_runs)
