@@ -353,23 +353,28 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
     products-as-loops thresholds).  For a derivative row, ``route`` (option) picks the
     analytical algorithm or :func:`trace_ad`; both are traced to record their operation
     counts, and without ``route`` the one of lower :func:`estimated_cost` is returned
-    (ties: analytical)."""
+    (ties: analytical).  A Hessian row (``ADRoute.hessian``) traces only the route asked
+    for, analytical by default (:class:`~gen.algorithms.registry.ADRoute`)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
+    requested = options.get("route")
     if algo.ad is None:
         routes = {"": _trace_fn(model, algo, cset, options)}
+    elif algo.ad.hessian:
+        requested = requested or "analytical"
+        routes = {requested: trace_ad(model, algo, cset, **options) if requested == "ad"
+                  else _trace_fn(model, algo, cset, options)}
     else:
         routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
     for tr in routes.values():
         tr.config = config
     if algo.ad is None:
         return routes[""]
-    requested = options.get("route")
     ops = {name: operations(tr) for name, tr in routes.items()}
     cost = {name: round(estimated_cost(tr)) for name, tr in routes.items()}
     used = requested or min(routes, key=lambda r: (cost[r], r != "analytical"))
     tr = routes[used]
-    tr.route = {"used": used, "chosen": "requested" if requested else "lower estimated cost", "ops": ops,
-                "cost": cost, "ad_of": algo.ad.value}
+    chosen = "requested" if options.get("route") else "default" if algo.ad.hessian else "lower estimated cost"
+    tr.route = {"used": used, "chosen": chosen, "ops": ops, "cost": cost, "ad_of": algo.ad.value}
     return tr
 
 

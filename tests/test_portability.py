@@ -37,7 +37,7 @@ from gen.verify import VERIFY_TOL, kappas, random_inputs, tolerances
 UNCONSTRAINED = tuple(name for name, row in ALGORITHMS.items() if not row.constrained)
 #: left out on talos: the second order is 14 MB of C there (12 min to trace, write and
 #: compile); tests/test_second_order.py checks it against Pinocchio on talos
-HEAVY_ON_TALOS = ("rnea_second_order",)
+HEAVY_ON_TALOS = ("rnea_second_order", "aba_hessian_product")
 #: one bilateral solver per robot, so that the four robots cover the four solvers
 ARM_SOLVER = {"panda": ("prox_ltl", "6D:panda_hand_tcp"),
               "ur5": ("prox_pv", "3D:tool0"),

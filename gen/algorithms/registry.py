@@ -153,7 +153,11 @@ class ADRoute:
     gradient, then its Jacobian: forward over reverse) of ``lam^T y`` in the chart
     ``integrate(q, d)``: the row's outputs are the Hessian blocks ``(q, q)`` (symmetric),
     ``(q, v)``, ``(v, v)``, ``(q, x)`` of the inputs ``(q, v, x)``, the gradient ``(q, v,
-    x)``, then ``y`` (:func:`gen.trace.trace_ad_hessian`)."""
+    x)``, then ``y`` (:func:`gen.trace.trace_ad_hessian`).  A Hessian route is traced only
+    when ``route="ad"`` is asked for: the analytical route is the default without comparing
+    (forward over reverse takes minutes to trace on a humanoid, talos 9.5 min, and costs
+    3.7-7.6x the analytical operations on every named robot measured,
+    opcount/reports/derivatives.md)."""
 
     value: str
     outputs: int
