@@ -256,6 +256,8 @@ def cmd_build(args) -> int:
     row = {**({"algorithm": k.algorithm.name} if auto else {}), "symbol": f["symbol"], "ops": (f["opcount"] or {}).get("total"), "batch": k.batch or 1,
            "work_size": f["work_size"], "folder": str(k.path), "header": k.header_path.name,
            "seconds": round(time.perf_counter() - t0, 2)}
+    if args.casadi_hessian and not args.casadi:
+        raise RbdgenError("--casadi-hessian adds the Hessian to the --casadi library: give --casadi too")
     if args.casadi:
         row["casadi"] = _casadi_build(model, k.algorithm.name, cset, args, progress, opts)
     if args.crocoddyl:                 # the C++ crocoddyl action model (gen/crocoddyl_cpp.py)
@@ -271,7 +273,8 @@ def _casadi_build(model, algorithm, cset, args, progress, opts) -> str:
     casadi.external name."""
     if args.batch or args.avoid_stack or args.prefix:
         raise RbdgenError("--casadi builds the default scalar kernel: leave out --batch, --avoid-stack and --prefix")
-    name, lib, files = casadi_library(model, algorithm, cset, flags=args.flags, progress=progress, **opts)
+    name, lib, files = casadi_library(model, algorithm, cset, flags=args.flags, progress=progress,
+                                      hessian=args.casadi_hessian, **opts)
     write(files, args.out)
     shutil.copyfile(lib, Path(args.out) / f"lib{name}.so")
     return name
@@ -453,6 +456,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--casadi", action="store_true",
                    help="also write lib<prefix>_casadi.so: the kernel and its derivative kernel behind CasADi's "
                         "external-function API (casadi.external('<prefix>_casadi', path), Jacobian included)")
+    s.add_argument("--casadi-hessian", action="store_true",
+                   help="with --casadi and -a aba: also adj1_/jac_adj1_<name> (the exact Hessian of a Lagrangian "
+                        "for IPOPT, through aba_derivatives and aba_hessian_product)")
     s.add_argument("--prefix", help="C symbol of the kernel, its header, library and CMake package (default: "
                                     "rbd_<robot>_<algorithm>[_<constraints>][_v<hash of non-default options>])")
     s.add_argument("--crocoddyl", action="store_true",

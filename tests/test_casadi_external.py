@@ -215,6 +215,26 @@ def test_cli_build_casadi(tmp_path):
     assert e.jacobian().name() == "jac_rbd_chain3_rnea_casadi"
     assert (out / "rbd_chain3_rnea_derivatives_kernel.c").exists() and (out / "rbd_chain3_rnea_casadi.c").exists()
     assert main(["build", "chain:3", "-a", "rnea", "-o", str(out), "--casadi", "--batch", "4", "-q"]) == 2
+    assert main(["build", "chain:3", "-a", "aba", "-o", str(out), "--casadi-hessian", "-q"]) == 2
+
+
+def test_cli_build_casadi_hessian(tmp_path):
+    """rbdgen build --casadi --casadi-hessian: the library's reverse mode and its Jacobian are
+    the external's own adj1_/jac_adj1_ (CasADi's Lagrangian Hessian), equal to the SX graph's."""
+    out = tmp_path / "k"
+    assert main(["build", "chain:3", "-a", "aba", "-o", str(out), "--casadi", "--casadi-hessian", "-q"]) == 0
+    e = ca.external("rbd_chain3_aba_casadi", str(out / "librbd_chain3_aba_casadi.so"))
+    assert e.reverse(1).name() == "adj1_rbd_chain3_aba_casadi"
+    model = gen.load_robot("chain:3")
+    q, v, tau = state(model, 1)
+    lam = np.random.default_rng(2).normal(size=model.nv)
+    x = ca.MX.sym("x", 3 * model.nv)
+    f = ca.dot(lam, e(x[:3], x[3:6], x[6:]))
+    g = gen.casadi_function(model, "aba")
+    ref = ca.dot(lam, g(x[:3], x[3:6], x[6:]))
+    H, H_ref = (ca.Function("H", [x], [ca.hessian(y, x)[0]]) for y in (f, ref))
+    point = np.concatenate([q, v, tau])
+    assert rel_err(np.array(H(point)), np.array(H_ref(point))) < 1e-10
 
 
 def test_refusals():
