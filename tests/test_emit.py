@@ -277,7 +277,7 @@ def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_check
     from gen.codegen.config import CodegenConfig
     from gen.codegen.pipeline import plan_kernel
 
-    model = random_tree(5, 5, kinds=("revolute", "prismatic"))
+    model = random_tree(10, 6, kinds=("revolute", "prismatic"))
     b = model.bodies
     assert b[3].kind == "prismatic" and b[b[3].parent].kind == "revolute"   # offset from a revolute axis
     (runs,) = plan_kernel(trace(model, "crba"), CodegenConfig(batch=batch), "rbd_t").output_checks

@@ -11,9 +11,10 @@ writers write (:func:`gen.cwriter._steps` walks the same one), as ``(start, leng
 runs; runs at most ``config.check_gap`` entries apart are merged (checking the finite
 entries between costs less than one more run).  The wrapper checks each run by its own
 call, which gcc unrolls for its constant length; an output of more than
-``config.check_max_runs`` runs (the wrapper's code grows with them), or whose runs cover it
-whole, is checked whole (``None``); the list of an output with no non-constant entry is
-empty.
+``config.check_max_runs`` runs (the wrapper's code grows with them), or whose runs skip
+fewer than ``config.check_run_entries`` entries per run (a run costs about what checking
+that many more entries in one loop does), is checked whole (``None``); the list of an
+output with no non-constant entry is empty.
 
 Only a kernel whose one function writes the public outputs gets lists: an early-exit
 driver (three functions, and the iteration count) and a product kernel (its loops check
@@ -62,13 +63,14 @@ def runs(positions: list[int], gap: int) -> list[tuple[int, int]]:
     return [(s, n) for s, n in out]
 
 
-def output_checks(f: ca.Function, gap: int, max_runs: int) -> list[list[tuple[int, int]] | None]:
-    """Per output of ``f``: its check runs, or None (checked whole) where they cover it
-    whole or are more than ``max_runs``."""
+def output_checks(f: ca.Function, gap: int, max_runs: int, run_entries: int) -> list[list[tuple[int, int]] | None]:
+    """Per output of ``f``: its check runs, or None (checked whole) where they are more
+    than ``max_runs`` or skip fewer than ``run_entries`` entries per run."""
     lists = []
     for o, positions in enumerate(checked_entries(f)):
         r = runs(positions, gap)
-        lists.append(None if r == [(0, int(f.nnz_out(o)))] or len(r) > max_runs else r)
+        skipped = int(f.nnz_out(o)) - sum(n for _, n in r)
+        lists.append(None if len(r) > max_runs or skipped < run_entries * len(r) else r)
     return lists
 
 
@@ -77,4 +79,5 @@ def run(plan: KernelPlan) -> None:
     if plan.driver is not None or plan.loops:
         plan.output_checks = None
         return
-    plan.output_checks = output_checks(plan.funcs[0], plan.config.check_gap, plan.config.check_max_runs)
+    c = plan.config
+    plan.output_checks = output_checks(plan.funcs[0], c.check_gap, c.check_max_runs, c.check_run_entries)
