@@ -4,16 +4,16 @@ a build folder's ``manifest.json``.
 
 The passes (:data:`gen.codegen.pipeline.PASSES`, in order) each set their own fields:
 
-==============  ==========================================================================
-``functions``   ``prefix``, ``funcs`` (the entry points' CasADi functions), ``driver``
-``batch``       ``batch`` (N states per call or None) and the refusals needing the trace
-``products``    ``loops``: the products written as C loops (none in a batched kernel)
-``lanes``       ``lane_plans`` (per written function, None: on doubles) and ``head``
-``trig``        ``trig``: the scalar kernel's sin and cos as written, ``trig_code``
-``output_check`` ``output_checks``: per output the entries the wrapper checks for inf / NaN
-``write``       ``writer``, ``code``, ``written``: per function its :class:`gen.cwriter.Written`,
-                which records the zero-fill, schedule and split decisions
-==============  ==========================================================================
+================  ==========================================================================
+``functions``     ``prefix``, ``funcs`` (the entry points' CasADi functions), ``driver``
+``batch``         ``batch`` (N states per call or None) and the refusals needing the trace
+``products``      ``loops``: the products written as C loops (none in a batched kernel)
+``lanes``         ``lane_plans`` (per written function, None: on doubles) and ``head``
+``trig``          ``trig``: the scalar kernel's sin and cos as written, ``trig_code``
+``output_check``  ``output_checks``: per output the entries the wrapper checks for inf / NaN
+``write``         ``writer``, ``code``, ``written``: per function its :class:`gen.cwriter.Written`,
+                  which records the zero-fill, schedule and split decisions
+================  ==========================================================================
 """
 from __future__ import annotations
 
