@@ -59,7 +59,7 @@ from .choose import is_auto, resolve
 from .codegen.config import CodegenConfig
 from .emit import BuildFolder, emit_trace, log, timed, trace_for, write
 from .errors import RbdgenError
-from .kernel import NOT_CONVERGED, RETURN_CODES, Kernel  # noqa: F401  (gen.build.Kernel)
+from .kernel import Kernel  # noqa: F401  (gen.build.Kernel)
 from .model import Model
 from .robots import load_robot
 
@@ -234,8 +234,8 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     build that takes more than :data:`PATIENCE` seconds prints its progress to stderr,
     as the CLI does, unless ``quiet``); ``prefix`` / ``avoid_stack``: emission options (:mod:`gen.emit`); ``batch``: N states
     per call (a batched kernel, see the module docstring), ``batch_trig`` its sin and cos
-    ("vector" or "libm", :data:`gen.emit.BATCH_TRIG`), ``scalar_trig`` the scalar kernel's
-    (:data:`gen.emit.SCALAR_TRIG`: "hoisted", default, the joint angles' through the
+    ("vector" or "libm", :data:`gen.codegen.config.BATCH_TRIG`), ``scalar_trig`` the scalar kernel's
+    (:data:`gen.codegen.config.SCALAR_TRIG`: "hoisted", default, the joint angles' through the
     batched kernels' routine 4 at a time; "vector", every one through it, so that with
     ``-ffp-contract=off`` the lanes of a batched kernel are bit for bit the scalar one's;
     "libm", glibc's);

@@ -196,12 +196,10 @@ from .algorithms import in_report
 from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
-from .codegen.batched import write as write_batched
-from .codegen.config import BATCH_SIZES, BATCH_TRIG, SCALAR_TRIG, CodegenConfig, check_batch  # noqa: F401 (callers')
-from .codegen.functions import DRIVER_PARTS, kernel_function
+from .codegen.config import SCALAR_TRIG, CodegenConfig
+from .codegen.functions import DRIVER_PARTS
 from .codegen.pipeline import plan_kernel
 from .codegen.plan import KernelPlan
-from .codegen.trig import TRIG_LIMIT, routine, vector_typedefs  # noqa: F401 (callers')
 from .cwriter import c_double, o0_temporaries, stack_bytes
 from .errors import RbdgenError
 from .model import Model
@@ -599,16 +597,6 @@ def _gains(cset) -> list[dict]:
     return out
 
 
-# --- names kept for their callers --------------------------------------------------------
-#
-# The batched writer is gen/codegen/batched.py, the sin / cos routine gen/codegen/trig.py,
-# the entry points' functions gen/codegen/functions.py; gen.bench, gen.build and the tests
-# import these names from here.
-
-_kernel_function = kernel_function
-_batch_trig_code = routine
-_vector_types = vector_typedefs
-_batch_code = write_batched
 
 
 # --- CasADi's external-function API ------------------------------------------------------

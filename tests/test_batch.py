@@ -12,7 +12,8 @@ import gen
 from gen.algorithms import ALGORITHMS
 from gen.build import build, compile_cached, compile_flags
 from gen.cli import main as cli_main
-from gen.emit import TRIG_LIMIT, _batch_code
+from gen.codegen.batched import write as write_batched
+from gen.codegen.trig import TRIG_LIMIT
 from gen.errors import RbdgenError
 from conftest import load_or_skip, rel_err
 
@@ -118,13 +119,13 @@ def test_talos_aba(kernel_cache):
 
 
 def test_vectorised_sin_cos_against_libm(kernel_cache):
-    """The kernel's own sin and cos (gen.emit._batch_trig_code) within TRIG_TOL of glibc's
+    """The kernel's own sin and cos (gen.codegen.trig.routine) within TRIG_TOL of glibc's
     on |x| <= TRIG_LIMIT, including near multiples of pi/2; libm's value beyond, for inf
     and NaN."""
     lanes = 8
     x = ca.SX.sym("x", 1)
     f = ca.Function("f", [x], [ca.vertcat(ca.sin(x), ca.cos(x))])
-    code = "#include <math.h>\n" + _batch_code(f, "trigtest", lanes, "trigtest_kernel")
+    code = "#include <math.h>\n" + write_batched(f, "trigtest", lanes, "trigtest_kernel")
     files = {"trigtest.c": code.encode(), "trigtest.h": b"int trigtest_kernel(const double **arg, double **res);\n"}
     mod = compile_cached("_rbdgen_trigtest", files, "int trigtest_kernel(const double **arg, double **res);",
                          "trigtest.h", ["trigtest.c"], compile_flags(), cache=kernel_cache, what="compiling the trig test")

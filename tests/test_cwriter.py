@@ -16,7 +16,8 @@ import pytest
 import gen
 from gen import cwriter
 from gen.cwriter import c_double, write_functions
-from gen.emit import _kernel_function, emit, trace_for
+from gen.codegen.functions import kernel_function
+from gen.emit import emit, trace_for
 from gen.errors import RbdgenError
 from conftest import compile_shared
 
@@ -50,7 +51,7 @@ def _vm(f: ca.Function, inputs):
 
 def _aba(robot="ur5"):
     model = gen.load_robot(robot)
-    f = _kernel_function("rbd_t_kernel", trace_for(model, "aba"))
+    f = kernel_function("rbd_t_kernel", trace_for(model, "aba"))
     rng = np.random.default_rng(3)
     return f, [model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)]
 
@@ -105,7 +106,7 @@ def test_schedule_computes_the_same_expressions_with_fewer_live_values(robot, al
     """The scheduled steps are a reordering on fresh slots: every output is the same
     expression tree as in CasADi's tape (no operand read from a slot another value has
     overwritten), and the mean number of live values drops (talos crba 492 -> ~165)."""
-    f = _kernel_function("k", trace_for(gen.load_robot(robot), algorithm))
+    f = kernel_function("k", trace_for(gen.load_robot(robot), algorithm))
     steps = cwriter._steps(f)
     new, before, after = cwriter.schedule(steps)
     assert sorted(st.dest for st in new if st.writes is None) == sorted(st.dest for st in steps if st.writes is None)
@@ -121,7 +122,7 @@ def test_order_choice_and_manifest():
     -> ~165), keeps the tape for small kernels (solo12 crba, 104 live) and where the cut
     is small (panda aba: the schedule is worse)."""
     for robot, algorithm, scheduled in (("talos", "crba", True), ("solo12", "crba", False), ("panda", "aba", False)):
-        f = _kernel_function("k", trace_for(gen.load_robot(robot), algorithm))
+        f = kernel_function("k", trace_for(gen.load_robot(robot), algorithm))
         (w,) = write_functions([f])[1]
         assert w.scheduled is scheduled, robot
 
@@ -131,7 +132,7 @@ def test_split_driver_parts_agree(tmp_path):
     """setup, step and finish of an early-exit driver in one file, each split."""
     model = gen.load_robot("solo12")
     dt = trace_for(model, "prox_ltl", "3D:FL_FOOT,3D:HR_FOOT", tol=1e-9, max_iter=20)
-    funcs = [_kernel_function(f"rbd_t_{n}", getattr(dt, n)) for n in ("setup", "step", "finish")]
+    funcs = [kernel_function(f"rbd_t_{n}", getattr(dt, n)) for n in ("setup", "step", "finish")]
     code, written = write_functions(funcs, split_above=60, part_size=50)
     assert all(w.parts > 1 for w in written)
     lib = _compile(tmp_path, code, "d")

@@ -6,7 +6,7 @@ adding and subtracting 1.5 * 2^52 away (sin(0.3) was 0: solo12 aba with vector t
 by 7.3x, talos batch-8 aba by 1e-1), and -ffinite-math-only, which folds isfinite() and
 NaN comparisons away (a NaN lane of a batch went unreported, NaN gains or weights gave -1
 instead of -3, tol = NaN was accepted).  The kernels now round by an integer conversion
-and test inf and NaN on the bits (gen/emit.py, _batch_trig_code; the wrappers).
+and test inf and NaN on the bits (gen/codegen/trig.py, routine; the wrappers).
 
 FAST_TOL: -ffast-math lets the compiler reassociate sums and contract multiply-adds,
 which moves results by a few ulps times the conditioning (the dual proximal solver here,

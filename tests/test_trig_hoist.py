@@ -17,7 +17,9 @@ import pytest
 import gen
 from gen import cwriter, lanes
 from gen.cwriter import TRIG_LANES, write_functions
-from gen.emit import _batch_trig_code, _kernel_function, _vector_types, trace_for
+from gen.codegen.functions import kernel_function
+from gen.codegen.trig import routine, vector_typedefs
+from gen.emit import trace_for
 from conftest import compile_shared, rel_err
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
@@ -33,7 +35,7 @@ FLAGS = ["-std=gnu99", "-Wall", "-Wextra", "-Werror", "-O2"]
 
 
 def _routine() -> str:
-    return "\n".join([*_vector_types(PREFIX, TRIG_LANES), "", _batch_trig_code(PREFIX, TRIG_LANES)])
+    return "\n".join([*vector_typedefs(PREFIX, TRIG_LANES), "", routine(PREFIX, TRIG_LANES)])
 
 
 def _run(tmp_path, f: ca.Function, inputs, plan=None, name="k", **split):
@@ -56,7 +58,7 @@ def _vm(f: ca.Function, inputs):
 def test_hoisted_kernel_matches_the_virtual_machine(tmp_path, robot, algorithm):
     model = gen.load_robot(robot)
     tr = trace_for(model, algorithm)
-    f = _kernel_function("rbd_h_kernel", tr)
+    f = kernel_function("rbd_h_kernel", tr)
     rng = np.random.default_rng(5)
     inputs = [model.random_q(rng)] + [rng.normal(size=model.nv) for _ in range(f.n_in() - 1)]
     code, outs = _run(tmp_path, f, inputs)
@@ -72,7 +74,7 @@ def test_hoisted_kernel_matches_the_virtual_machine(tmp_path, robot, algorithm):
 def test_hoisted_kernel_split_into_parts_matches_the_virtual_machine(tmp_path):
     # the vectors of sines and cosines cross the parts' boundaries through x, lane by lane
     model = gen.load_robot("ur5")
-    f = _kernel_function("rbd_s_kernel", trace_for(model, "aba"))
+    f = kernel_function("rbd_s_kernel", trace_for(model, "aba"))
     rng = np.random.default_rng(7)
     inputs = [model.random_q(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)]
     code, outs = _run(tmp_path, f, inputs, split_above=300, part_size=300)
@@ -86,7 +88,7 @@ def test_hoisted_lane_groups_match_the_virtual_machine(tmp_path):
     # anymal_c's four legs are isomorphic: the lane plan writes their sin and cos as vectors
     model = gen.load_robot("anymal_c")
     tr = trace_for(model, "crba")
-    f, _, plan = lanes.trace_plan(tr, lambda t: (_kernel_function("rbd_l_kernel", t), None))
+    f, _, plan = lanes.trace_plan(tr, lambda t: (kernel_function("rbd_l_kernel", t), None))
     assert plan is not None
     rng = np.random.default_rng(6)
     inputs = [model.random_q(rng)]

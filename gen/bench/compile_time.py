@@ -37,7 +37,8 @@ from opcount.constrained import CONSTRAINED_SETS
 from .. import cwriter
 from ..build import compile_flags
 from ..codegen.config import CodegenConfig
-from ..emit import _kernel_function, emit_trace, timed, trace_for
+from ..codegen.functions import kernel_function
+from ..emit import emit_trace, timed, trace_for
 from ..robots import load_robot
 from ..trace import DriverTrace
 from . import harness, report
@@ -181,8 +182,8 @@ def measure(robot: str, algorithm: str, set_name: str | None, *, flags, timeout:
 
 def _functions(tr):
     if isinstance(tr, DriverTrace):
-        return [_kernel_function(n, getattr(tr, n)) for n in ("setup", "step", "finish")]
-    return [_kernel_function("k", tr)]
+        return [kernel_function(n, getattr(tr, n)) for n in ("setup", "step", "finish")]
+    return [kernel_function("k", tr)]
 
 
 def run_timing(folders, objects, states, fn, flags, work: Path):

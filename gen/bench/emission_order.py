@@ -30,7 +30,8 @@ import numpy as np
 
 from .. import cwriter
 from ..build import compile_flags
-from ..emit import _kernel_function, emit_trace, timed, trace_for
+from ..codegen.functions import kernel_function
+from ..emit import emit_trace, timed, trace_for
 from ..robots import load_robot
 from . import compile_time, harness, report
 
@@ -98,7 +99,7 @@ def measure(robot: str, algorithm: str, *, flags, work: Path, say) -> dict:
     """One row: ops, live values, machine code and run time of both variants."""
     model = load_robot(robot)
     tr = trace_for(model, algorithm)
-    f = _kernel_function("k", tr)
+    f = kernel_function("k", tr)
     _, before, after = cwriter.schedule(cwriter._steps(f))
     row = {"robot": robot, "algorithm": algorithm, "live": {"tape": round(before, 1), "scheduled": round(after, 1)}}
     folders, objects = {}, {}

@@ -89,7 +89,7 @@ def routine(p: str, lanes: int) -> str:
 
     v, u, i32, i64 = f"{p}_v", f"{p}_u64", f"{p}_i32", f"{p}_i64"
     limit_bits = f"0x{struct.unpack('<Q', struct.pack('<d', TRIG_LIMIT))[0]:016x}ULL"
-    return f"""/* sin and cos of each lane (see rbdgen's gen/emit.py, _batch_trig_code): Cody-Waite
+    return f"""/* sin and cos of each lane (see rbdgen's gen/codegen/trig.py, routine): Cody-Waite
  * reduction by pi/2 in three parts with k = round(2x/pi) an integer conversion, Taylor
  * series on |r| <= pi/4, quadrant by bit masks; |x| > {TRIG_LIMIT:g}, inf and NaN lanes through
  * libm.  No rounding trick and no test that -ffast-math folds away. */
