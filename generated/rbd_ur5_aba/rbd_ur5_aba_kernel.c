@@ -13,7 +13,7 @@ typedef unsigned long long rbd_ur5_aba_cg_u64 __attribute__((vector_size(32)));
 typedef long long rbd_ur5_aba_cg_i64 __attribute__((vector_size(32)));
 typedef int rbd_ur5_aba_cg_i32 __attribute__((vector_size(16)));
 
-/* sin and cos of each lane (see rbdgen's gen/emit.py, _batch_trig_code): Cody-Waite
+/* sin and cos of each lane (see rbdgen's gen/codegen/trig.py, routine): Cody-Waite
  * reduction by pi/2 in three parts with k = round(2x/pi) an integer conversion, Taylor
  * series on |r| <= pi/4, quadrant by bit masks; |x| > 1e+06, inf and NaN lanes through
  * libm.  No rounding trick and no test that -ffast-math folds away. */
