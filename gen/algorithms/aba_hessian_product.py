@@ -57,7 +57,7 @@ import numpy as np
 from ..model import Model
 from ..spatial import ang, lin, skew3
 from .aba_derivatives import aba_derivatives, columns_from, forward_ltdl
-from .rnea_second_order import contracted_second_order
+from .rnea_second_order import contracted_second_order, richardson_columns
 from .world import base_coordinates, tau_partials, world_pass
 
 
@@ -113,11 +113,6 @@ def _mimic_hessian(model: Model, q, v, tau, lam, be):
     return (*out, ddq)
 
 
-#: the step of :func:`pinocchio_aba_hessian_product`'s differences: truncation O(h^4)
-#: (Richardson), rounding ~eps |ddq_dx| / h
-PIN_FD_STEP = 1e-3
-
-
 def pinocchio_aba_hessian_product(pin, pm, pd, q, v, tau, lam, **_):
     """Pinocchio's reference: it has no second-order forward dynamics, so Richardson
     differences (central at ``h`` and ``h/2``) of ``lam^T`` its ``computeABADerivatives``
@@ -130,13 +125,8 @@ def pinocchio_aba_hessian_product(pin, pm, pd, q, v, tau, lam, **_):
         Minv = np.triu(Minv) + np.triu(Minv, 1).T
         return np.concatenate([lam @ dq, lam @ dv, lam @ Minv]), np.array(pd.ddq)
 
-    def diff(f):
-        cols = []
-        for e in np.eye(nv):
-            d1 = (f(PIN_FD_STEP * e) - f(-PIN_FD_STEP * e)) / (2 * PIN_FD_STEP)
-            d2 = (f(PIN_FD_STEP / 2 * e) - f(-PIN_FD_STEP / 2 * e)) / PIN_FD_STEP
-            cols.append((4 * d2 - d1) / 3)
-        return np.column_stack(cols)            # rows: gradient entries, columns: directions
+    def diff(f):                                # rows: gradient entries, columns: directions
+        return richardson_columns(f, nv)
 
     Dq = diff(lambda d: grad(pin.integrate(pm, q, d), v, tau)[0])
     Dv = diff(lambda d: grad(q, v + d, tau)[0])

@@ -332,9 +332,22 @@ def rnea_second_order(model: Model, q, v, a, *, be):
     return out
 
 
-#: the step of :func:`pinocchio_rnea_second_order`'s differences: truncation O(h^4)
-#: (Richardson), rounding ~eps |dtau| / h
+#: the step of the Pinocchio references' differences (:func:`richardson_columns`):
+#: truncation O(h^4) (Richardson), rounding ~eps |first derivative| / h
 PIN_FD_STEP = 1e-3
+
+
+def richardson_columns(f, n: int, h: float = PIN_FD_STEP) -> np.ndarray:
+    """The derivative of the vector function ``f(d)`` at ``d = 0`` along each unit
+    direction of R^n, one column per direction: central differences at ``h`` and ``h/2``
+    combined by Richardson extrapolation (truncation O(h^4)); the references of the
+    second-order rows differentiate Pinocchio's first-order derivatives with it."""
+    cols = []
+    for e in np.eye(n):
+        d1 = (f(h * e) - f(-h * e)) / (2 * h)
+        d2 = (f(h / 2 * e) - f(-h / 2 * e)) / h
+        cols.append((4 * d2 - d1) / 3)
+    return np.column_stack(cols)
 
 
 def pinocchio_rnea_second_order(pin, pm, pd, q, v, a, **_):
@@ -352,13 +365,8 @@ def pinocchio_rnea_second_order(pin, pm, pd, q, v, a, **_):
         M = np.triu(M) + np.triu(M, 1).T
         return np.concatenate([dq.ravel(order="F"), dv.ravel(order="F"), M.ravel(order="F")])
 
-    def diff(f):
-        cols = []
-        for e in np.eye(nv):
-            d1 = (f(PIN_FD_STEP * e) - f(-PIN_FD_STEP * e)) / (2 * PIN_FD_STEP)
-            d2 = (f(PIN_FD_STEP / 2 * e) - f(-PIN_FD_STEP / 2 * e)) / PIN_FD_STEP
-            cols.append((4 * d2 - d1) / 3)
-        return np.column_stack(cols)           # rows: (i, j) column-major, columns: k
+    def diff(f):                               # rows: (i, j) column-major, columns: k
+        return richardson_columns(f, nv)
 
     def as_out(F):       # (i, j) x k -> nv x nv^2, (i, j, k) in column j + nv k
         return F.reshape(-1, order="F").reshape(nv, n2, order="F")
