@@ -155,9 +155,9 @@ class ADRoute:
     ``(q, v)``, ``(v, v)``, ``(q, x)`` of the inputs ``(q, v, x)``, the gradient ``(q, v,
     x)``, then ``y`` (:func:`gen.trace.trace_ad_hessian`).  A Hessian route is traced only
     when ``route="ad"`` is asked for: the analytical route is the default without comparing
-    (forward over reverse takes minutes to trace on a humanoid, talos 9.5 min, and costs
-    3.7-7.6x the analytical operations on every named robot measured,
-    opcount/reports/derivatives.md)."""
+    (forward over reverse takes minutes to trace on a humanoid, talos 2.4 min alone and 9.5
+    on a loaded machine, and costs 3.4-7.6x the analytical operations on every robot
+    measured, opcount/reports/derivatives.md)."""
 
     value: str
     outputs: int
