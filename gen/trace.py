@@ -358,22 +358,22 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     requested = options.get("route")
     if algo.ad is None:
-        routes = {"": _trace_fn(model, algo, cset, options)}
+        routes = {None: _trace_fn(model, algo, cset, options)}
     elif algo.ad.hessian:
-        requested = requested or "analytical"
-        routes = {requested: trace_ad(model, algo, cset, **options) if requested == "ad"
+        asked = requested or "analytical"
+        routes = {asked: trace_ad(model, algo, cset, **options) if asked == "ad"
                   else _trace_fn(model, algo, cset, options)}
     else:
         routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
     for tr in routes.values():
         tr.config = config
     if algo.ad is None:
-        return routes[""]
+        return routes[None]
     ops = {name: operations(tr) for name, tr in routes.items()}
     cost = {name: round(estimated_cost(tr)) for name, tr in routes.items()}
     used = requested or min(routes, key=lambda r: (cost[r], r != "analytical"))
+    chosen = "requested" if requested else "default" if algo.ad.hessian else "lower estimated cost"
     tr = routes[used]
-    chosen = "requested" if options.get("route") else "default" if algo.ad.hessian else "lower estimated cost"
     tr.route = {"used": used, "chosen": chosen, "ops": ops, "cost": cost, "ad_of": algo.ad.value}
     return tr
 
