@@ -538,6 +538,8 @@ class Written:
     o0_doubles: int = 0
     #: the outputs zero-filled first (:mod:`gen.codegen.zero_fill`)
     filled: tuple = ()
+    #: whether its joint angles' sin and cos go through the vector routine (:func:`hoist_trig`)
+    hoisted_trig: bool = False
 
 
 #: the stack one call takes beyond STACK_FACTOR x its locals' bytes (the wrapper's and the
@@ -644,9 +646,10 @@ def _written(f, steps, fills, widths, slots, scheduled, avoid_stack, static, fla
         lines = [head, f"{flatten}{'static ' if static else ''}void {name}({params})", "{",
                  *([] if avoid_stack else _declare(used, widths)), *unused, *fills, *body, "}"]
         return Written("\n".join(lines), 1, 0 if avoid_stack else doubles, slots, scheduled, widths, o0,
-                       _filled(fills))
+                       _filled(fills), bool(flatten))
     written = _split(steps, name, params, head, slot, avoid_stack, size, fills, widths, static, flatten)
-    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0, _filled(fills))
+    return Written(written.code, written.parts, written.stack_doubles, slots, scheduled, widths, o0, _filled(fills),
+                   bool(flatten))
 
 
 def _filled(fills: list[str]) -> tuple[int, ...]:
@@ -761,8 +764,7 @@ def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None
                for f, plan in zip(funcs, lanes)]
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     # the routines only where a function calls one (an unused static function is a warning)
-    hoisted = trig_vector is not None and any(f"{trig_vector}_{name}(&t_" in w.code for name in ("sin", "cos")
-                                              for w in written)
+    hoisted = any(w.hoisted_trig for w in written)
     called = hoisted or any(fmt.split("(")[0] in w.code for fmt in (calls or {}).values() for w in written)
     head = ["#include <math.h>", ""] + ([preamble.rstrip(), ""] if preamble and called else []) + \
         ([vector_types(widths), ""] if widths else []) + \

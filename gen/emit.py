@@ -455,7 +455,14 @@ def _vector_uses(plan: KernelPlan) -> list[str]:
     return (["batched states"] if plan.batch else []) + (["product loops"] if plan.loops else []) \
         + (["isomorphic limbs as lanes, which rbdgen build --no-lanes turns off"] if any(plan.lane_plans) else []) \
         + (["the joint angles' sines and cosines four at a time, which --no-lanes turns off"]
-           if f"typedef double {plan.prefix}_cg_v " in plan.code else [])
+           if any(w.hoisted_trig for w in plan.written or ()) else []) \
+        + (["every sine and cosine through the vector routine on one lane (scalar_trig='vector')"]
+           if plan.trig == "vector" and _has_trig(plan.written_funcs) else [])
+
+
+def _has_trig(funcs) -> bool:
+    """Whether any of ``funcs`` computes a sine or cosine."""
+    return any(f.instruction_id(k) in (ca.OP_SIN, ca.OP_COS) for f in funcs for k in range(f.n_instructions()))
 
 
 def _public_function(plan: KernelPlan, oc) -> dict:

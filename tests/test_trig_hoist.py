@@ -117,3 +117,17 @@ def test_one_argument_is_left_unchanged():
     f = ca.Function("one", [x], [ca.sin(x[0]) * x[1] + ca.cos(x[0])])
     steps = cwriter._steps(f)
     assert cwriter.hoist_trig(steps, {}, PREFIX) == (steps, {})
+
+
+def test_the_header_names_the_sin_cos_the_writer_wrote():
+    """The header's vector uses come from what the writer did: the hoisted routine where
+    it hoisted (gen.cwriter.Written.hoisted_trig), the one-lane routine for
+    scalar_trig='vector', nothing for glibc's; a kernel without sin or cos names none."""
+    from gen.emit import context
+    hoisted = "the joint angles' sines and cosines four at a time, which --no-lanes turns off"
+    one_lane = "every sine and cosine through the vector routine on one lane (scalar_trig='vector')"
+    tr = trace_for("chain:3", "rnea")
+    assert context(tr)["vector_uses"] == [hoisted]
+    assert context(tr, scalar_trig="vector")["vector_uses"] == [one_lane]
+    assert context(tr, scalar_trig="libm")["vector_uses"] == []
+    assert context(tr, lanes=False)["vector_uses"] == []
