@@ -86,7 +86,6 @@ import time
 from pathlib import Path
 
 import casadi as ca
-import jinja2
 import numpy as np
 
 from .algorithms import Algorithm
@@ -95,11 +94,12 @@ from .backend import SXBackend
 from .build import Patient, build_folder, compile_flags, compile_shared
 from .configuration import tangent_map
 from .cwriter import write_functions
-from .spatial import quat_rotation
-from .emit import STAMP, TEMPLATES_DIR, BuildFolder, casadi_context, casadi_name, constraint_info, render_casadi, symbol_prefix
+from .emit import (STAMP, BuildFolder, _environment, casadi_context, casadi_name, constraint_info, render_casadi,
+                   symbol_prefix)
 from .errors import RbdgenError
 from .model import Model
 from .robots import load_robot
+from .spatial import quat_rotation
 from .trace import trace
 
 #: options that make a kernel an early-exit driver: data-dependent iteration counts have
@@ -341,27 +341,20 @@ def _hessian_chart(model: Model, name: str) -> dict:
     fh = ca.Function(f"{name}_chart_h", [q, H, Hqv, Hqt, g], [ca.densify(x) for x in outs_h.values()])
     fd = ca.Function(f"{name}_chart_d", [q, Dq, lam], [ca.densify(x) for x in outs_d.values()])
     code, _ = write_functions([fh, fd], static=True)
-
-    def layout(outs):
-        where, at = {}, 0
-        for k, x in outs.items():
-            where[k] = at
-            at += x.numel()
-        return where, list(where.values()), at
-
-    hwhere, hoffs, hsize = layout(outs_h)
-    dwhere, doffs, dsize = layout(outs_d)
+    hwhere, hoffs, hsize = _packed((k, x.numel()) for k, x in outs_h.items())
+    dwhere, doffs, dsize = _packed((k, x.numel()) for k, x in outs_d.items())
     return {"code": code.replace("#include <math.h>\n", "", 1).strip(), "fh": fh.name(), "fd": fd.name(),
             "h_where": hwhere, "h_offsets": hoffs, "h_size": hsize,
             "d_where": dwhere, "d_offsets": doffs, "d_size": dsize}
 
 
-def _offsets(fn: dict) -> tuple[dict[str, int], list[int], int]:
-    """A kernel's outputs packed one after another: name -> offset, the offsets, the total."""
+def _packed(sizes) -> tuple[dict[str, int], list[int], int]:
+    """Arrays ``(name, size)`` packed one after another: name -> offset, the offsets, the
+    total (a kernel's outputs, the chart functions' outputs, in ``w``)."""
     where, offset = {}, 0
-    for y in fn["outputs"]:
-        where[y["name"]] = offset
-        offset += y["size"]
+    for name, size in sizes:
+        where[name] = offset
+        offset += size
     return where, list(where.values()), offset
 
 
@@ -369,8 +362,8 @@ def _hessian_context(name: str, model: Model, dfolder: BuildFolder, hfolder: Bui
     """The ``h`` context of ``casadi_hessian.c.j2`` (``adj1_<name>``, ``jac_adj1_<name>``)."""
     nq, nv = model.nq, model.nv
     dfn, hfn = dfolder.manifest["functions"][0], hfolder.manifest["functions"][0]
-    dwhere, doffs, dbuf = _offsets(dfn)
-    hwhere, hoffs, hbuf = _offsets(hfn)
+    dwhere, doffs, dbuf = _packed((y["name"], y["size"]) for y in dfn["outputs"])
+    hwhere, hoffs, hbuf = _packed((y["name"], y["size"]) for y in hfn["outputs"])
     chart = _hessian_chart(model, name) if nq != nv else None
     # w: first kernel's outputs | its work | Hessian kernel's outputs | its work | chart_h | chart_d
     base = {"first": 0}
@@ -427,9 +420,8 @@ def _hessian_context(name: str, model: Model, dfolder: BuildFolder, hfolder: Bui
 
 
 def _render_hessian(h: dict) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
-    return env.get_template("casadi_hessian.c.j2").render(stamp=STAMP, h=h)
+    """The text of ``casadi_hessian.c.j2`` (the build folders' template environment)."""
+    return _environment().get_template("casadi_hessian.c.j2").render(stamp=STAMP, h=h)
 
 
 def _hessian_refusal(model: Model, algo: Algorithm, cset) -> str | None:

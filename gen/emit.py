@@ -733,7 +733,6 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-#: a batched kernel's own wrapper and kernel file
 #: a batched kernel's own wrapper and kernel file (lanes innermost: no CasADi entry)
 BATCH_TEMPLATE_OF = {**{k: v for k, v in TEMPLATE_OF.items() if k != "casadi"},
                      "wrapper": "wrapper_batch.c.j2", "kernel": "kernel_batch.c.j2"}
