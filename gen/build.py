@@ -260,15 +260,28 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     flags = compile_flags(flags)
     root = cache_dir(cache)
     key = _request_key(model, algorithm, constraints, options, config.request(), flags)
-    entry = None if key is None else buildcache.lookup(root, key)
-    if entry is not None:
-        kernel = _cached_kernel(entry, model, constraints, options, out_dir=out_dir, flags=flags, root=root,
-                                progress=progress)
-        (progress or log.info)(f"build {model.name}/{kernel.algorithm.name} (cached: {entry.folder}): "
-                               f"{time.perf_counter() - t0:.2f} s")
-        return kernel
-    if progress is None and not quiet:
-        progress = Patient(t0)
+    entry = _lookup(root, key)
+    if entry is None:
+        with buildcache.building(root, key):         # another process may be building it: wait, look again
+            entry = _lookup(root, key)
+            if entry is None:
+                return _new_kernel(model, algorithm, constraints, options, config, key, flags=flags, root=root,
+                                   out_dir=out_dir, progress=progress or (None if quiet else Patient(t0)))
+    kernel = _cached_kernel(entry, model, constraints, options, out_dir=out_dir, flags=flags, root=root,
+                            progress=progress)
+    (progress or log.info)(f"build {model.name}/{kernel.algorithm.name} (cached: {entry.folder}): "
+                           f"{time.perf_counter() - t0:.2f} s")
+    return kernel
+
+
+def _lookup(root: Path, key: str | None):
+    """The cache entry of ``key`` (None: none, or an uncacheable request)."""
+    return None if key is None else buildcache.lookup(root, key)
+
+
+def _new_kernel(model: Model, algorithm: str, constraints, options: dict, config: CodegenConfig, key: str | None, *,
+                flags, root: Path, out_dir, progress) -> Kernel:
+    """Trace, emit, compile and record a kernel the cache does not hold."""
     folder, files, tr = _trace_and_emit(model, algorithm, constraints, options, config, root, progress)
     cached = folder
     if out_dir is not None:            # written before compiling: a compiler error leaves the files to look at
@@ -294,16 +307,22 @@ def build_folder(robot, algorithm: str, constraints=None, *, flags=None, cache=N
     config = CodegenConfig()
     root = cache_dir(cache)
     key = _request_key(model, algorithm, constraints, options, config.request(), flags)
-    entry = None if key is None else (buildcache.lookup(root, key) or buildcache.lookup(root, f"emit-{key}"))
-    if entry is not None:
-        files = {n: b.decode("utf-8") for n, b in entry.files.items()}
-        return BuildFolder(entry.folder, entry.prefix, json.loads(files["manifest.json"]), files)
-    if progress is None and not quiet:
-        progress = Patient(t0)
-    folder, files, _ = _trace_and_emit(model, algorithm, constraints, options, config, root, progress)
-    if key is not None:                # no extension: the module and library fields stay empty
-        buildcache.record(root, f"emit-{key}", folder.path, files, folder.prefix, "", Path(""))
-    return folder
+
+    def found():
+        return None if key is None else (buildcache.lookup(root, key) or buildcache.lookup(root, f"emit-{key}"))
+
+    entry = found()
+    if entry is None:
+        with buildcache.building(root, key):         # another process may be emitting it: wait, look again
+            entry = found()
+            if entry is None:
+                folder, files, _ = _trace_and_emit(model, algorithm, constraints, options, config, root,
+                                                   progress or (None if quiet else Patient(t0)))
+                if key is not None:    # no extension: the module and library fields stay empty
+                    buildcache.record(root, f"emit-{key}", folder.path, files, folder.prefix, "", Path(""))
+                return folder
+    files = {n: b.decode("utf-8") for n, b in entry.files.items()}
+    return BuildFolder(entry.folder, entry.prefix, json.loads(files["manifest.json"]), files)
 
 
 def _request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict,

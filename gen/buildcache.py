@@ -39,6 +39,7 @@ symbols) is not cached: :func:`request_key` returns None.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -59,6 +60,11 @@ import numpy as np
 from .errors import RbdgenError
 from .model import Model
 from .version import __version__
+
+try:
+    import fcntl                                     # POSIX: the builders' lock (building)
+except ImportError:                                  # pragma: no cover - not POSIX
+    fcntl = None
 
 #: the folders of rbdgen whose files make up :func:`source_digest`, relative to the
 #: repository (or site-packages) root, with the glob of each
@@ -222,6 +228,26 @@ def lookup(root: Path, key: str) -> Entry | None:
     if not files or files_digest(files) != recorded:
         return None
     return Entry(folder, files, prefix, module, root / Path(library).name)
+
+
+@contextlib.contextmanager
+def building(root: Path, key: str | None):
+    """Held while one process builds ``key``: an exclusive ``flock`` on
+    ``<root>/locks/<key>.lock``, so that processes asking for the same new kernel at once
+    (a parallel test run's workers, several solvers started together) take turns, and the
+    later ones find the first one's entry (:func:`lookup` again inside) instead of tracing
+    and compiling it again.  Nothing for an uncacheable request or without ``fcntl``."""
+    if key is None or fcntl is None:
+        yield
+        return
+    folder = root / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{key}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _write_json_atomic(path: Path, value: dict) -> None:

@@ -57,17 +57,10 @@ pin 4.0.0; with pin 4.1.0 crocoddyl 3.2.1 crashes on a frame-translation cost).
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import warnings
 
 import numpy as np
-
-try:
-    import fcntl                                     # POSIX: the build lock of _build_lock
-except ImportError:                                  # pragma: no cover - not POSIX
-    fcntl = None
 
 from .errors import RbdgenError
 
@@ -88,8 +81,7 @@ try:
 except ImportError as e:                           # pragma: no cover - the extra is missing
     raise RbdgenError(f"gen.crocoddyl needs crocoddyl and Pinocchio: pip install 'rbdgen[crocoddyl]' ({e})") from None
 
-from .build import build, cache_dir
-from .buildcache import model_digest
+from .build import build
 from .constraint_spec import parse_constraints
 from .robots import load_robot
 
@@ -109,36 +101,13 @@ def robot_of(pm):
 
 def kernel(pm, algorithm: str, constraints=None, key=(), **options):
     """``gen.build(load_robot(pm), algorithm, constraints, **options)``, once per process
-    for one ``(pm, algorithm, key)``, and once per machine for one request: processes
-    building the same kernel (the workers of a parallel test run, several solvers
-    started at once) take turns on a lock file in the kernel cache, so the later ones
-    find the first one's build instead of tracing and compiling it again."""
+    for one ``(pm, algorithm, key)`` (and once per machine: processes building the same
+    kernel take turns, :func:`gen.buildcache.building`)."""
     k = (id(pm), algorithm, key, tuple(sorted(options.items())))
     hit = _KERNELS.get(k)
     if hit is None or hit[0] is not pm:
-        robot = robot_of(pm)
-        with _build_lock(robot, k[1:]):
-            hit = _KERNELS[k] = (pm, build(robot, algorithm, constraints, quiet=False, **options))
+        hit = _KERNELS[k] = (pm, build(robot_of(pm), algorithm, constraints, quiet=False, **options))
     return hit[1]
-
-
-@contextlib.contextmanager
-def _build_lock(robot, request):
-    """An exclusive ``flock`` on ``<cache>/locks/crocoddyl-<digest>.lock`` for one request
-    (the model's content digest, algorithm, contact key and options); no lock where
-    ``fcntl`` is missing."""
-    if fcntl is None:                                # pragma: no cover - not POSIX
-        yield
-        return
-    digest = hashlib.sha256(repr((model_digest(robot), request)).encode()).hexdigest()[:24]
-    folder = cache_dir() / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"crocoddyl-{digest}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def out_arrays(kern, named: dict) -> tuple:

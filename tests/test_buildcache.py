@@ -286,12 +286,15 @@ def test_install_first_builder_wins(tmp_path):
 
 def _build_in_process(cache, barrier, queue):
     barrier.wait()
-    k = gen.build("chain:3", "nle", flags=FLAGS, cache=cache)
+    msgs = []
+    k = gen.build("chain:3", "nle", flags=FLAGS, cache=cache, progress=msgs.append)
     q = k.model.neutral()
-    queue.put((str(k.path), k.module.__name__, k(q, np.ones(3)).tolist()))
+    queue.put((str(k.path), k.module.__name__, k(q, np.ones(3)).tolist(), _traced(msgs)))
 
 
 def test_two_processes_building_one_kernel_agree(tmp_path):
+    """Started together, they take turns (gen.buildcache.building): one traces and
+    compiles, the other finds its entry; both get the same kernel."""
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_build_in_process, args=(str(tmp_path), barrier, queue)) for _ in range(2)]
@@ -301,6 +304,8 @@ def test_two_processes_building_one_kernel_agree(tmp_path):
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
+    assert sorted(r[3] for r in results) == [False, True], "both processes traced the kernel"
+    results = [r[:3] for r in results]
     assert results[0] == results[1]
     ref = gen.run("chain:3", "nle", gen.load_robot("chain:3").neutral(), np.ones(3))
     assert rel_err(results[0][2], ref) <= C_TOL
