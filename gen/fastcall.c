@@ -384,8 +384,6 @@ static PyObject *dispatch_get(PyObject *self, PyObject *obj, PyObject *type)
     return PyMethod_New(self, obj);
 }
 
-static PyObject *make_dispatch(PyObject *mod, PyObject *noargs);
-
 static PyTypeObject DispatchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "rbdgen_fastcall.Dispatch",
