@@ -2,16 +2,19 @@
 for URDF ones: the same file compiled by MuJoCo, MuJoCo's own functions on the state,
 the result converted to rbdgen's (Pinocchio's) conventions.
 
-==============  ====================================================================
-algorithm       MuJoCo's computation
-==============  ====================================================================
-``crba``        ``mj_fullM`` after ``mj_forward``
-``nle``         ``qfrc_bias`` after ``mj_forward``
-``rnea``        ``mj_rne(flg_acc = 1)`` with ``qacc`` set after ``mj_forward``
-``aba``         ``qacc`` of ``mj_forward`` with ``qfrc_applied = tau``
-``crba_solve``  ``mj_solveM`` (MuJoCo's ``L^T D L`` factor of M) on ``b``
-``minv``        ``mj_solveM`` on the identity
-==============  ====================================================================
+A registry row names its MuJoCo computation (``Algorithm.mujoco_ref``, a key of
+:data:`REFERENCES`):
+
+===================  ===============================================================
+``mujoco_ref``       MuJoCo's computation (row)
+===================  ===============================================================
+``fullM``            ``mj_fullM`` after ``mj_forward`` (crba)
+``bias``             ``qfrc_bias`` after ``mj_forward`` (nle)
+``rne``              ``mj_rne(flg_acc = 1)`` with ``qacc`` set after ``mj_forward`` (rnea)
+``qacc``             ``qacc`` of ``mj_forward`` with ``qfrc_applied = tau`` (aba)
+``solveM``           ``mj_solveM`` (MuJoCo's ``L^T D L`` factor of M) on ``b`` (crba_solve)
+``solveM_identity``  ``mj_solveM`` on the identity (minv)
+===================  ===============================================================
 
 **The model MuJoCo computes with** is the file's, made to compute the rigid-body equations
 ``M qacc + qfrc_bias = tau`` that rbdgen compiles (:mod:`gen.mjcf`, "What rbdgen computes"):
@@ -46,13 +49,12 @@ import warnings
 
 import numpy as np
 
+from .algorithms import ALGORITHMS
 from .errors import RbdgenError
 from .mjcf import _mujoco, acceleration_to_mujoco, compile_mjcf, mujoco_warnings, q_to_mujoco, v_from_mujoco, \
     v_to_mujoco
 from .model import Model
 
-#: the algorithms with a MuJoCo reference
-ALGORITHMS = ("rnea", "nle", "crba", "aba", "crba_solve", "minv")
 #: model fields zeroed: armature, passive forces and friction loss
 ZEROED = ("dof_armature", "dof_damping", "dof_dampingpoly", "dof_frictionloss", "jnt_stiffness",
           "jnt_stiffnesspoly", "tendon_armature", "tendon_damping", "tendon_dampingpoly", "tendon_stiffness",
@@ -82,10 +84,12 @@ def is_mjcf(model: Model) -> bool:
 
 def supports(model: Model, algorithm: str, cset=None) -> bool:
     """Whether :func:`reference` has MuJoCo's value of ``algorithm`` on ``model``: a model
-    loaded from an MJCF file, an algorithm of :data:`ALGORITHMS`, no constraints, and the
-    ``mujoco`` package installed."""
+    loaded from an MJCF file, a registry row naming a MuJoCo computation (its
+    ``mujoco_ref``, :data:`REFERENCES`), no constraints, and the ``mujoco`` package
+    installed."""
+    row = ALGORITHMS.get(algorithm)
     constrained = cset is not None and len(getattr(cset, "constraints", cset) or ()) > 0
-    return algorithm in ALGORITHMS and not constrained and is_mjcf(model) and available()
+    return row is not None and row.mujoco_ref is not None and not constrained and is_mjcf(model) and available()
 
 
 def prepare(m, d) -> None:
@@ -159,6 +163,69 @@ def _forward(mujoco, m, d, model: Model, q, v=None, tau=None) -> None:
         mujoco.mj_forward(m, d)
 
 
+def _qacc(mujoco, m, d, model, q, v, tau):
+    """ddq: ``mj_forward``'s qacc less the drift of MuJoCo's coordinates."""
+    _forward(mujoco, m, d, model, q, v, tau)
+    return v_from_mujoco(model, q, d.qacc - acceleration_to_mujoco(model, q, v, np.zeros(model.nv)))
+
+
+def _bias(mujoco, m, d, model, q, v):
+    """b(q, v): ``qfrc_bias`` plus M times the drift (MuJoCo's bias is at its qacc = 0)."""
+    _forward(mujoco, m, d, model, q, v)
+    out = np.zeros(model.nv)
+    mujoco.mj_mulM(m, d, out, acceleration_to_mujoco(model, q, v, np.zeros(model.nv)))
+    return v_from_mujoco(model, q, d.qfrc_bias + out)
+
+
+def _rne(mujoco, m, d, model, q, v, a):
+    """tau: ``mj_rne`` with the acceleration term at MuJoCo's qacc of ``a``."""
+    _forward(mujoco, m, d, model, q, v)
+    d.qacc[:] = acceleration_to_mujoco(model, q, v, a)
+    out = np.zeros(model.nv)
+    mujoco.mj_rne(m, d, 1, out)
+    return v_from_mujoco(model, q, out)
+
+
+def _full_m(mujoco, m, d, model, q):
+    """M: ``mj_fullM`` through the velocity map, ``T^T M_mj T``."""
+    _forward(mujoco, m, d, model, q)
+    T = _velocity_map(model, q)
+    return T.T @ _full_inertia(mujoco, m, d) @ T
+
+
+def _solve(mujoco, m, d, model, q, rhs_columns):
+    """``T^-1 M_mj^-1 T^-T`` applied to columns: ``mj_solveM`` on ``T`` times them."""
+    _forward(mujoco, m, d, model, q)
+    T = _velocity_map(model, q)
+    rhs = np.ascontiguousarray((T @ rhs_columns).T)
+    x = np.zeros_like(rhs)
+    mujoco.mj_solveM(m, d, x, rhs)
+    return T.T @ x.T
+
+
+def _solve_m(mujoco, m, d, model, q, b):
+    """x = M^-1 b by ``mj_solveM``."""
+    return _solve(mujoco, m, d, model, q, b[:, None])[:, 0]
+
+
+def _inverse_m(mujoco, m, d, model, q):
+    """M^-1 by ``mj_solveM`` on the identity."""
+    return _solve(mujoco, m, d, model, q, np.eye(model.nv))
+
+
+#: MuJoCo's computations a registry row names as its reference (``Algorithm.mujoco_ref``):
+#: ``fn(mujoco, m, d, model, *inputs)`` in rbdgen's conventions, and whether it solves with
+#: M (a solve loses eps * cond(M); a product a few hundred ulps)
+REFERENCES = {"qacc": (_qacc, True), "bias": (_bias, False), "rne": (_rne, False), "fullM": (_full_m, False),
+              "solveM": (_solve_m, True), "solveM_identity": (_inverse_m, True)}
+
+
+def solves(algorithm: str) -> bool:
+    """Whether the MuJoCo reference of ``algorithm`` solves with M (its error grows with
+    cond(M)), not only multiplies."""
+    return REFERENCES[ALGORITHMS[algorithm].mujoco_ref][1]
+
+
 def reference(model: Model, algorithm: str, *inputs, cset=None):
     """MuJoCo's value of ``algorithm`` at rbdgen's ``inputs`` (Pinocchio's conventions,
     :func:`gen.run`'s inputs), in rbdgen's conventions and output shapes, or ``None`` where
@@ -168,32 +235,7 @@ def reference(model: Model, algorithm: str, *inputs, cset=None):
     mujoco = _mujoco()
     m, d = mujoco_model(model)
     xs = [np.asarray(x, dtype=float).reshape(-1) for x in inputs]
-    q = xs[0]
-    nv = model.nv
-    if algorithm == "aba":
-        _, v, tau = xs
-        _forward(mujoco, m, d, model, q, v, tau)
-        return v_from_mujoco(model, q, d.qacc - acceleration_to_mujoco(model, q, v, np.zeros(nv)))
-    if algorithm in ("nle", "rnea"):
-        v = xs[1]
-        _forward(mujoco, m, d, model, q, v)
-        drift = acceleration_to_mujoco(model, q, v, np.zeros(nv))
-        if algorithm == "nle":
-            out = np.zeros(nv)
-            mujoco.mj_mulM(m, d, out, drift)
-            return v_from_mujoco(model, q, d.qfrc_bias + out)
-        d.qacc[:] = acceleration_to_mujoco(model, q, v, xs[2])
-        out = np.zeros(nv)
-        mujoco.mj_rne(m, d, 1, out)
-        return v_from_mujoco(model, q, out)
-    _forward(mujoco, m, d, model, q)
-    T = _velocity_map(model, q)
-    if algorithm == "crba":
-        return T.T @ _full_inertia(mujoco, m, d) @ T
-    rhs = np.ascontiguousarray((T @ xs[1])[None, :] if algorithm == "crba_solve" else T.T)
-    x = np.zeros_like(rhs)
-    mujoco.mj_solveM(m, d, x, rhs)
-    return T.T @ x[0] if algorithm == "crba_solve" else T.T @ x.T
+    return REFERENCES[ALGORITHMS[algorithm].mujoco_ref][0](mujoco, m, d, model, *xs)
 
 
-__all__ = ["ALGORITHMS", "available", "supports", "reference", "mujoco_model", "prepare"]
+__all__ = ["REFERENCES", "available", "supports", "solves", "reference", "mujoco_model", "prepare"]

@@ -17,6 +17,7 @@ import pytest
 from conftest import rel_err
 
 import gen
+from gen.algorithms import ALGORITHMS
 
 mujoco = pytest.importorskip("mujoco")
 from gen import mujocoref  # noqa: E402
@@ -27,8 +28,8 @@ PRODUCT_RTOL = 1e-12
 # Solves (aba, crba_solve, minv) lose eps * cond(M): cond(M) reaches 4e5 on Gymnasium's
 # humanoid (random q), 8e-11; measured at most 6e-13.
 SOLVE_RTOL = 1e-10
-RTOL = {"rnea": PRODUCT_RTOL, "nle": PRODUCT_RTOL, "crba": PRODUCT_RTOL, "aba": SOLVE_RTOL,
-        "crba_solve": SOLVE_RTOL, "minv": SOLVE_RTOL}
+#: the registry rows with a MuJoCo reference
+WITH_MUJOCO = [name for name, row in ALGORITHMS.items() if row.mujoco_ref is not None]
 STATES = 3
 
 _gym = importlib.util.find_spec("gymnasium")
@@ -85,10 +86,14 @@ def gym(name) -> str:
     return str(GYM / f"{name}.xml")
 
 
+def rtol(algorithm) -> float:
+    return SOLVE_RTOL if mujocoref.solves(algorithm) else PRODUCT_RTOL
+
+
 def inputs(model, algorithm, rng):
-    x = [model.random_q(rng)]
-    extra = {"rnea": 2, "nle": 1, "aba": 2, "crba_solve": 1}.get(algorithm, 0)
-    return x + [rng.normal(size=model.nv) for _ in range(extra)]
+    """Random inputs of the row: a configuration, then normal vectors."""
+    sizes = ALGORITHMS[algorithm].inputs(model, None)
+    return [model.random_q(rng)] + [rng.normal(size=n) for _, n in sizes[1:]]
 
 
 @pytest.mark.parametrize("name", GYM_MODELS + ["extras"])
@@ -98,12 +103,13 @@ def test_reference_equals_numpy(name, extras):
     path = extras if name == "extras" else gym(name)
     model = gen.load_robot(path)
     rng = np.random.default_rng(32)
-    for algorithm in mujocoref.ALGORITHMS:
+    assert {"rnea", "nle", "crba", "aba", "crba_solve", "minv"} <= set(WITH_MUJOCO)
+    for algorithm in WITH_MUJOCO:
         assert mujocoref.supports(model, algorithm)
         for _ in range(STATES):
             xs = inputs(model, algorithm, rng)
             err = rel_err(mujocoref.reference(model, algorithm, *xs), gen.run(model, algorithm, *xs))
-            assert err < RTOL[algorithm], f"{name} {algorithm}: {err:.1e} against MuJoCo"
+            assert err < rtol(algorithm), f"{name} {algorithm}: {err:.1e} against MuJoCo"
     assert not (Path.cwd() / "MUJOCO_LOG.TXT").exists()
 
 
@@ -173,7 +179,7 @@ def test_compiled_kernel_equals_mujoco(name, algorithm):
     for _ in range(STATES):
         xs = inputs(model, algorithm, rng)
         err = rel_err(kernel(*xs), mujocoref.reference(model, algorithm, *xs))
-        assert err < RTOL[algorithm], f"{name} {algorithm}: C against MuJoCo {err:.1e}"
+        assert err < rtol(algorithm), f"{name} {algorithm}: C against MuJoCo {err:.1e}"
 
 
 # --- the bench's MuJoCo peer -------------------------------------------------------------------

@@ -302,6 +302,7 @@ class Algorithm:
     floor: Floor = Floor()
     pin_peer: str | None = None  # the Pinocchio shim function timed against it (gen/bench/pin_shim.cpp)
     mujoco_peer: str | None = None  # the MuJoCo call sequence timed against it (gen.bench.mujoco_peer.CALLS)
+    mujoco_ref: str | None = None   # MuJoCo's computation of its value, MJCF models (gen.mujocoref.REFERENCES)
     adam_peer: str | None = None    # ADAM's quantity timed against it (gen.bench.peers.adam)
     #: the speed target against its Pinocchio peer in its reports (Pinocchio's median over ours)
     pin_target: float | None = None
