@@ -81,7 +81,8 @@ def markdown(doc: dict) -> str:
            f"compiled with `{' '.join(harness.pinshim.BENCH_FLAGS)}`; MuJoCo is the wheel's build.  "
            f"{report.machine_sentence(m)}", "",
            "MuJoCo's calls (the shortest public sequence from the state to the quantity):", ""]
-    out += [f"- {'nle' if k == 'bias' else 'crba_solve'}: `{v}`" for k, v in doc["calls"].items()]
+    row_of = {a.mujoco_peer: name for name, a in ALGORITHMS.items() if a.mujoco_peer}
+    out += [f"- {row_of.get(k, k)}: `{v}`" for k, v in doc["calls"].items()]
     out += ["",
             "Its call overhead, included in its time: `mj_kinematics` also places every geom, site, camera and "
             "light; `mj_comPos` computes subtree centres of mass and global-frame inertias; the harness converts "
