@@ -136,13 +136,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--date", help="report date (default: today)")
     ap.add_argument("--robots", default=",".join(ROBOTS))
-    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--sets", default=",".join(SETS),
+                    help=f"comma-separated constraint sets of the constrained rows, of {', '.join(CONSTRAINED_SETS)} "
+                         "('' for none)")
     ap.add_argument("--out", help="report folder (default: bench/reports/)")
     ap.add_argument("--rounds", type=int, default=harness.DEFAULTS["rounds"])
     ap.add_argument("--batch", type=int, default=harness.DEFAULTS["batch"])
     args = ap.parse_args(argv)
+    sets = [s for s in args.sets.split(",") if s]
+    unknown = [s for s in sets if s not in CONSTRAINED_SETS]
+    if unknown:
+        ap.error(f"--sets: unknown set {', '.join(unknown)} (known: {', '.join(CONSTRAINED_SETS)})")
     say = report.progress
-    doc = run([r for r in args.robots.split(",") if r], [s for s in args.sets.split(",") if s], date=args.date,
+    doc = run([r for r in args.robots.split(",") if r], sets, date=args.date,
               progress=say, rounds=args.rounds, batch=args.batch)
     report.publish(doc, "derivatives", markdown(doc), args.out)
     return 1 if any("error" in r for r in doc["results"]) else 0
