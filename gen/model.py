@@ -156,6 +156,11 @@ class Body:
     idx_v: int = 0
     pitch: float = 0.0   # helical: translation along the axis per radian
     mimic: Mimic | None = None
+    #: revolute, revolute_unb, helical: a constant angle added to the joint's rotation,
+    #: ``jMi(q) = Rot(axis, q + angle_offset)`` (helical translation ``pitch q``), with the
+    #: placement holding ``Rot(axis, -angle_offset)``: set by :mod:`gen.canonical_frames`
+    #: for the trace only (0 in every loaded model; Pinocchio's joints have none)
+    angle_offset: float = 0.0
 
     @property
     def nq(self) -> int:

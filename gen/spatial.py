@@ -144,11 +144,20 @@ def joint_motion(body: Body, qi, be):
     """The joint's own transform ``jMi(q_i)`` (rotation/translation of the joint); a mimic
     joint's ``q_i`` is already ``multiplier * q_primary + offset`` (``kinematics.qslice``).
     Planar: ``(Rz(theta), (x, y, 0))`` with ``q = (x, y, cos theta, sin theta)``; helical:
-    ``(Rot(u, q), pitch q u)`` (Pinocchio's ``JointModelPlanar`` / ``HelicalUnaligned``)."""
+    ``(Rot(u, q), pitch q u)`` (Pinocchio's ``JointModelPlanar`` / ``HelicalUnaligned``).
+    A body's ``angle_offset`` t (:mod:`gen.canonical_frames`) turns the rotation of a
+    revolute or helical joint to ``q + t`` (one addition before the sin and cos) and a
+    ``revolute_unb`` joint's ``(c, s)`` by t (angle-sum formulas, constant cos t, sin t)."""
+    t0 = body.angle_offset
     if body.kind == "revolute":
-        return axis_rotation(body.axis, be.cos(qi[0, 0]), be.sin(qi[0, 0]), be), be.zeros(3, 1)
+        a = qi[0, 0] + t0 if t0 else qi[0, 0]
+        return axis_rotation(body.axis, be.cos(a), be.sin(a), be), be.zeros(3, 1)
     if body.kind == "revolute_unb":
-        return axis_rotation(body.axis, qi[0, 0], qi[1, 0], be), be.zeros(3, 1)
+        c, s = qi[0, 0], qi[1, 0]
+        if t0:
+            ct, st = float(np.cos(t0)), float(np.sin(t0))
+            c, s = c * ct - s * st, s * ct + c * st
+        return axis_rotation(body.axis, c, s, be), be.zeros(3, 1)
     if body.kind == "prismatic":
         return be.eye(3), be.asarray(body.axis) * qi[0, 0]
     if body.kind == "spherical":
@@ -158,7 +167,8 @@ def joint_motion(body: Body, qi, be):
             be.vcat([qi[0, 0], qi[1, 0], 0.0])
     if body.kind == "helical":
         t = qi[0, 0]
-        return axis_rotation(body.axis, be.cos(t), be.sin(t), be), be.asarray(body.pitch * body.axis) * t
+        a = t + t0 if t0 else t
+        return axis_rotation(body.axis, be.cos(a), be.sin(a), be), be.asarray(body.pitch * body.axis) * t
     if body.kind == "free":
         return quat_rotation(qi[3, 0], qi[4, 0], qi[5, 0], qi[6, 0], be), qi[0:3, 0:1]
     raise ValueError(body.kind)

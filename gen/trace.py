@@ -31,6 +31,7 @@ from .algorithms import Algorithm
 from .algorithms.proximal import ProximalSolver, norm_inf, returned
 from .api import get_algorithm
 from .backend import SXBackend
+from .canonical_frames import Choice, apply, canonical, constraints
 from .codegen.config import CodegenConfig
 from .configuration import tangent_map
 from .errors import RbdgenError
@@ -60,6 +61,10 @@ class Trace:
     #: the code-generation config it was traced for: which products become loops
     #: (:func:`deferred`) and what they cost in the route choice (:func:`estimated_cost`)
     config: CodegenConfig = DEFAULT_CONFIG
+    #: the body frames it was traced in (``config.canonical_frames``,
+    #: :mod:`gen.canonical_frames`), None for the model's own; ``model`` and ``cset`` are
+    #: the caller's either way (the kernel's inputs, outputs and references)
+    frames: Choice | None = None
 
     def straight_line(self) -> tuple[list[ca.SX], list[tuple[str | None, int, int]], list[tuple[str, list]]]:
         """``(expressions, loops, marks)``: what the emitted C computes in straight-line
@@ -357,6 +362,8 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
     for, analytical by default (:class:`~gen.algorithms.registry.ADRoute`)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     requested = options.get("route")
+    given, given_cset = model, cset
+    model, cset, frames = _frames(model, cset, config.canonical_frames)
     if algo.ad is None:
         routes = {None: _trace_fn(model, algo, cset, options)}
     elif algo.ad.hessian:
@@ -366,7 +373,7 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
     else:
         routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
     for tr in routes.values():
-        tr.config = config
+        tr.config, tr.model, tr.cset, tr.frames = config, given, given_cset, frames
     if algo.ad is None:
         return routes[None]
     ops = {name: operations(tr) for name, tr in routes.items()}
@@ -378,15 +385,25 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
     return tr
 
 
+def _frames(model: Model, cset, on: bool) -> tuple[Model, object, Choice | None]:
+    """The model and constraint set to trace on: in the body frames of
+    :func:`gen.canonical_frames.canonical` when ``on``, else as given."""
+    return canonical(model, cset) if on else (model, cset, None)
+
+
 def retrace(tr: Trace, model: Model, extra: tuple[str, ca.SX]) -> Trace:
     """``tr``'s algorithm, constraint set, options and route traced on ``model`` (``tr.model``
-    with placements traced as symbols, :func:`gen.lanes.lane_constants`), the symbols
-    ``extra = (name, column)`` its last input."""
+    with placements traced as symbols, :func:`gen.lanes.lane_constants`), in ``tr``'s body
+    frames (the traced placements through the same rotations), the symbols ``extra =
+    (name, column)`` its last input."""
     ad = tr.route is not None and tr.route["used"] == "ad"
-    out = trace_ad(model, tr.algorithm, tr.cset, **tr.options) if ad else \
-        _trace_fn(model, tr.algorithm, tr.cset, tr.options)
+    on, cset = model, tr.cset
+    if tr.frames is not None:
+        on = apply(model, tr.frames)
+        cset = constraints(cset, tr.frames, on)
+    out = trace_ad(on, tr.algorithm, cset, **tr.options) if ad else _trace_fn(on, tr.algorithm, cset, tr.options)
     out.inputs = out.inputs + [extra]
-    out.route = tr.route
+    out.route, out.model, out.cset, out.frames = tr.route, model, tr.cset, tr.frames
     return out
 
 
@@ -506,7 +523,18 @@ def _hoist(outputs: list, csym: ca.SX, cvals: list, ssym: ca.SX):
 def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options) -> DriverTrace:
     """Trace ``algorithm`` (a :class:`~gen.algorithms.proximal.ProximalSolver`) for the
     early-exit driver; ``options`` must hold ``tol`` (``max_iter``, else ``iterations``,
-    is the cap)."""
+    is the cap).  Traced in the body frames of :mod:`gen.canonical_frames` when the
+    default config's ``canonical_frames`` is on; the result holds ``model`` and ``cset``."""
+    on, on_cset, frames = _frames(model, cset, CodegenConfig().canonical_frames)
+    out = _trace_driver(on, algorithm, on_cset, **options)
+    for t in (out, out.setup, out.step, out.finish):
+        t.model, t.cset = model, cset
+    for t in (out.setup, out.step, out.finish):
+        t.frames = frames
+    return out
+
+
+def _trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options) -> DriverTrace:
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     solver = algo.fn
     if not isinstance(solver, ProximalSolver):

@@ -8,7 +8,8 @@ measured it.  The defaults are the build every golden file under ``generated/`` 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import os
+from dataclasses import dataclass, field, fields, replace
 
 from ..errors import RbdgenError
 
@@ -32,6 +33,13 @@ SCALAR_TRIG = ("hoisted", "vector", "libm")
 #: they pay), "schedule" (always the greedy scheduler, no lanes), "tape" (CasADi's order
 #: and work slots, no lanes), as gen.bench.emission_order compares
 ORDERS = ("auto", "schedule", "tape")
+#: the environment variable whose value 0 makes ``canonical_frames`` off by default (to
+#: compare kernels and op counts with and without it from the command line)
+CANONICAL_FRAMES_ENV = "RBDGEN_CANONICAL_FRAMES"
+
+
+def _canonical_default() -> bool:
+    return os.environ.get(CANONICAL_FRAMES_ENV, "1").strip() != "0"
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,11 @@ class CodegenConfig:
     scalar_trig: str = "hoisted"
     lanes: bool = True
     order: str = "auto"
+    #: trace on body frames that make the constant placement rotations sparse
+    #: (gen.canonical_frames: the modified Denavit-Hartenberg choice; icub crba 10585 ->
+    #: see the module); the model, its frames and every output are unchanged.  Default on,
+    #: off with $RBDGEN_CANONICAL_FRAMES=0; off enters the cache key
+    canonical_frames: bool = field(default_factory=_canonical_default)
     #: a tape longer than this many instructions is split into parts (gcc -O3 compiles
     #: talos aba, 16.5k instructions, in 4.8 s and 173 MB, and a split would cost run time
     #: for nothing; bench/reports/2026-11-26-compile-time.md)
@@ -161,7 +174,9 @@ class CodegenConfig:
         out = {"prefix": self.prefix, "avoid_stack": bool(self.avoid_stack), "batch": self.batch,
                "batch_trig": self.batch_trig, "scalar_trig": self.scalar_trig, "lanes": bool(self.lanes)}
         tuned = {f.name: getattr(self, f.name) for f in fields(self)
-                 if f.name not in out and getattr(self, f.name) != f.default}
+                 if f.name not in out and f.name != "canonical_frames" and getattr(self, f.name) != f.default}
+        if not self.canonical_frames:
+            tuned["canonical_frames"] = False
         return {**out, "tuned": tuned} if tuned else out
 
     @classmethod
