@@ -30,8 +30,9 @@ bodies above ``s`` see the change of the subtree sums of ``s``, the others nothi
 the pair formulas of :func:`~gen.algorithms.world.tau_partials` the turning parts of two
 bodies both below ``s`` cancel (``(u x* f).m + f.(u x m) = 0``), so those pairs cost
 their explicit terms only and ``dM`` vanishes there (:func:`_q_partials`, which also
-gives ``dtau_dqdv``).  Along a v-direction only velocities move (:func:`_v_partials`,
-``d2tau_dvdv``).  Symmetric halves are formed once (:func:`second_order_tensors`).
+gives ``dtau_dqdv``).  ``d2tau_dvdv`` on the rows of one-dof joints is the doubled
+Christoffel symbols of ``dtau_dadq`` (:func:`_christoffel`: two adds an entry); on the rows
+of multi-dof joints along v-directions, where only velocities move (:func:`_v_partials`).  Symmetric halves are formed once (:func:`second_order_tensors`).
 Mimic joints: the extended tree, projected by the constant mimic map (:func:`_project`).
 """
 from __future__ import annotations
@@ -94,9 +95,9 @@ def _sums(model: Model, oI, of, hv, P, be) -> _Sums:
     return _Sums(composite(model, oI, rigid_add), composite(model, of), K)
 
 
-def _v_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, be):
+def _v_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, rows, be):
     """``d/dv dtau_dv`` along column ``c`` of joint ``s`` (twist ``u``) in the columns
-    ``cols``.  Along v only velocities move: ``D ov_m = u`` for ``m`` in the subtree of
+    ``cols`` and the rows ``rows``.  Along v only velocities move: ``D ov_m = u`` for ``m`` in the subtree of
     ``s``, so ``D dAdv_j = (D ov_p + D ov_j) x J_j``, the subtree sums' Coriolis terms
     change by ``(Yc u, P(Yc, u))`` (an ancestor of ``s`` by those of ``s``), and with
     ``Yc`` and ``J`` fixed the pair formulas of :func:`~gen.algorithms.world.tau_partials`
@@ -133,10 +134,10 @@ def _v_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, be):
                 bj = model.bodies[j]
                 for cc in range(bj.nv):
                     cj, y = bj.idx_v + cc, w.J[j][:, cc:cc + 1]
-                    if cj in cols:
+                    if cj in cols and ri in rows:
                         e = _dot(Dt4, ang(y))
                         dv[ri, cj] = e + _dot(t1, DAv[j][:, cc:cc + 1]) if inside[j] else e
-                    if j != i and ri in cols:
+                    if j != i and ri in cols and cj in rows:
                         dv[cj, ri] = _dot(y, DH)
     return dv
 
@@ -277,12 +278,25 @@ def _symmetric_pairs(model: Model):
     return same
 
 
+def _christoffel(aq, i: int, j: int, k: int):
+    """``d2tau_dvdv[i, j, k]`` on the row ``i`` of a one-dof joint from the slices ``aq[k] =
+    d/dq_k M`` (Christoffel symbols of the first kind, doubled): with ``X_k`` the tangent
+    direction of dof ``k``, ``tau_i = M_i. a + sum_jk (X_k M_ij - X_i M_jk / 2) v_j v_k +
+    g_i`` (Lagrange's equation for the coordinate ``q_i``; the Boltzmann-Hamel equations
+    add no term on it: ``X_i = d/dq_i`` commutes with every other direction, including a
+    free-flyer's or spherical joint's), so its Hessian in v is ``X_k M_ij + X_j M_ik -
+    X_i M_jk``.  On the rows of a multi-dof joint the directions do not commute (a
+    structure-constant term appears): those rows come from :func:`_v_partials`."""
+    return aq[k][i, j] + aq[j][i, k] - aq[i][j, k]
+
+
 def second_order_tensors(model: Model, q, v, a, be):
     """The four tensors, each a list of nv slices (``nv x nv`` matrices, slice ``k`` the
     derivative along direction ``k``), on a model without mimic joints.  Slice ``k`` of
     ``d2tau_dqdq`` and of ``d2tau_dvdv`` is formed in the columns ``j <= k`` (and, for
     ``d2tau_dqdq``, the columns of ``k``'s own joint); the others are mirrored from slice
-    ``j`` (:func:`_symmetric_pairs`; ``d2tau_dvdv`` is a Hessian in ``v``).  The mixed
+    ``j`` (:func:`_symmetric_pairs`; ``d2tau_dvdv`` is a Hessian in ``v``, its one-dof
+    rows :func:`_christoffel` of ``dtau_dadq``).  The mixed
     tensor ``dtau_dqdv[:, j, k] = d/dv_k (dtau/dq)[:, j] = d/dq_j (dtau/dv)[:, k]`` (v is a
     vector space: the partials commute) comes from the q-directions."""
     w = world_pass(model, q, v, a, be)
@@ -298,8 +312,14 @@ def second_order_tensors(model: Model, q, v, a, be):
         vq.append(dv)
         aq.append(dM)
     be.mark("q_directions", *qq, *vq, *aq)
+    one_dof = [b.idx_v for b in model.bodies if b.nv == 1]
+    multi = set(range(nv)) - set(one_dof)
     for s, c, k in dirs:
-        vv.append(_v_partials(model, w, S, s, c, set(range(k + 1)), be))
+        vv.append(_v_partials(model, w, S, s, c, set(range(k + 1)), multi, be) if multi else be.zeros(nv, nv))
+    for k in range(nv):
+        for j in range(k + 1):
+            for i in one_dof:
+                vv[k][i, j] = _christoffel(aq, i, j, k)
     qv = [be.hcat([vq[j][:, k:k + 1] for j in range(nv)]) for k in range(nv)]   # d/dv_k dtau_dq = d/dq_j dtau_dv
     for k in range(nv):
         for j in range(k + 1, nv):
