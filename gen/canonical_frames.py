@@ -15,8 +15,8 @@ consecutive joint axes to ``Rx(alpha)``.  The rules used here, body by body, par
 
 * *re-framable* bodies, revolute, ``revolute_unb``, prismatic and helical joints (mimic or
   not) whose placement is not traced as run-time symbols (``SE3.traced``), get
-  ``G_b = A_b Rz(gamma_b)``: ``A_b = [x, u_b x x, u_b]`` turns the joint axis into +z
-  (a signed permutation when ``u_b`` is a coordinate axis, so exact), and ``Rz(gamma_b)``
+  ``G_b = A_b Rz(gamma_b)``: ``A_b`` turns the joint axis into +z (:func:`align`: a
+  cyclic permutation when ``u_b`` is a coordinate axis, so exact), and ``Rz(gamma_b)``
   commutes with every motion about or along z.  Every other body (free, spherical, planar:
   their ``q``/``v`` are read in their own frame; traced placements) keeps its frame,
   ``G_b = 1``, and so do the frames of its children's placements on its side;
@@ -29,8 +29,9 @@ consecutive joint axes to ``Rx(alpha)``.  The rules used here, body by body, par
   new frame (``G_b^-1 I`` and ``G_b^-1 F``); world frames and gravity are unchanged;
 * writing the rotation ``G_p^-1 R_b G_b`` as ``Rz(phi) Rx(alpha) Rz(psi)`` (z-x-z Euler
   angles between the two joint axes), ``theta_b = psi`` removes the right factor (for
-  parallel axes, ``alpha = 0`` or ``pi``, the whole ``Rz``), and ``gamma_p = phi`` of the
-  parent removes the left one.  A parent has one ``gamma`` for all its children (and, when
+  parallel axes, ``alpha = 0`` or ``pi``, the whole ``Rz``; taken only where it leaves
+  fewer non-trivial entries: an offset that merely permutes a sparse rotation costs an
+  addition for nothing), and ``gamma_p = phi`` of the parent removes the left one.  A parent has one ``gamma`` for all its children (and, when
   it takes no angle offset, for its own placement's right factor too): it is chosen among
   0 and the ``phi`` of each child (and ``-psi`` of its own placement) to minimise the
   non-trivial entries (not 0 or +-1) of the placements it affects, ties to the earliest
@@ -80,10 +81,18 @@ def rz(angle: float) -> np.ndarray:
 
 
 def align(axis: np.ndarray) -> np.ndarray:
-    """A rotation ``[x, u x x, u]`` whose third column is the unit ``axis`` ``u``: ``x`` is
-    the coordinate axis least aligned with ``u``, made orthogonal to it (exact for a
-    coordinate axis)."""
+    """A rotation whose third column is the unit ``axis`` ``u``: for ``u = +-e_k`` the
+    cyclic permutation ``[e_k+1, e_k+2, e_k]`` (``[e_k+2, e_k+1, -e_k]``), 1 for +z; else
+    ``[x, u x x, u]`` with ``x`` the coordinate axis least aligned with ``u`` made
+    orthogonal to it.  (The cyclic choice keeps the frames of sparse models closest to
+    theirs: solo12 crba traces 901 operations with it, 965 with ``[x, u x x, u]`` for
+    every axis, 949 untransformed.)"""
     u = np.asarray(axis, dtype=float)
+    k = next((k for k in range(3) if abs(abs(u[k]) - 1.0) == 0.0), None)
+    if k is not None:                    # +-e_k: a cyclic permutation, 1 for +z
+        e = np.eye(3)
+        i, j = (k + 1) % 3, (k + 2) % 3
+        return np.column_stack([e[i], e[j], e[k]] if u[k] > 0 else [e[j], e[i], -e[k]])
     j = int(np.argmin(np.abs(u)))
     x = -u[j] * u
     x[j] += 1.0
@@ -109,9 +118,17 @@ def nontrivial(a: np.ndarray) -> int:
     return int(np.sum((a > TRIVIAL_TOL) & (np.abs(a - 1.0) > TRIVIAL_TOL)))
 
 
+def offset_angle(M: np.ndarray) -> float:
+    """The angle offset for a placement rotation ``M``: ``psi`` of :func:`zxz` when
+    ``M Rz(-psi)`` has fewer non-trivial entries than ``M``, else 0 (an offset that only
+    permutes a sparse rotation would cost an addition for nothing)."""
+    t = zxz(M)[2]
+    return t if abs(t) >= 1e-15 and nontrivial(matmul(M, rz(-t))) < nontrivial(M) else 0.0
+
+
 def _residual(M: np.ndarray, absorbs: bool) -> np.ndarray:
-    """``M`` after the angle offset that ``absorbs`` its right ``Rz`` factor, if any."""
-    return matmul(M, rz(-zxz(M)[2])) if absorbs else M
+    """``M`` after the angle offset, when the joint ``absorbs`` one."""
+    return matmul(M, rz(-offset_angle(M))) if absorbs else M
 
 
 def choose(model: Model) -> Choice:
@@ -134,8 +151,7 @@ def choose(model: Model) -> Choice:
             G[b] = matmul(A[b], rz(_gamma(b, own, A, children, bodies, free, offset)))
         R = matmul(matmul(Gp.T, body.placement.R), G[b])
         if offset[b]:
-            t = zxz(R)[2]
-            theta[b] = 0.0 if abs(t) < 1e-15 else t
+            theta[b] = offset_angle(R)
     return Choice(tuple(G), tuple(theta))
 
 
