@@ -298,7 +298,11 @@ def second_order_tensors(model: Model, q, v, a, be):
     ``j`` (:func:`_symmetric_pairs`; ``d2tau_dvdv`` is a Hessian in ``v``, its one-dof
     rows :func:`_christoffel` of ``dtau_dadq``).  The mixed
     tensor ``dtau_dqdv[:, j, k] = d/dv_k (dtau/dq)[:, j] = d/dq_j (dtau/dv)[:, k]`` (v is a
-    vector space: the partials commute) comes from the q-directions."""
+    vector space: the partials commute) comes from the q-directions.  The columns ``j <= k``
+    of ``d2tau_dqdq`` (a column before the direction's, on a chain its ancestors) are the
+    cheap side: there the direction moves the row bodies by turning parts and the subtree
+    sums at ``s`` (:func:`_q_factors`), and the explicit parts of a column body (``E(dAdq)``,
+    three cross products per column and direction) are needed for ``k``'s own joint only."""
     w = world_pass(model, q, v, a, be)
     be.mark("forward", *w.of, *w.P)
     S = _sums(model, w.oI, w.of, w.hv, w.P, be)
@@ -307,7 +311,7 @@ def second_order_tensors(model: Model, q, v, a, be):
     dirs = [(s, c, b.idx_v + c) for s, b in enumerate(model.bodies) for c in range(b.nv)]
     qq, vv, vq, aq = [], [], [], []
     for s, c, k in dirs:
-        dq, dv, dM = _q_partials(model, w, S, s, c, set(range(k, nv)) | same[k], be)
+        dq, dv, dM = _q_partials(model, w, S, s, c, set(range(k + 1)) | same[k], be)
         qq.append(dq)
         vq.append(dv)
         aq.append(dM)
@@ -324,7 +328,6 @@ def second_order_tensors(model: Model, q, v, a, be):
     for k in range(nv):
         for j in range(k + 1, nv):
             vv[k][:, j] = vv[j][:, k]
-        for j in range(k):
             if j not in same[k]:
                 qq[k][:, j] = qq[j][:, k]
     return qq, vv, qv, aq
