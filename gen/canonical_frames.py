@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .backend import SXBackend
 from .model import SE3, Frame, Mimic, Model
 from .portable import matmul
 
@@ -215,9 +216,9 @@ def _traced(traced, Gp: np.ndarray, right: np.ndarray):
         return None
     if np.array_equal(Gp, np.eye(3)) and np.array_equal(right, np.eye(3)):
         return traced
-    import casadi as ca
+    be = SXBackend()
     R, p = traced
-    return ca.mtimes(ca.mtimes(ca.DM(Gp.T), R), ca.DM(right)), ca.mtimes(ca.DM(Gp.T), p)
+    return be.asarray(Gp.T) @ be.asarray(R) @ be.asarray(right), be.asarray(Gp.T) @ be.asarray(p)
 
 
 def constraints(cset, choice: Choice, model: Model):

@@ -520,12 +520,14 @@ def _hoist(outputs: list, csym: ca.SX, cvals: list, ssym: ca.SX):
     return rebuilt, moved, moved_vals
 
 
-def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, **options) -> DriverTrace:
+def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, *, config: CodegenConfig | None = None,
+                 **options) -> DriverTrace:
     """Trace ``algorithm`` (a :class:`~gen.algorithms.proximal.ProximalSolver`) for the
     early-exit driver; ``options`` must hold ``tol`` (``max_iter``, else ``iterations``,
-    is the cap).  Traced in the body frames of :mod:`gen.canonical_frames` when the
-    default config's ``canonical_frames`` is on; the result holds ``model`` and ``cset``."""
-    on, on_cset, frames = _frames(model, cset, CodegenConfig().canonical_frames)
+    is the cap).  Traced in the body frames of :mod:`gen.canonical_frames` when
+    ``config.canonical_frames`` (None: the default config's) is on; the result holds
+    ``model`` and ``cset``."""
+    on, on_cset, frames = _frames(model, cset, (config or CodegenConfig()).canonical_frames)
     out = _trace_driver(on, algorithm, on_cset, **options)
     for t in (out, out.setup, out.step, out.finish):
         t.model, t.cset = model, cset
