@@ -53,6 +53,40 @@ def _check_result(r: dict, impls) -> None:
     json.dumps({k: x for k, x in r.items() if k not in ("states", "outputs")})   # JSON-serialisable
 
 
+@needs_pin
+def test_processes_needing_one_shim_part_compile_it_once(tmp_path, monkeypatch):
+    """Two builders asking for the same missing parts at once (a parallel run's workers):
+    each part is compiled once (gen.bench.pinshim._part_lock), the later builder waits and
+    takes the first one's object.  The compiler is replaced by a stand-in that takes 0.5 s
+    (the real parts take minutes); flock holds between two open files of one process too,
+    so two threads stand for two processes."""
+    import threading
+    import time
+
+    from gen.bench import pinshim
+
+    monkeypatch.setenv("RBDGEN_CACHE", str(tmp_path))
+    compiled = []
+
+    def stand_in(base, part, folder, target, say):
+        compiled.append(part)
+        time.sleep(0.5)
+        target.write_bytes(b"object")
+        return 0.5
+
+    monkeypatch.setattr(pinshim, "_compile_part", stand_in)
+    builds = []
+    workers = [threading.Thread(target=lambda: builds.append(pinshim.build_shim(("rnea",), jobs=2)))
+               for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(compiled) == ["core", "rnea"], compiled
+    assert len(builds) == 2 and all(b.objects["rnea"].read_bytes() == b"object" for b in builds)
+    assert builds[0].compile_seconds["rnea"] == 0.5
+
+
 @pytest.mark.parametrize("algorithm", ["rnea", "crba"])
 def test_harness_generic_chain(algorithm):
     """Specialised vs generic C on chain:6: runs, agrees, reports positive times."""

@@ -50,6 +50,7 @@ cmeel-eigen``); ``$RBDGEN_PIN_PREFIX`` overrides the cmeel prefix (a folder hold
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -65,6 +66,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RbdgenError
+
+try:
+    import fcntl                                     # POSIX: the part builders' lock (_part_lock)
+except ImportError:                                  # pragma: no cover - not POSIX
+    fcntl = None
 from ..pinref import pin_model as _pm
 
 HERE = Path(__file__).resolve().parent
@@ -213,6 +219,56 @@ def is_built(parts, flags=None) -> bool:
     return all((folder / f"{p}.o").exists() for p in ("core", *parts))
 
 
+def _compile_part(base: list, part: str, folder: Path, target: Path, say) -> float:
+    """Compile the shim's ``part`` with the command ``base`` into ``target`` (through a
+    private temporary object renamed into place); returns the wall seconds."""
+    fd, tmp = tempfile.mkstemp(suffix=".o", prefix=f".{part}.", dir=folder)
+    os.close(fd)
+    cmd = [*base, f"-DPINSHIM_PART_{part.upper()}", str(SOURCE), "-o", tmp]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if res.returncode != 0:
+        os.unlink(tmp)
+        errs = [l for l in res.stderr.splitlines() if "error" in l][:5]
+        raise RbdgenError(f"compiling the Pinocchio shim part '{part}' failed: "
+                          + (" | ".join(errs) or res.stderr[-500:]))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, target)
+    say(f"  shim part {part}: {dt:.1f} s")
+    return dt
+
+
+def _record_seconds(times_path: Path, done: dict, jobs: int) -> None:
+    """Add the compile seconds of the parts in ``done`` to ``times_path`` (under its lock:
+    two processes finishing parts at once both keep theirs)."""
+    with _part_lock(times_path.parent, "times"):
+        old = json.loads(times_path.read_text()) if times_path.exists() else {}
+        old.update({p: round(t, 2) for p, t in done.items()})
+        old["_jobs"] = jobs
+        fd, tmp = tempfile.mkstemp(suffix=".json", prefix=".times.", dir=times_path.parent)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(old, indent=1))
+        os.replace(tmp, times_path)
+
+
+@contextlib.contextmanager
+def _part_lock(folder: Path, part: str):
+    """Held while one process compiles the shim's ``part`` into ``folder``: an exclusive
+    ``flock`` on ``<folder>/.<part>.lock``, so that processes needing the same missing
+    part at once (a parallel test run's workers, two benchmarks) compile it once and the
+    later ones find its object.  Nothing without ``fcntl``."""
+    if fcntl is None:
+        yield
+        return
+    with open(folder / f".{part}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=None) -> ShimBuild:
     """Compile the requested parts of the shim (cached; missing parts in parallel, at most
     ``jobs`` at a time, default the CPU count).  ``flags`` default to :data:`BENCH_FLAGS`."""
@@ -236,32 +292,16 @@ def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=Non
         base = [compiler, "-c", *flags, *CXX_EXTRA, *PIN_DEFINES, *include_flags(prefix)]
 
         def one(part):
-            fd, tmp = tempfile.mkstemp(suffix=".o", prefix=f".{part}.", dir=folder)
-            os.close(fd)
-            cmd = [*base, f"-DPINSHIM_PART_{part.upper()}", str(SOURCE), "-o", tmp]
-            t0 = time.perf_counter()
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            dt = time.perf_counter() - t0
-            if res.returncode != 0:
-                os.unlink(tmp)
-                errs = [l for l in res.stderr.splitlines() if "error" in l][:5]
-                raise RbdgenError(f"compiling the Pinocchio shim part '{part}' failed: "
-                                  + (" | ".join(errs) or res.stderr[-500:]))
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, objects[part])
-            say(f"  shim part {part}: {dt:.1f} s")
-            return part, dt
+            with _part_lock(folder, part):       # another process compiling it: wait, then take its object
+                if objects[part].exists():
+                    return part, None
+                return part, _compile_part(base, part, folder, objects[part], say)
 
         n = max(1, min(len(missing), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(n) as pool:
-            done = dict(pool.map(one, missing))
-        old = json.loads(times_path.read_text()) if times_path.exists() else {}
-        old.update({p: round(t, 2) for p, t in done.items()})
-        old["_jobs"] = n
-        fd, tmp = tempfile.mkstemp(suffix=".json", prefix=".times.", dir=folder)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(old, indent=1))
-        os.replace(tmp, times_path)
+            done = {p: t for p, t in pool.map(one, missing) if t is not None}
+        if done:
+            _record_seconds(times_path, done, n)
     times = json.loads(times_path.read_text()) if times_path.exists() else {}
     secs = {p: times.get(p) for p in parts}
     secs["_jobs"] = times.get("_jobs")
