@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import casadi as ca
+import numpy as np
 
 from .algorithms import Algorithm
 from .algorithms.proximal import ProximalSolver, norm_inf, returned
@@ -65,6 +66,14 @@ class Trace:
     #: :mod:`gen.canonical_frames`), None for the model's own; ``model`` and ``cset`` are
     #: the caller's either way (the kernel's inputs, outputs and references)
     frames: Choice | None = None
+    #: the model it was traced on: ``model`` in ``frames`` (None: ``model`` itself); the
+    #: placements a lane trace turns into symbols are this model's (gen.lanes)
+    framed_model: Model | None = None
+
+    @property
+    def traced_model(self) -> Model:
+        """The model the graph was traced on (``model`` in the body frames ``frames``)."""
+        return self.model if self.framed_model is None else self.framed_model
 
     def straight_line(self) -> tuple[list[ca.SX], list[tuple[str | None, int, int]], list[tuple[str, list]]]:
         """``(expressions, loops, marks)``: what the emitted C computes in straight-line
@@ -374,6 +383,7 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
         routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
     for tr in routes.values():
         tr.config, tr.model, tr.cset, tr.frames = config, given, given_cset, frames
+        tr.framed_model = model if frames is not None else None
     if algo.ad is None:
         return routes[None]
     ops = {name: operations(tr) for name, tr in routes.items()}
@@ -393,18 +403,27 @@ def _frames(model: Model, cset, on: bool) -> tuple[Model, object, Choice | None]
 
 def retrace(tr: Trace, model: Model, extra: tuple[str, ca.SX]) -> Trace:
     """``tr``'s algorithm, constraint set, options and route traced on ``model`` (``tr.model``
-    with placements traced as symbols, :func:`gen.lanes.lane_constants`), in ``tr``'s body
-    frames (the traced placements through the same rotations), the symbols ``extra =
-    (name, column)`` its last input."""
+    or ``tr.traced_model`` with placements traced as symbols, :func:`gen.lanes.lane_constants`)
+    in ``tr``'s body frames (``tr.model``'s traced placements through the frames' rotations),
+    the symbols ``extra = (name, column)`` its last input."""
     ad = tr.route is not None and tr.route["used"] == "ad"
     on, cset = model, tr.cset
     if tr.frames is not None:
-        on = apply(model, tr.frames)
+        if not _same_placements(model, tr.traced_model):     # ``tr.model``'s placements as symbols
+            on = apply(model, tr.frames)
         cset = constraints(cset, tr.frames, on)
     out = trace_ad(on, tr.algorithm, cset, **tr.options) if ad else _trace_fn(on, tr.algorithm, cset, tr.options)
     out.inputs = out.inputs + [extra]
-    out.route, out.model, out.cset, out.frames = tr.route, model, tr.cset, tr.frames
+    out.route, out.model, out.cset, out.frames = tr.route, tr.model, tr.cset, tr.frames
+    out.framed_model = on if tr.frames is not None else None
     return out
+
+
+def _same_placements(a: Model, b: Model) -> bool:
+    """``a`` and ``b`` have the same placement numbers (``a`` is ``b`` with some traced as
+    symbols, not the model before the frames were chosen)."""
+    return all(np.array_equal(x.placement.R, y.placement.R) and np.array_equal(x.placement.p, y.placement.p)
+               and x.angle_offset == y.angle_offset for x, y in zip(a.bodies, b.bodies))
 
 
 # --- the early-exit driver ------------------------------------------------------------------

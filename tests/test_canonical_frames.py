@@ -210,3 +210,23 @@ def test_compiled_kernels_against_references(robot, algorithm, kernel_cache):
     if robot != "every_kind_mimic":
         assert worst["c_pinocchio"] is not None or worst["numpy_pinocchio"] is not None, "no Pinocchio reference"
     assert passed(algorithm, worst, VERIFY_RTOL), f"{robot} {algorithm}: {worst}"
+
+
+@pytest.mark.parametrize("robot", ["icub", "talos"])
+def test_lane_traces_in_the_frames_compute_the_same_function(robot):
+    """gen.lanes retraces with some placements as symbols (its lane constants), of the
+    caller's model or of the model traced on (``Trace.traced_model``): either way in the
+    trace's frames, the same function at the constants' values."""
+    from gen import lanes
+    from gen.trace import retrace
+    model = load_or_skip(robot)
+    tr = trace(model, "crba")
+    q = model.random_q(np.random.default_rng(3))
+    want = np.asarray(tr.function()(q))
+    for base in (tr.model, tr.traced_model):
+        consts = lanes.lane_constants(base)
+        assert consts is not None, f"{robot}: no lane constants"
+        g = retrace(tr, consts.model, ("lane_constants", consts.symbols))
+        assert g.frames is tr.frames and g.model is model
+        got = np.asarray(g.function()(q, consts.values))
+        assert relerr(got, want) <= ROUNDING
