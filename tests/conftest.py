@@ -20,11 +20,15 @@ from gen.algorithms import ALGORITHMS, of_family
 from gen.build import cache_dir
 from gen.robots.named import NAMED_ROBOTS, ROBOTS_DIR_ENV
 
-#: kernels compiled by the tests use -O1 (unless $RBDGEN_CFLAGS says otherwise): the tests
-#: check values, and -O1 compiles the 100k-operation derivative kernels several times
-#: faster than the default -O3 (no reassociation at either level, so the values are
-#: the same); the benchmarks set their own flags
-os.environ.setdefault("RBDGEN_CFLAGS", "-O1 -march=native")
+#: kernels compiled by the tests use -O0 (unless $RBDGEN_CFLAGS says otherwise): the tests
+#: check values, and gcc compiles the 100k-operation straight-line kernels about 5 times
+#: faster at -O0 than at -O1 (solo12's derivative kernels: 9 s against 44 s) and many
+#: times faster than at the default -O3.  The values are those of -O1: gcc neither
+#: reassociates nor contracts multiply-adds into FMAs below -O2 (0 FMA instructions in
+#: ur5's constrained-derivative kernel at -O0 and -O1, 10609 at -O2), so a kernel's
+#: rounding is the C text's; tests of optimised builds (fast math, stack bounds, the
+#: other CPU's flags, the benchmarks) pass their own flags
+os.environ.setdefault("RBDGEN_CFLAGS", "-O0 -march=native")
 
 #: pinocchio can be imported (found without importing it here: the tests that load the
 #: Pinocchio shim must do so in a process that has not imported pinocchio)

@@ -8,6 +8,7 @@ import pytest
 
 import gen
 from gen.api import get_algorithm
+from gen.build import compile_flags
 from gen.backend import NUMPY
 from gen.configuration import tangent_map
 from gen.errors import RbdgenError
@@ -141,7 +142,7 @@ def test_external_solo12_feet_when_cached():
     takes minutes to compile cold, so this runs where examples/trajopt has built it."""
     model = load_or_skip("solo12")
     q, v, tau = state(model, 5)
-    e = gen.casadi_external(model, "prox_ltl", FEET, flags="-O1")
+    e = gen.casadi_external(model, "prox_ltl", FEET, flags=compile_flags())     # the tests' flags, as trajopt's
     assert check_jacobians(e, model, "prox_ltl", FEET, [q, v, tau]) == 6
 
 

@@ -346,7 +346,7 @@ def test_hessian_random_tree(bodies, seed, kinds):
     mode and Hessian equal the SX graph's on normalised quaternions, with its structural
     pattern; the Hessian is exactly symmetric."""
     model = random_tree(bodies, seed, kinds=kinds)
-    e, sx = gen.casadi_external(model, "aba", hessian=True, flags="-O1"), gen.casadi_function(model, "aba")
+    e, sx = gen.casadi_external(model, "aba", hessian=True, flags=compile_flags()), gen.casadi_function(model, "aba")
     fe, fs = hessian_functions(e, sx, model)
     assert fe.sparsity_out(2) == fs.sparsity_out(2)
     for k in range(2):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import gen
+from gen.build import compile_flags
 
 pytestmark = pytest.mark.slow      # the slow tier: compiles the Pinocchio shim, CMake projects, ...
 
@@ -56,11 +57,12 @@ def load_example(path: Path):
 def test_trajopt_reduced():
     """examples/trajopt reduced: N = 10 intervals over 0.8 s, only the base's y back at
     the end (the README's run: N = 40 over 1.6 s, the whole base pose back), both
-    variants; the external compiled with -O1 (seconds, where -O3 takes minutes for
-    constrained_derivatives on solo12)."""
+    variants; the external compiled with the tests' flags (tests/conftest.py: -O0,
+    seconds, where -O3 takes minutes for constrained_derivatives on solo12), as
+    test_casadi's solo12 external, which this build leaves in the cache."""
     trajopt = load_example(ROOT / "examples" / "trajopt" / "trajopt.py")
     model = gen.load_robot(trajopt.ROBOT)
-    results = {v: trajopt.solve(model, v, 10, 0.8, flags="-O1", home_pose=False) for v in ("sx", "external")}
+    results = {v: trajopt.solve(model, v, 10, 0.8, flags=compile_flags(), home_pose=False) for v in ("sx", "external")}
     for r in results.values():
         assert r["success"], r["status"]
         assert r["max_defect"] < 1e-6
