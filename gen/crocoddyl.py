@@ -25,11 +25,17 @@ generated C for the dynamics and its analytical derivatives:
 
 Actuation, costs and residuals stay crocoddyl's.  The kernels write into crocoddyl's data
 in place: its ``xout``, ``Fx``, ``Fu`` are NumPy views of the Eigen (column-major)
-storage, which the kernels take as ``out=`` arrays as they are.  The Pinocchio data the
+storage, which the kernels take as ``out=`` arrays as they are.  A solve sweeps over its
+nodes, each with its own data, so what a node writes is never in the core's cache: the
+outputs no model reads (the derivative kernels' values, the force derivatives without
+``enable_force``) go to one array per kernel, and with crocoddyl's full and floating-base
+actuations (constant Jacobians) ``actuation.calcDiff``, which is empty for them, is not
+called.  The Pinocchio data the
 costs read is kept up to date as far as the costs need it, read from the residual types
 at construction (:class:`Kinematics`): frame, state and control residuals need the joint
 placements (``forwardKinematics(q)`` in ``calc``) and the joint Jacobians
-(``computeJointJacobians`` in ``calcDiff``); ``ResidualModelFrameVelocity`` adds the
+(``computeJointJacobians`` in ``calcDiff``, from the placements of ``calc`` at the same
+point: crocoddyl's contract, on which the costs' own calcDiff relies too); ``ResidualModelFrameVelocity`` adds the
 velocities and accelerations (``forwardKinematics(q, v, a)``) and
 ``computeForwardKinematicsDerivatives``, ``ResidualModelCoMPosition`` the centre of
 mass and its Jacobian; a residual of any other type gets everything the built-in model
@@ -89,6 +95,7 @@ __all__ = ["DifferentialActionModelContactFwdDynamics", "DifferentialActionModel
 
 _ROBOTS: dict[int, tuple] = {}          # id(pinocchio.Model) -> (the model, rbdgen Model)
 _KERNELS: dict[tuple, tuple] = {}       # (id(pinocchio.Model), algorithm, key) -> (the model, Kernel)
+_UNREAD: dict[int, tuple] = {}          # id(Kernel) -> (the kernel, {output: array})
 
 
 def robot_of(pm):
@@ -111,11 +118,16 @@ def kernel(pm, algorithm: str, constraints=None, key=(), **options):
 
 
 def out_arrays(kern, named: dict) -> tuple:
-    """The ``out=`` tuple of ``kern``: ``named[output]`` where given, else a scratch array
-    of the output's shape (outputs a model does not read, such as the value a derivative
-    kernel also returns)."""
-    return tuple(named[n] if n in named else (np.empty(r) if c == 1 else np.empty((r, c), order="F"))
-                 for n, r, c in kern._outputs)
+    """The ``out=`` tuple of ``kern``: ``named[output]`` where given, else an array of the
+    output's shape that no model reads (such as the value a derivative kernel also returns),
+    one per kernel in the process: a problem's nodes each have their data, and an array per
+    node is memory a solve's sweep over the nodes writes for nothing (it is never in cache).
+    Calls that overlap (the kernel runs without the GIL) write it at once; nothing reads it."""
+    hit = _UNREAD.get(id(kern))
+    if hit is None or hit[0] is not kern:
+        hit = _UNREAD[id(kern)] = (kern, {n: np.empty(r) if c == 1 else np.empty((r, c), order="F")
+                                          for n, r, c in kern._outputs})
+    return tuple(named[n] if n in named else hit[1][n] for n, _, _ in kern._outputs)
 
 
 # --- the kinematics the costs read --------------------------------------------------------
@@ -155,10 +167,13 @@ class Kinematics:
             pin.centerOfMass(self.pm, pd, q, v, a)
 
     def calc_diff(self, pd, q, v, a) -> None:
+        """After :meth:`calc` at the same ``q`` (crocoddyl's contract: calcDiff follows calc
+        at the same point, whose frame placements the costs' calcDiff reads too): the joint
+        Jacobians from the joint placements ``calc`` left in ``pd``."""
         if self.velocity:
             pin.computeForwardKinematicsDerivatives(self.pm, pd, q, v, a)
         else:
-            pin.computeJointJacobians(self.pm, pd, q)
+            pin.computeJointJacobians(self.pm, pd)
         if self.com:
             pin.jacobianCenterOfMass(self.pm, pd, q, False)
 
@@ -211,12 +226,22 @@ class _Base(crocoddyl.DifferentialActionModelAbstract):
             Fx += dx_dtau @ data.dtau_dx
             np.matmul(dx_dtau, data.dtau_du, out=Fu)
         elif self.actuated:
-            np.copyto(Fu, dx_dtau[:, self.actuated:])
+            np.copyto(Fu, data.actuated_columns[id(dx_dtau)])
+
+    def _actuation_diff(self, data, x, u) -> None:
+        """crocoddyl's ``actuation.calcDiff``, but for the full and floating-base actuations,
+        whose calcDiff is empty (their constant Jacobians are set in createData)."""
+        if self.actuated is None:
+            self.actuation.calcDiff(data.actuation, x, u)
 
     def _dtau(self, Fu, rows: int):
         """The array a kernel writes ``d(.)/dtau`` (``rows x nv``) into: ``Fu`` itself under
         the full actuation (``Fu = d(.)/dtau``), else a new F-ordered array."""
         return Fu if self.actuated == 0 else np.zeros((rows, self.nv), order="F")
+
+    def _columns(self, data, *dtau) -> None:
+        """The actuated columns of the ``d(.)/dtau`` arrays (views made once per data)."""
+        data.actuated_columns = {id(a): a[:, self.actuated or 0:] for a in dtau}
 
 
 class _Data(crocoddyl.DifferentialActionDataAbstract):
@@ -256,6 +281,7 @@ class DifferentialActionModelFreeFwdDynamics(_Base):
         data = _Data(self)
         nv = self.nv
         data.Minv = self._dtau(data.Fu_, nv)
+        self._columns(data, data.Minv)
         data.out_value = out_arrays(self.aba, {"ddq": data.xout_})
         data.out_derivatives = out_arrays(self.aba_derivatives, {"ddq_dq": data.Fx_[:, :nv],
                                                                  "ddq_dv": data.Fx_[:, nv:], "Minv": data.Minv})
@@ -278,7 +304,7 @@ class DifferentialActionModelFreeFwdDynamics(_Base):
         if u is None:
             return self.costs.calcDiff(data.costs, x)
         q, v = x[:self.nq], x[self.nq:]
-        self.actuation.calcDiff(data.actuation, x, u)
+        self._actuation_diff(data, x, u)
         self.aba_derivatives(q, v, data.tau, out=data.out_derivatives)
         self._control_jacobians(data, data.Minv, data.Fx_, data.Fu_)
         self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_)
@@ -356,14 +382,18 @@ class DifferentialActionModelContactFwdDynamics(_Base):
         data = _Data(self, self.contacts)
         nv, nc = self.nv, self.nc
         data.lam = np.zeros(nc)
-        data.df_dx = np.zeros((nc, 2 * nv), order="F")
-        data.df_du = np.zeros((nc, self.nu), order="F")
         data.ddq_dtau = self._dtau(data.Fu_, nv)
-        data.dlam_dtau = self._dtau(data.df_du, nc)
+        named = {"ddq_dq": data.Fx_[:, :nv], "ddq_dv": data.Fx_[:, nv:], "ddq_dtau": data.ddq_dtau}
+        if self.enable_force:            # else the force derivatives are outputs nothing reads
+            data.df_dx = np.zeros((nc, 2 * nv), order="F")
+            data.df_du = np.zeros((nc, self.nu), order="F")
+            data.dlam_dtau = self._dtau(data.df_du, nc)
+            named.update(dlam_dq=data.df_dx[:, :nv], dlam_dv=data.df_dx[:, nv:], dlam_dtau=data.dlam_dtau)
+            self._columns(data, data.ddq_dtau, data.dlam_dtau)
+        else:
+            self._columns(data, data.ddq_dtau)
         data.out_value = out_arrays(self.forward, {"ddq": data.xout_, "lam": data.lam})
-        data.out_derivatives = out_arrays(self.derivatives, {
-            "ddq_dq": data.Fx_[:, :nv], "ddq_dv": data.Fx_[:, nv:], "ddq_dtau": data.ddq_dtau,
-            "dlam_dq": data.df_dx[:, :nv], "dlam_dv": data.df_dx[:, nv:], "dlam_dtau": data.dlam_dtau})
+        data.out_derivatives = out_arrays(self.derivatives, named)
         return data
 
     def _terminal_extra(self, data) -> None:
@@ -387,7 +417,7 @@ class DifferentialActionModelContactFwdDynamics(_Base):
         if u is None:
             return self.costs.calcDiff(data.costs, x)
         q, v = x[:self.nq], x[self.nq:]
-        self.actuation.calcDiff(data.actuation, x, u)
+        self._actuation_diff(data, x, u)
         self.derivatives(q, v, data.tau, out=data.out_derivatives)
         self._control_jacobians(data, data.ddq_dtau, data.Fx_, data.Fu_)
         if self.enable_force:
