@@ -64,10 +64,11 @@ class CodegenConfig:
     scalar_trig: str = "hoisted"
     lanes: bool = True
     order: str = "auto"
-    #: trace on body frames that make the constant placement rotations sparse
-    #: (gen.canonical_frames: the modified Denavit-Hartenberg choice; icub crba 10585 ->
-    #: see the module); the model, its frames and every output are unchanged.  Default on,
-    #: off with $RBDGEN_CANONICAL_FRAMES=0; off enters the cache key
+    #: trace in body frames that make the constant placement rotations sparse
+    #: (gen.canonical_frames, the modified Denavit-Hartenberg choice: traced crba 10585 ->
+    #: 5693 operations on icub, 2144 -> 1484 on anymal_c, 296 -> 234 on ur5); the model,
+    #: its frames and every output are unchanged.  Default on, off with
+    #: $RBDGEN_CANONICAL_FRAMES=0 (read when a config is made); off enters the cache key
     canonical_frames: bool = field(default_factory=_canonical_default)
     #: a tape longer than this many instructions is split into parts (gcc -O3 compiles
     #: talos aba, 16.5k instructions, in 4.8 s and 173 MB, and a split would cost run time
