@@ -330,3 +330,26 @@ def node_profile(build) -> dict:
         "Euler node calcDiff (rbdgen)": lambda: euler.calcDiff(ed, x, u),
     }
     return {name: _per_call_us(f) for name, f in steps.items()}
+
+
+def cycled_nodes(build, Model, counts=(1, 2, 4, 8, 16, 50), calls: int = 400, batches: int = 7) -> dict:
+    """The Euler node's ``calcDiff`` (CPU us per call, median of ``batches``) when the
+    calls cycle over the first ``k`` nodes of ``build(Model)``'s problem at ``x0`` and its
+    quasi-static ``u``, for each ``k`` in ``counts``: one node is a tight loop, 50 is a
+    solve's sweep, in which every node's data (and the kernel's code) comes back from beyond
+    the core's L2 cache."""
+    T = max(counts)
+    pr, x0 = build(Model, T=T)
+    xs = [x0] * (T + 1)
+    us = pr.quasiStatic(xs[:-1])
+    pr.calc(xs, us)
+    ms, ds = pr.runningModels, pr.runningDatas
+    out = {}
+    for k in counts:
+        nodes = list(zip(ms[:k], ds[:k], xs[:k], us[:k])) * max(1, calls // k)
+
+        def run():
+            for m, d, x, u in nodes:
+                m.calcDiff(d, x, u)
+        out[k] = _per_call_us(run, 1, batches) / len(nodes)
+    return out

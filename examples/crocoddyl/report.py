@@ -161,6 +161,15 @@ def profile_rows(profiles: dict) -> list[str]:
     return lines
 
 
+def cycled_rows(cycled: dict) -> list[str]:
+    counts = list(next(iter(cycled.values())))
+    lines = ["| problem | model | " + " | ".join(f"k = {k}" for k in counts) + " |",
+             "|---|---|" + "---:|" * len(counts)]
+    for (key, name), r in cycled.items():
+        lines.append(f"| {TITLES[key]} | {name} | " + " | ".join(f"{r[k]:.1f}" for k in counts) + " |")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", required=True, help="markdown file to write")
@@ -198,6 +207,8 @@ def main(argv=None) -> int:
     if why:
         lines += ["", f"C++: {why}."]
     profiles = {key: P.node_profile(build) for key, _, build, _, _, _, _ in PROBLEMS[1:]}
+    cycled = {(key, name): P.cycled_nodes(build, cls)
+              for key, _, build, classes, _, _, _ in PROBLEMS[1:] for name, cls in zip(("built-in", "rbdgen"), classes)}
     lines += ["", "## Where a solve's time goes (Python models)", "",
               "`problems.breakdown`: the models over all nodes (`problem.calc`, `problem.calcDiff`: dynamics, "
               "actuation, costs and the Euler step), crocoddyl's backward pass and one trial step (`tryStep`, a "
@@ -208,7 +219,13 @@ def main(argv=None) -> int:
               "One running node at x0 and its quasi-static u (`problems.node_profile`, CPU us per call, "
               "median of 9 batches of 200): the built-in model, rbdgen's Python model and its steps, and the "
               "Euler node around rbdgen's model as the solver calls it (through crocoddyl's Python override).",
-              "", *profile_rows(profiles), ""]
+              "", *profile_rows(profiles), "",
+              "A node in a solve costs about twice what it costs in a tight loop: the Euler node's calcDiff "
+              "(`problems.cycled_nodes`, CPU us per call) when the calls cycle over k nodes, each with its own "
+              "data (k = 50: a solve's sweep). The cost grows with k as the nodes' data (crocoddyl's cost, Euler "
+              "and model data, a few hundred kB a node) and the kernel's code stop fitting in the core's L2 "
+              "cache, for the built-in models as for rbdgen's.", "",
+              *cycled_rows(cycled), ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0
