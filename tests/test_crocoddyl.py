@@ -128,6 +128,30 @@ def test_talos_6d_soles_node():
     compare_node(mb, db, mr, dr, *random_point(mb, x0, 3), forces=["left_sole_link", "right_sole_link"])
 
 
+class DerivedFloatingBase(crocoddyl.ActuationModelFloatingBase):
+    """crocoddyl's floating-base actuation under another type: gen.crocoddyl knows the
+    constant Jacobians of crocoddyl's own full and floating-base actuations only, so a model
+    on this one takes the general route (actuation.calcDiff, its Jacobians composed with the
+    kernel's d/dtau)."""
+
+
+def test_solo12_node_with_an_unknown_actuation_type():
+    """One solo12 node with enable_force on DerivedFloatingBase agrees with the built-in
+    model as on crocoddyl's actuation (the general route gives the same values)."""
+    pm, q0 = P.solo12_model()
+    state = crocoddyl.StateMultibody(pm)
+    actuation = DerivedFloatingBase(state)
+    x0 = np.concatenate([q0, np.zeros(state.nv)])
+    models = []
+    for cls in (crocoddyl.DifferentialActionModelContactFwdDynamics, gc.DifferentialActionModelContactFwdDynamics):
+        contacts = P._contact_models(state, actuation, FEET, "3D", (0.0, 50.0), q0, pm)
+        costs = P._state_costs(state, actuation.nu, x0, [1.0] * (2 * state.nv))
+        models.append(cls(state, actuation, contacts, costs, 0.0, True))
+    mb, mr = models
+    assert mr.actuated is None
+    compare_node(mb, mb.createData(), mr, mr.createData(), *random_point(mb, x0, 4), forces=FEET)
+
+
 @pytest.mark.parametrize("build, T", [(P.panda_reaching, 20), (P.solo12_base, 15)])
 def test_fddp_solves_agree(build, T):
     B = crocoddyl.DifferentialActionModelFreeFwdDynamics if build is P.panda_reaching \
