@@ -30,15 +30,14 @@ nodes, each with its own data, so what a node writes is never in the core's cach
 outputs no model reads (the derivative kernels' values, the force derivatives without
 ``enable_force``) go to one array per kernel, and with crocoddyl's full and floating-base
 actuations (constant Jacobians) ``actuation.calcDiff``, which is empty for them, is not
-called.  The Pinocchio data the
-costs read is kept up to date as far as the costs need it, read from the residual types
-at construction (:class:`Kinematics`): frame, state and control residuals need the joint
-placements (``forwardKinematics(q)`` in ``calc``) and the joint Jacobians
-(``computeJointJacobians`` in ``calcDiff``, from the placements of ``calc`` at the same
-point: crocoddyl's contract, on which the costs' own calcDiff relies too); ``ResidualModelFrameVelocity`` adds the
-velocities and accelerations (``forwardKinematics(q, v, a)``) and
-``computeForwardKinematicsDerivatives``, ``ResidualModelCoMPosition`` the centre of
-mass and its Jacobian; a residual of any other type gets everything the built-in model
+called.  The Pinocchio data the costs read is kept up to date as far as the costs need it,
+read from the residual types at construction (:class:`Kinematics`): frame, state and
+control residuals need the joint placements (``forwardKinematics(q)`` in ``calc``) and the
+joint Jacobians (``computeJointJacobians`` in ``calcDiff``, from the placements of
+``calc`` at the same point: crocoddyl's contract, on which the costs' own calcDiff relies
+too); ``ResidualModelFrameVelocity`` adds the velocities and accelerations
+(``forwardKinematics(q, v, a)``) and ``computeForwardKinematicsDerivatives``,
+``ResidualModelCoMPosition`` the centre of mass and its Jacobian; a residual of any other type gets everything the built-in model
 computes (``computeAllTerms`` and the kinematics derivatives).  The contact forces reach
 the contact data (``updateForce``; ``updateForceDiff`` with ``enable_force``), which the
 force residuals read; the contact data's ``Jc`` and ``a0`` are not computed.

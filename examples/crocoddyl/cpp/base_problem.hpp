@@ -98,7 +98,8 @@ double node_difference(const std::shared_ptr<pinocchio::Model>& pm, const Eigen:
                        const std::vector<std::string>& feet, bool six_d, bool derived) {
   auto state = std::make_shared<crocoddyl::StateMultibody>(pm);
   std::shared_ptr<crocoddyl::ActuationModelAbstract> actuation =
-      derived ? std::make_shared<DerivedFloatingBase>(state) : std::make_shared<crocoddyl::ActuationModelFloatingBase>(state);
+      derived ? std::shared_ptr<crocoddyl::ActuationModelAbstract>(std::make_shared<DerivedFloatingBase>(state))
+              : std::make_shared<crocoddyl::ActuationModelFloatingBase>(state);
   const std::size_t nu = actuation->get_nu(), nv = state->get_nv();
   pinocchio::Data data(*pm);
   pinocchio::framesForwardKinematics(*pm, data, q0);

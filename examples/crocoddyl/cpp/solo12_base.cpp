@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> feet = {"FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"};
   const Eigen::Vector3d shift(0.05, 0., -0.03);
   const int rc = compare(
-      "solo12 on four feet", base_problem<crocoddyl::DifferentialActionModelContactFwdDynamics>(pm, q0, T, feet, false, shift),
+      "solo12 on four feet",
+      base_problem<crocoddyl::DifferentialActionModelContactFwdDynamics>(pm, q0, T, feet, false, shift),
       base_problem<rbdgen::DifferentialActionModelContactFwdDynamics>(pm, q0, T, feet, false, shift), repeat);
   return rc | node_check<rbdgen::DifferentialActionModelContactFwdDynamics>("solo12", pm, q0, feet, false);
 }
