@@ -420,10 +420,12 @@ def retrace(tr: Trace, model: Model, extra: tuple[str, ca.SX]) -> Trace:
 
 
 def _same_placements(a: Model, b: Model) -> bool:
-    """``a`` and ``b`` have the same placement numbers (``a`` is ``b`` with some traced as
-    symbols, not the model before the frames were chosen)."""
+    """``a`` and ``b`` have the same placement numbers, axes and angle offsets (``a`` is
+    ``b`` with some placements traced as symbols, not the model before the frames were
+    chosen; either way the model traced is one consistent model)."""
     return all(np.array_equal(x.placement.R, y.placement.R) and np.array_equal(x.placement.p, y.placement.p)
-               and x.angle_offset == y.angle_offset for x, y in zip(a.bodies, b.bodies))
+               and np.array_equal(x.axis, y.axis) and x.angle_offset == y.angle_offset
+               for x, y in zip(a.bodies, b.bodies))
 
 
 # --- the early-exit driver ------------------------------------------------------------------
