@@ -31,17 +31,21 @@ consecutive joint axes to ``Rx(alpha)``.  The rules used here, body by body, par
   angles between the two joint axes), ``theta_b = psi`` removes the right factor (for
   parallel axes, ``alpha = 0`` or ``pi``, the whole ``Rz``; taken only where it leaves
   fewer non-trivial entries: an offset that merely permutes a sparse rotation costs an
-  addition for nothing), and ``gamma_p = phi`` of the parent removes the left one.  A parent has one ``gamma`` for all its children (and, when
-  it takes no angle offset, for its own placement's right factor too): it is chosen among
-  0 and the ``phi`` of each child (and ``-psi`` of its own placement) to minimise the
-  non-trivial entries (not 0 or +-1) of the placements it affects, ties to the earliest
-  (0 first, which leaves a sparse placement alone).
+  addition for nothing), and ``gamma_p = phi`` of the parent removes the left one;
+* a parent has one ``gamma`` for all its children (and, when it takes no angle offset,
+  for its own placement's right factor too): it is chosen among 0, the ``phi`` of each
+  child and (no offset) ``-psi`` of its own placement, to minimise the non-trivial entries
+  (not 0 or +-1) of the placements it affects, ties to the earliest (0 first, which leaves
+  a sparse placement alone); the other children keep ``Rz(phi') Rx(alpha)``, and the
+  children of a kept frame (a free-flyer's) ``Rz(phi) Rx(alpha)``.
 
 The result computes the same values up to rounding: the constants are products of the
-original ones with rotations built from the angles (at most a few ulps each).  A placement
-traced as run-time symbols keeps its frame and its parent's (the rule does not apply), so
-a model with traced placements, e.g. a lane trace's (:func:`gen.lanes.lane_constants`), is
-transformed by :func:`apply` with a choice made on the numbers.
+original ones with rotations built from the angles (at most a few ulps each); the angles
+and their cos and sin are computed in software (:func:`atan2`, ``gen.portable.cos_sin``)
+so the emitted C has the same bits on every machine.  A placement traced as run-time
+symbols keeps its frame and its parent's when the choice is made on that model; a lane
+trace's model (the caller's model with placements as symbols, :func:`gen.lanes.lane_constants`)
+is transformed by :func:`apply` with the choice made on its numbers (``gen.trace.retrace``).
 """
 from __future__ import annotations
 
@@ -51,9 +55,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from decimal import Decimal, localcontext
+
 from .backend import SXBackend
 from .model import SE3, Frame, Mimic, Model
-from .portable import matmul
+from .portable import _half_pi, cos_sin, matmul
 
 #: joint kinds whose body frame may turn about the joint axis (the motion commutes with Rz)
 REFRAMABLE = ("revolute", "revolute_unb", "prismatic", "helical")
@@ -75,10 +81,46 @@ class Choice:
     theta: tuple
 
 
+#: decimal digits of :func:`atan2` (as gen.portable.cos_sin: far beyond correct rounding)
+ATAN_DIGITS = 60
+
+
+def atan2(y: float, x: float) -> float:
+    """The double nearest ``atan2(y, x)``, in decimal software arithmetic like
+    :func:`gen.portable.cos_sin` (libm's ``atan2`` has CPU-dependent builds, and the angles
+    become literals of the emitted C): ``atan z`` for ``0 <= z <= 1`` halved three times
+    (``z / (1 + sqrt(1 + z^2))``) and summed as its Taylor series, then the octant."""
+    if x == 0.0 and y == 0.0:
+        return 0.0
+    with localcontext() as ctx:
+        ctx.prec = ATAN_DIGITS + 10
+        Y, X = abs(Decimal(y)), abs(Decimal(x))
+        z = min(Y, X) / max(Y, X)
+        for _ in range(3):
+            z = z / (1 + (1 + z * z).sqrt())
+        total, term, n, z2 = z, z, 1, z * z
+        while abs(term) > Decimal(10) ** -(ATAN_DIGITS + 5):
+            term = -term * z2
+            n += 2
+            total += term / n
+        a = 8 * total
+        half_pi = _half_pi(ctx.prec)
+        if Y > X:
+            a = half_pi - a
+        if x < 0:
+            a = 2 * half_pi - a
+        return float(-a if math.copysign(1.0, y) < 0 else a)
+
+
 def rz(angle: float) -> np.ndarray:
-    """Rotation about z, with cos and sin of multiples of pi/2 exact."""
-    c, s = (0.0 if abs(x) < 1e-15 else x for x in (math.cos(angle), math.sin(angle)))
+    """Rotation about z (:func:`gen.portable.cos_sin`: the same bits everywhere), with
+    cos and sin of multiples of pi/2 exact."""
+    c, s = (0.0 if abs(x) < 1e-15 else x for x in cos_sin(angle))
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _hypot(a: float, b: float) -> float:
+    return math.sqrt(a * a + b * b)     # single IEEE operations: the same bits everywhere
 
 
 def align(axis: np.ndarray) -> np.ndarray:
@@ -106,11 +148,10 @@ def zxz(M: np.ndarray) -> tuple[float, float | None, float]:
     """``(phi, alpha, psi)`` with ``M = Rz(phi) Rx(alpha) Rz(psi)``; for parallel axes
     (``sin alpha`` below :data:`PARALLEL_TOL`) ``alpha`` is None, ``phi = 0`` and ``psi``
     the angle with ``M Rz(-psi)`` equal to 1 or ``Rx(pi)``."""
-    if math.hypot(M[0, 2], M[1, 2]) < PARALLEL_TOL:
-        chi = math.atan2(M[1, 0], M[0, 0])
+    if _hypot(M[0, 2], M[1, 2]) < PARALLEL_TOL:
+        chi = atan2(M[1, 0], M[0, 0])
         return 0.0, None, chi if M[2, 2] > 0 else -chi
-    return (math.atan2(M[0, 2], -M[1, 2]), math.atan2(math.hypot(M[0, 2], M[1, 2]), M[2, 2]),
-            math.atan2(M[2, 0], M[2, 1]))
+    return atan2(M[0, 2], -M[1, 2]), atan2(_hypot(M[0, 2], M[1, 2]), M[2, 2]), atan2(M[2, 0], M[2, 1])
 
 
 def nontrivial(a: np.ndarray) -> int:

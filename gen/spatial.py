@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import Body, Inertia, skew
+from .portable import cos_sin
 
 
 def cross3(a, b, be):
@@ -155,7 +156,7 @@ def joint_motion(body: Body, qi, be):
     if body.kind == "revolute_unb":
         c, s = qi[0, 0], qi[1, 0]
         if t0:
-            ct, st = float(np.cos(t0)), float(np.sin(t0))
+            ct, st = cos_sin(t0)                  # the same bits everywhere (gen.portable)
             c, s = c * ct - s * st, s * ct + c * st
         return axis_rotation(body.axis, c, s, be), be.zeros(3, 1)
     if body.kind == "prismatic":

@@ -230,3 +230,16 @@ def test_lane_traces_in_the_frames_compute_the_same_function(robot):
         assert g.frames is tr.frames and g.model is model
         got = np.asarray(g.function()(q, consts.values))
         assert relerr(got, want) <= ROUNDING
+
+
+def test_atan2_is_correctly_rounded():
+    """The angles become literals of the C: gen.canonical_frames.atan2 is the double
+    nearest the exact value (libm's is 1 ulp off on ~1 argument in 2000, and CPU-dependent)."""
+    mpmath = pytest.importorskip("mpmath")
+    from gen.canonical_frames import atan2
+    rng = np.random.default_rng(9)
+    pairs = [tuple(x) for x in rng.uniform(-3, 3, size=(3000, 2))] + [(1.0, 0.0), (-1.0, 0.0), (0.0, -1.0),
+                                                                       (3.67e-6, -1.0), (-2.0, -2.0), (1e-300, 1.0)]
+    with mpmath.workdps(60):
+        for y, x in pairs:
+            assert atan2(y, x) == float(mpmath.atan2(y, x)), (y, x)
