@@ -321,7 +321,7 @@ def node_profile(build) -> dict:
         "  contacts.updateForce": lambda: m.contacts.updateForce(d.contacts, d.lam),
         "  costs.calc": lambda: m.costs.calc(d.costs, x, u),
         "rbdgen calcDiff": lambda: m.calcDiff(d, x, u),
-        "  actuation.calcDiff": lambda: m.actuation.calcDiff(d.actuation, x, u),
+        "  actuation.calcDiff (none for crocoddyl's floating base)": lambda: m._actuation_diff(d, x, u),
         "  constrained_derivatives kernel": lambda: m.derivatives(q, v, d.tau, out=d.out_derivatives),
         "  Fu, Fx from d/dtau": lambda: m._control_jacobians(d, d.ddq_dtau, d.Fx_, d.Fu_),
         "  Pinocchio Jacobians for the costs": lambda: m.kinematics.calc_diff(d.pinocchio, q, v, d.xout_),
