@@ -197,6 +197,7 @@ from .algorithms.proximal import DEFAULT_MU, default_mu
 from .api import GAIN_NAMES, get_algorithm
 from .choose import resolve
 from .codegen.config import SCALAR_TRIG, CodegenConfig
+from .codegen import output_check
 from .codegen.functions import DRIVER_PARTS
 from .codegen.pipeline import plan_kernel
 from .codegen.plan import KernelPlan
@@ -477,6 +478,8 @@ def _public_function(plan: KernelPlan, oc) -> dict:
     checks = plan.output_checks or [None] * len(fn["outputs"])
     for y, runs in zip(fn["outputs"], checks, strict=True):
         y["check_runs"] = None if runs is None else [list(r) for r in runs]
+        y["check_table"] = output_check.tabled(runs, plan.config.check_max_runs)
+    fn["check_tables"] = any(y["check_table"] for y in fn["outputs"])
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles

@@ -200,9 +200,9 @@ def test_output_check_pass_covers_every_entry_that_can_be_nonfinite(robot):
 def test_output_check_pass_merges_runs_at_the_gap():
     """solo12 crba: at check_gap=0 the runs are the maximal stretches of listed
     positions; at a gap g, no two runs are g or fewer entries apart and merging adds only
-    gaps of at most g; more runs than check_max_runs, or fewer entries skipped than
-    check_run_entries per run: the output is checked whole; a batched kernel gets the
-    same runs."""
+    gaps of at most g; more runs than check_max_runs: checked by a table of them; fewer
+    entries skipped than check_run_entries per run: the output is checked whole; a
+    batched kernel gets the same runs."""
     f = _plan("solo12", "crba", "functions").funcs[0]
     (listed,) = output_check.checked_entries(f)
     for gap in (0, 2, 8, 64):
@@ -215,8 +215,7 @@ def test_output_check_pass_merges_runs_at_the_gap():
         if gap == 0:
             assert sum(n for _, n in runs) == len(listed)
     (runs,) = _plan("solo12", "crba", "output_check").output_checks
-    assert _plan("solo12", "crba", "output_check", check_max_runs=len(runs)).output_checks == [runs]
-    assert _plan("solo12", "crba", "output_check", check_max_runs=len(runs) - 1).output_checks == [None]
+    assert not output_check.tabled(runs, len(runs)) and output_check.tabled(runs, len(runs) - 1)
     assert _plan("solo12", "crba", "output_check", batch=4).output_checks == [runs]
     # ur5's M: 15 of 36 entries in 5 runs skip 21 < 8 x 5 entries: checked whole
     (arm,) = _plan("ur5", "crba", "output_check", check_run_entries=0).output_checks

@@ -265,13 +265,14 @@ def test_manifest_records_each_constraint_gains_weight_and_anchor():
 
 
 @needs_cc
-@pytest.mark.parametrize("batch", [None, 4])
-def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_checked(batch, tmp_path):
+@pytest.mark.parametrize("batch, max_runs", [(None, 64), (4, 64), (None, 0), (4, 0)])
+def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_checked(batch, max_runs, tmp_path):
     """crba of a revolute/prismatic tree: the wrapper checks only the entries the kernel
     stores a distinct non-constant value in (gen.codegen.output_check, fewer than nv^2;
-    a batched kernel those of every lane), and still refuses q = 1e200 (M holds a
-    prismatic offset squared about a revolute axis: inf) with RBDGEN_ERR_NONFINITE_OUTPUT
-    (-2), and accepts and computes an ordinary q."""
+    a batched kernel those of every lane), one call per run or (check_max_runs = 0) a
+    loop over a table of the runs, and still refuses q = 1e200 (M holds a prismatic
+    offset squared about a revolute axis: inf) with RBDGEN_ERR_NONFINITE_OUTPUT (-2), and
+    accepts and computes an ordinary q."""
     from random_trees import random_tree
 
     from gen.codegen.config import CodegenConfig
@@ -280,9 +281,12 @@ def test_a_kernel_whose_outputs_overflow_is_refused_with_only_some_entries_check
     model = random_tree(10, 6, kinds=("revolute", "prismatic"))
     b = model.bodies
     assert b[3].kind == "prismatic" and b[b[3].parent].kind == "revolute"   # offset from a revolute axis
-    (runs,) = plan_kernel(trace(model, "crba"), CodegenConfig(batch=batch), "rbd_t").output_checks
+    config = CodegenConfig(batch=batch, check_max_runs=max_runs)
+    (runs,) = plan_kernel(trace(model, "crba"), config, "rbd_t").output_checks
     assert runs is not None and sum(n for _, n in runs) < model.nv ** 2
-    k = gen.build(model, "crba", out_dir=tmp_path / "k", batch=batch)
+    k = gen.build(model, "crba", out_dir=tmp_path / "k", config=config)
+    wrapper = "".join(p.read_text() for p in (tmp_path / "k").glob("*.c") if not p.stem.endswith("_kernel"))
+    assert ("static const int32_t M_runs[" in wrapper) == (max_runs == 0)
     lanes = batch or 1
     M = np.zeros(model.nv ** 2 * lanes)
     assert k.call_raw([np.full(model.nq * lanes, 1e200)], [M]) == -2

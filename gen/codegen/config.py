@@ -129,8 +129,10 @@ class CodegenConfig:
     #: 347 / 361 / -, against 5109 and 721 checking every entry
     #: (bench/reports/2026-11-28-speed.md): merging does not pay once each run is unrolled
     check_gap: int = 0
-    #: ... and an output of more runs than this is checked whole (each run is ~40 bytes of
-    #: the wrapper's machine code; talos crba has 40, g1 35, icub 33, anymal_c 18)
+    #: ... each by its own unrolled call up to this many runs per output, by one loop over
+    #: a static table of its runs beyond (each unrolled run is ~40 bytes of the wrapper's
+    #: machine code; talos crba has 40, g1 35, icub 33, anymal_c 18; rnea_second_order's
+    #: tensors hundreds to thousands)
     check_max_runs: int = 64
     #: ... or when its runs skip fewer than this many entries per run: a run's own
     #: instructions cost what checking ~8 more entries in the whole-output loop does
