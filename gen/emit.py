@@ -824,7 +824,7 @@ def trace_for(robot, algorithm: str, constraints=None, *, progress=None, config:
     driver = options.get("tol") is not None
     with timed(progress, f"trace {model.name}/{algo.name}" + (" (early-exit driver)" if driver else "")):
         if driver:
-            return trace_driver(model, algo, cset, **options)
+            return trace_driver(model, algo, cset, config=config or CodegenConfig(), **options)
         return trace(model, algo, cset, config=config or CodegenConfig(), **options)
 
 

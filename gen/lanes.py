@@ -377,7 +377,7 @@ def trace_plan(tr: Trace, function, min_gain: float = CodegenConfig.lanes_min_ga
     constants and that function has ``f``'s inputs (and the constants), outputs and
     layout, else on ``f``."""
     f, layout = function(tr)
-    constants = lane_constants(tr.model)
+    constants = lane_constants(tr.traced_model)
     if constants is not None:
         g, layout_g = function(retrace(tr, constants.model, ("lane_constants", constants.symbols)))
         sizes = [[int(h.nnz_in(i)) for i in range(h.n_in())] for h in (f, g)]

@@ -169,6 +169,9 @@ def _from_model(pin, model: Model):
     pm = pin.Model()
     pm.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
     ids = []
+    turned = [b for b in model.bodies if b.angle_offset]
+    if turned:      # only gen.canonical_frames' traced copies have one; the references take the model
+        raise RbdgenError(f"{model.name}: Pinocchio's joints have no angle offset (joint '{turned[0].name}')")
     for b in model.bodies:
         parent = 0 if b.parent == -1 else ids[b.parent]
         placement = pin.SE3(np.asarray(b.placement.R, float), np.asarray(b.placement.p, float))

@@ -157,7 +157,9 @@ def test_talos_lanes_pair_the_turned_gripper_through_its_lane_constants(tmp_path
     f, layout, plan = lanes.trace_plan(tr, lambda t: (t.function(), None))
     plain = lanes.plan(f, model)
     assert plan.scalar == plain.scalar == lanes.statements(f)          # against the folded function
-    assert plan.statements <= 0.85 * plain.statements                   # measured 26.9k against 32.4k
+    # measured 27.3k against 30.4k: in the canonical body frames (gen.canonical_frames) the
+    # plain plan already pairs more (32.8k in the model's own frames)
+    assert plan.statements <= 0.92 * plain.statements
     assert plain.statements <= 0.7 * plain.scalar
     assert ca.OP_SIN in {plan.tape.op[g] for g in plan.groups}
     assert not any(i == f.n_in() for i, _ in plan.tape.inputs.values())    # the symbols are constants

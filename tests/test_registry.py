@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGES = [
     ("gen.errors", "gen.portable", "gen.version", "gen.table", "gen.backend", "gen.codegen.config", "opcount.counter"),
     ("gen.model",),
-    ("gen.spatial", "gen.urdf", "gen.mjcf", "gen.pinmodel", "gen.robots"),
+    ("gen.spatial", "gen.canonical_frames", "gen.urdf", "gen.mjcf", "gen.pinmodel", "gen.robots"),
     ("gen.kinematics",),
     ("gen.constraints",),
     ("gen.constraint_spec",),

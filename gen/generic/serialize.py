@@ -161,6 +161,9 @@ def serialize(model: Model) -> ModelArrays:
     :data:`gen.model.JOINT_KINDS` (:data:`JOINT_CODES`); a model with a mimic joint is
     refused."""
     bodies = model.bodies
+    turned = [b for b in bodies if b.angle_offset]
+    if turned:      # only gen.canonical_frames' traced copies have one; the peers take the model
+        raise RbdgenError(f"{model.name}: the generic C library has no joint angle offsets (joint '{turned[0].name}')")
     mimic = [b for b in bodies if b.mimic is not None]
     if mimic:
         raise RbdgenError(f"{model.name}: the generic C library has no mimic joints (joint '{mimic[0].name}'); "
