@@ -99,9 +99,9 @@ extern "C" {
 #define RBD_SOLO12_ABA_TAU_SIZE 18
 #define RBD_SOLO12_ABA_DDQ_SIZE 18
 #define RBD_SOLO12_ABA_WORK_SIZE 0
-#define RBD_SOLO12_ABA_STACK_DOUBLES 449
-#define RBD_SOLO12_ABA_STACK_BYTES 11280
-#define RBD_SOLO12_ABA_STACK_BYTES_O0 125320
+#define RBD_SOLO12_ABA_STACK_DOUBLES 437
+#define RBD_SOLO12_ABA_STACK_BYTES 11088
+#define RBD_SOLO12_ABA_STACK_BYTES_O0 125224
 
 /* ---- functions ----------------------------------------------------------- */
 

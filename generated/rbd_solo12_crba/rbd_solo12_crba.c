@@ -39,7 +39,7 @@ int rbd_solo12_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, 
 {
     const double *arg[1];
     double *res[1];
-    (void)work;   /* this kernel keeps its 188 intermediates in locals */
+    (void)work;   /* this kernel keeps its 184 intermediates in locals */
     if (!all_finite(q, 19)) {
         fill_nan(M, 324);
         return RBDGEN_ERR_NONFINITE_INPUT;

@@ -60,9 +60,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_solo12_crba
- *     total              949 = add 474 mul 428 trig 24 neg 15 other 8
+ *     total              901 = add 458 mul 396 trig 24 neg 15 other 8
  *     composite          662 = add 354 mul 276 trig 24 other 8
- *     columns            287 = add 120 mul 152 neg 15
+ *     columns            239 = add 104 mul 120 neg 15
  */
 #ifndef RBD_SOLO12_CRBA_H
 #define RBD_SOLO12_CRBA_H
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_SOLO12_CRBA_M_ROWS 18
 #define RBD_SOLO12_CRBA_M_COLS 18
 #define RBD_SOLO12_CRBA_WORK_SIZE 0
-#define RBD_SOLO12_CRBA_STACK_DOUBLES 188
-#define RBD_SOLO12_CRBA_STACK_BYTES 7104
-#define RBD_SOLO12_CRBA_STACK_BYTES_O0 35680
+#define RBD_SOLO12_CRBA_STACK_DOUBLES 184
+#define RBD_SOLO12_CRBA_STACK_BYTES 7040
+#define RBD_SOLO12_CRBA_STACK_BYTES_O0 34112
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -39,7 +39,7 @@ int rbd_solo12_rnea(const double *RBDGEN_RESTRICT q, const double *RBDGEN_RESTRI
 {
     const double *arg[3];
     double *res[1];
-    (void)work;   /* this kernel keeps its 252 intermediates in locals */
+    (void)work;   /* this kernel keeps its 232 intermediates in locals */
     if (!all_finite(q, 19)
         || !all_finite(v, 18)
         || !all_finite(a, 18)) {

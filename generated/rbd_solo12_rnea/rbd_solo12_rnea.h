@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_SOLO12_RNEA_A_SIZE 18
 #define RBD_SOLO12_RNEA_TAU_SIZE 18
 #define RBD_SOLO12_RNEA_WORK_SIZE 0
-#define RBD_SOLO12_RNEA_STACK_DOUBLES 252
-#define RBD_SOLO12_RNEA_STACK_BYTES 8128
-#define RBD_SOLO12_RNEA_STACK_BYTES_O0 70880
+#define RBD_SOLO12_RNEA_STACK_DOUBLES 232
+#define RBD_SOLO12_RNEA_STACK_BYTES 7808
+#define RBD_SOLO12_RNEA_STACK_BYTES_O0 70592
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -39,7 +39,7 @@ int rbd_talos_aba(const double *RBDGEN_RESTRICT q, const double *RBDGEN_RESTRICT
 {
     const double *arg[3];
     double *res[1];
-    (void)work;   /* this kernel keeps its 966 intermediates in locals */
+    (void)work;   /* this kernel keeps its 952 intermediates in locals */
     if (!all_finite(q, 51)
         || !all_finite(v, 50)
         || !all_finite(tau, 50)) {

@@ -60,9 +60,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_talos_aba
- *     total            15748 = add 7140 mul 8445 div 37 trig 88 other 38
+ *     total            15724 = add 7128 mul 8433 div 37 trig 88 other 38
  *     forward           4294 = add 1681 mul 2525 trig 88
- *     backward          9913 = add 4666 mul 5173 div 37 other 37
+ *     backward          9889 = add 4654 mul 5161 div 37 other 37
  *     acceleration      1541 = add 793 mul 747 other 1
  */
 #ifndef RBD_TALOS_ABA_H
@@ -99,9 +99,9 @@ extern "C" {
 #define RBD_TALOS_ABA_TAU_SIZE 50
 #define RBD_TALOS_ABA_DDQ_SIZE 50
 #define RBD_TALOS_ABA_WORK_SIZE 0
-#define RBD_TALOS_ABA_STACK_DOUBLES 966
-#define RBD_TALOS_ABA_STACK_BYTES 19552
-#define RBD_TALOS_ABA_STACK_BYTES_O0 132800
+#define RBD_TALOS_ABA_STACK_DOUBLES 952
+#define RBD_TALOS_ABA_STACK_BYTES 19328
+#define RBD_TALOS_ABA_STACK_BYTES_O0 132432
 
 /* ---- functions ----------------------------------------------------------- */
 

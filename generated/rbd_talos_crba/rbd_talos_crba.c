@@ -39,7 +39,7 @@ int rbd_talos_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, d
 {
     const double *arg[1];
     double *res[1];
-    (void)work;   /* this kernel keeps its 690 intermediates in locals */
+    (void)work;   /* this kernel keeps its 680 intermediates in locals */
     if (!all_finite(q, 51)) {
         fill_nan(M, 2500);
         return RBDGEN_ERR_NONFINITE_INPUT;

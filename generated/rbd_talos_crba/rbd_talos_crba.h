@@ -60,9 +60,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_talos_crba
- *     total             7015 = add 3129 mul 3754 trig 88 neg 19 other 25
+ *     total             6921 = add 3099 mul 3690 trig 88 neg 19 other 25
  *     composite         2730 = add 1473 mul 1144 trig 88 other 25
- *     columns           4285 = add 1656 mul 2610 neg 19
+ *     columns           4191 = add 1626 mul 2546 neg 19
  */
 #ifndef RBD_TALOS_CRBA_H
 #define RBD_TALOS_CRBA_H
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_TALOS_CRBA_M_ROWS 50
 #define RBD_TALOS_CRBA_M_COLS 50
 #define RBD_TALOS_CRBA_WORK_SIZE 0
-#define RBD_TALOS_CRBA_STACK_DOUBLES 690
-#define RBD_TALOS_CRBA_STACK_BYTES 15136
-#define RBD_TALOS_CRBA_STACK_BYTES_O0 69808
+#define RBD_TALOS_CRBA_STACK_DOUBLES 680
+#define RBD_TALOS_CRBA_STACK_BYTES 14976
+#define RBD_TALOS_CRBA_STACK_BYTES_O0 69104
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -39,7 +39,7 @@ int rbd_talos_rnea(const double *RBDGEN_RESTRICT q, const double *RBDGEN_RESTRIC
 {
     const double *arg[3];
     double *res[1];
-    (void)work;   /* this kernel keeps its 497 intermediates in locals */
+    (void)work;   /* this kernel keeps its 481 intermediates in locals */
     if (!all_finite(q, 51)
         || !all_finite(v, 50)
         || !all_finite(a, 50)) {

@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_TALOS_RNEA_A_SIZE 50
 #define RBD_TALOS_RNEA_TAU_SIZE 50
 #define RBD_TALOS_RNEA_WORK_SIZE 0
-#define RBD_TALOS_RNEA_STACK_DOUBLES 497
-#define RBD_TALOS_RNEA_STACK_BYTES 12048
-#define RBD_TALOS_RNEA_STACK_BYTES_O0 73960
+#define RBD_TALOS_RNEA_STACK_DOUBLES 481
+#define RBD_TALOS_RNEA_STACK_BYTES 11792
+#define RBD_TALOS_RNEA_STACK_BYTES_O0 73832
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -60,9 +60,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_aba
- *     total             1286 = add 537 mul 729 div 5 trig 10 other 5
- *     forward            301 = add 98 mul 193 trig 10
- *     backward           879 = add 386 mul 483 div 5 other 5
+ *     total             1177 = add 484 mul 673 div 5 trig 10 other 5
+ *     forward            293 = add 94 mul 189 trig 10
+ *     backward           778 = add 337 mul 431 div 5 other 5
  *     acceleration       106 = add 53 mul 53
  */
 #ifndef RBD_UR5_ABA_H
@@ -99,9 +99,9 @@ extern "C" {
 #define RBD_UR5_ABA_TAU_SIZE 6
 #define RBD_UR5_ABA_DDQ_SIZE 6
 #define RBD_UR5_ABA_WORK_SIZE 0
-#define RBD_UR5_ABA_STACK_DOUBLES 141
-#define RBD_UR5_ABA_STACK_BYTES 6352
-#define RBD_UR5_ABA_STACK_BYTES_O0 5736
+#define RBD_UR5_ABA_STACK_DOUBLES 133
+#define RBD_UR5_ABA_STACK_BYTES 6224
+#define RBD_UR5_ABA_STACK_BYTES_O0 5672
 
 /* ---- functions ----------------------------------------------------------- */
 

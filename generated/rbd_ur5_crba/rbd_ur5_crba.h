@@ -60,9 +60,9 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_crba
- *     total              296 = add 133 mul 152 trig 10 other 1
- *     composite          198 = add 95 mul 92 trig 10 other 1
- *     columns             98 = add 38 mul 60
+ *     total              234 = add 108 mul 115 trig 10 other 1
+ *     composite          168 = add 80 mul 77 trig 10 other 1
+ *     columns             66 = add 28 mul 38
  */
 #ifndef RBD_UR5_CRBA_H
 #define RBD_UR5_CRBA_H
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_UR5_CRBA_M_ROWS 6
 #define RBD_UR5_CRBA_M_COLS 6
 #define RBD_UR5_CRBA_WORK_SIZE 0
-#define RBD_UR5_CRBA_STACK_DOUBLES 45
-#define RBD_UR5_CRBA_STACK_BYTES 4816
-#define RBD_UR5_CRBA_STACK_BYTES_O0 4968
+#define RBD_UR5_CRBA_STACK_DOUBLES 47
+#define RBD_UR5_CRBA_STACK_BYTES 4848
+#define RBD_UR5_CRBA_STACK_BYTES_O0 4984
 
 /* ---- functions ----------------------------------------------------------- */
 

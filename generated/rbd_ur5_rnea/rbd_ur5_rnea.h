@@ -60,8 +60,8 @@
  * Operation counts (after common-subexpression elimination; inputs, outputs and
  * constants are free; classes add = add/sub, mul = mul/sq):
  *   rbd_ur5_rnea
- *     total              572 = add 237 mul 325 trig 10
- *     forward            472 = add 184 mul 278 trig 10
+ *     total              564 = add 233 mul 321 trig 10
+ *     forward            464 = add 180 mul 274 trig 10
  *     backward           100 = add 53 mul 47
  */
 #ifndef RBD_UR5_RNEA_H
@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_UR5_RNEA_A_SIZE 6
 #define RBD_UR5_RNEA_TAU_SIZE 6
 #define RBD_UR5_RNEA_WORK_SIZE 0
-#define RBD_UR5_RNEA_STACK_DOUBLES 109
-#define RBD_UR5_RNEA_STACK_BYTES 5840
-#define RBD_UR5_RNEA_STACK_BYTES_O0 5480
+#define RBD_UR5_RNEA_STACK_DOUBLES 107
+#define RBD_UR5_RNEA_STACK_BYTES 5808
+#define RBD_UR5_RNEA_STACK_BYTES_O0 5464
 
 /* ---- functions ----------------------------------------------------------- */
 
