@@ -259,7 +259,7 @@ def build(robot, algorithm: str, constraints=None, *, out_dir=None, flags=None, 
     model = robot if isinstance(robot, Model) else load_robot(robot)
     flags = compile_flags(flags)
     root = cache_dir(cache)
-    key = _request_key(model, algorithm, constraints, options, config.request(), flags)
+    key = _request_key(model, algorithm, constraints, options, config.request())
     entry = _lookup(root, key)
     if entry is None:
         with buildcache.building(root, key):         # another process may be building it: wait, look again
@@ -288,53 +288,45 @@ def _new_kernel(model: Model, algorithm: str, constraints, options: dict, config
         folder = _write_to(folder, out_dir)
     module = compile_folder(cached.path, flags=flags, cache=root, progress=progress)
     if key is not None:
-        buildcache.record(root, key, cached.path, files, cached.prefix, module.__name__,
-                          extension_path(root, module.__name__))
+        buildcache.record(root, key, cached.path, files, cached.prefix)
     return Kernel(folder, module, tr.model, get_algorithm(tr.algorithm.name), tr.cset, tr.options)
 
 
-def build_folder(robot, algorithm: str, constraints=None, *, flags=None, cache=None,
+def build_folder(robot, algorithm: str, constraints=None, *, cache=None,
                  progress: Callable[[str], None] | None = None, quiet: bool = False, **options) -> BuildFolder:
     """The build folder :func:`build` would compile (default code generation), found in
     the cache or traced and emitted into it, but not compiled: for a library that
     compiles folders its own way (:func:`gen.casadi_api.casadi_library`, one shared
-    library of two kernels).  The request is keyed as :func:`build` keys it, under
-    ``emit-<key>``, so a second request neither traces nor emits; a folder a full build
-    already made is used as it is.  ``flags`` only take part in the key."""
+    library of two kernels).  The request is keyed as :func:`build` keys it, so a
+    folder either made is the other's too."""
     t0 = time.perf_counter()
     model = robot if isinstance(robot, Model) else load_robot(robot)
-    flags = compile_flags(flags)
     config = CodegenConfig()
     root = cache_dir(cache)
-    key = _request_key(model, algorithm, constraints, options, config.request(), flags)
-
-    def found():
-        return None if key is None else (buildcache.lookup(root, key) or buildcache.lookup(root, f"emit-{key}"))
-
-    entry = found()
+    key = _request_key(model, algorithm, constraints, options, config.request())
+    entry = _lookup(root, key)
     if entry is None:
         with buildcache.building(root, key):         # another process may be emitting it: wait, look again
-            entry = found()
+            entry = _lookup(root, key)
             if entry is None:
                 folder, files, _ = _trace_and_emit(model, algorithm, constraints, options, config, root,
                                                    progress or (None if quiet else Patient(t0)))
-                if key is not None:    # no extension: the module and library fields stay empty
-                    buildcache.record(root, f"emit-{key}", folder.path, files, folder.prefix, "", Path(""))
+                if key is not None:
+                    buildcache.record(root, key, folder.path, files, folder.prefix)
                 return folder
     files = {n: b.decode("utf-8") for n, b in entry.files.items()}
     return BuildFolder(entry.folder, entry.prefix, json.loads(files["manifest.json"]), files)
 
 
-def _request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict,
-                 flags: list[str]) -> str | None:
+def _request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict) -> str | None:
     """:func:`gen.buildcache.request_key` of a build: a registry row's constraint set and
     options as it resolves and checks them (errors raised here, before tracing); an
     automatic choice's as requested."""
     if is_auto(algorithm):
-        return buildcache.request_key(model, algorithm, constraints, options, codegen, flags)
+        return buildcache.request_key(model, algorithm, constraints, options, codegen)
     algo = get_algorithm(algorithm)
     return buildcache.request_key(model, algo.name, algo.constraint_set(model, constraints),
-                                  algo.check_options(options), codegen, flags)
+                                  algo.check_options(options), codegen)
 
 
 def _say_choice(progress, record: dict) -> None:
@@ -376,8 +368,8 @@ def _cached_kernel(entry: buildcache.Entry, model: Model, constraints, options: 
                    root: Path, progress) -> Kernel:
     """The :class:`Kernel` of a cache hit: the algorithm from the cached manifest (an
     automatic choice's chosen row), the constraint set and options resolved as a build
-    resolves them, the extension imported (compiled from the cached folder if it was
-    removed)."""
+    resolves them, the extension for ``flags`` imported (compiled from the cached folder
+    when there is none)."""
     files = {n: b.decode("utf-8") for n, b in entry.files.items()}
     manifest = json.loads(files["manifest.json"])
     algo = get_algorithm(manifest["algorithm"])
@@ -387,6 +379,5 @@ def _cached_kernel(entry: buildcache.Entry, model: Model, constraints, options: 
     folder = BuildFolder(entry.folder, entry.prefix, manifest, files)
     if out_dir is not None:
         folder = _write_to(folder, out_dir)
-    module = _import(entry.module, entry.library) if entry.library.exists() else \
-        compile_folder(entry.folder, flags=flags, cache=root, progress=progress)
+    module = compile_folder(entry.folder, flags=flags, cache=root, progress=progress)
     return Kernel(folder, module, model, algo, cset, opts)

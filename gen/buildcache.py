@@ -14,19 +14,22 @@ traces anything:
   algorithm's options (as its option checker returns them; an automatic request's as
   given), the code-generation options (``prefix``, ``avoid_stack``, ``batch``,
   ``batch_trig``, ``scalar_trig``, ``lanes``; under ``tuned``, the thresholds of
-  :class:`gen.codegen.config.CodegenConfig` that differ from their defaults) and the
-  compiler flags with ``$CC``;
+  :class:`gen.codegen.config.CodegenConfig` that differ from their defaults);
 * the generator (:func:`generator_identity`): rbdgen's version, a digest of its own
   source files (``gen/**/*.py``, ``gen/templates/*``, ``opcount/*.py``: a change to the
   generator in a development checkout rebuilds), and the versions of CasADi, NumPy,
   Jinja2, cffi and the Python ABI.
 
+The compiler flags and ``$CC`` are not in the key: the build folder does not depend on
+them.  The compiled extension is keyed by the folder's files, the flags and ``$CC``
+(:func:`gen.build.compile_cached`), so a request at other flags compiles the cached
+folder without tracing it again.
+
 Where the key lives: ``<cache>/keys/<key>.json`` names the build folder
 ``<cache>/build/<prefix>-<digest of its files>`` (the folder :func:`gen.emit.emit_trace`
-names), a digest of its files, and the compiled extension in ``<cache>``.  A hit reads
-the folder, checks its digest (a modified or damaged cached folder is a miss and is
-rebuilt) and imports the extension (compiling the folder, without tracing, when the
-extension was removed).
+names) and a digest of its files.  A hit reads the folder, checks its digest (a modified
+or damaged cached folder is a miss and is rebuilt) and imports the extension compiled from
+it with the flags asked for (compiling it, without tracing, when there is none).
 
 Concurrency: a builder emits into a private staging folder and renames it into place
 (:func:`install`, atomic: the first of two builders of one kernel wins and the other
@@ -162,21 +165,19 @@ def flag_identity(flags) -> list[str]:
 def generator_identity() -> dict:
     """What besides the request decides the emitted and compiled files: rbdgen's version
     and :func:`source_digest`, the versions of the libraries that write or compile them,
-    the Python ABI and ``$CC``."""
+    the Python ABI."""
     return {"rbdgen": __version__, "sources": source_digest(), "casadi": casadi.__version__,
             "numpy": np.__version__, "jinja2": getattr(jinja2, "__version__", ""), "cffi": cffi.__version__,
-            "python": [sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or ""],
-            "cc": os.environ.get("CC", "")}
+            "python": [sys.implementation.cache_tag, sysconfig.get_config_var("EXT_SUFFIX") or ""]}
 
 
-def request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict,
-                flags: list[str]) -> str | None:
+def request_key(model: Model, algorithm: str, constraints, options: dict, codegen: dict) -> str | None:
     """The cache key of a build request (module docstring), or None when a value in it
     has no canonical form."""
     try:
         request = {"model": canonical(model), "algorithm": algorithm,
                    "constraints": canonical(constraints, model), "options": canonical(options),
-                   "codegen": canonical(codegen), "flags": flag_identity(flags), "generator": generator_identity()}
+                   "codegen": canonical(codegen), "generator": generator_identity()}
     except Uncacheable:
         return None
     return digest(request)
@@ -205,14 +206,12 @@ def key_path(root: Path, key: str) -> Path:
 
 @dataclasses.dataclass
 class Entry:
-    """A cache hit: the build folder ``folder`` (in the cache), its ``files``, the
-    kernel ``prefix``, and the extension ``module`` name and ``library`` path."""
+    """A cache hit: the build folder ``folder`` (in the cache), its ``files`` and the
+    kernel ``prefix``."""
 
     folder: Path
     files: dict[str, bytes]
     prefix: str
-    module: str
-    library: Path
 
 
 def lookup(root: Path, key: str) -> Entry | None:
@@ -221,13 +220,13 @@ def lookup(root: Path, key: str) -> Entry | None:
     try:
         record = json.loads(key_path(root, key).read_text(encoding="utf-8"))
         folder = root / "build" / Path(record["folder"]).name
-        recorded, prefix, module, library = record["files"], record["prefix"], record["module"], record["library"]
+        recorded, prefix = record["files"], record["prefix"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     files = read_folder(folder)
     if not files or files_digest(files) != recorded:
         return None
-    return Entry(folder, files, prefix, module, root / Path(library).name)
+    return Entry(folder, files, prefix)
 
 
 @contextlib.contextmanager
@@ -263,14 +262,11 @@ def _write_json_atomic(path: Path, value: dict) -> None:
         raise
 
 
-def record(root: Path, key: str, folder: Path, files: dict[str, bytes], prefix: str, module: str,
-           library: Path) -> None:
+def record(root: Path, key: str, folder: Path, files: dict[str, bytes], prefix: str) -> None:
     """Write the key file of a finished build: ``folder`` (under ``<root>/build``) with
-    ``files``, the kernel ``prefix``, and the extension ``module`` at ``library`` (in
-    ``root``)."""
+    ``files`` and the kernel ``prefix``."""
     _write_json_atomic(key_path(root, key), {
-        "folder": folder.name, "files": files_digest(files), "prefix": prefix, "module": module,
-        "library": library.name, "generator": f"rbdgen {__version__}"})
+        "folder": folder.name, "files": files_digest(files), "prefix": prefix, "generator": f"rbdgen {__version__}"})
 
 
 def install(staged: Path, build_root: Path, files: dict[str, bytes]) -> Path:

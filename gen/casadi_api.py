@@ -456,7 +456,7 @@ def casadi_library(robot, algorithm: str, constraints=None, *, name: str | None 
                           f"external does too: build it without runtime_params (casadi_function takes them)")
     # one progress for the whole request: a library compile of minutes speaks (gen.build.Patient)
     progress = progress or Patient(time.perf_counter())
-    kw = dict(flags=flags, cache=cache, progress=progress)
+    kw = dict(cache=cache, progress=progress)
     folder = build_folder(model, algo.name, cset, **kw, **options)
     fn = folder.manifest["functions"][0]
     name = name or casadi_name(folder.prefix)

@@ -63,7 +63,7 @@ def test_a_cached_build_does_not_trace(tmp_path, monkeypatch):
     msgs.clear()
     k2 = gen.build(gen.load_robot("chain:3"), "prox_ltl", SPEC, iterations=2, flags=FLAGS, cache=tmp_path,
                    progress=msgs.append)
-    assert len(msgs) == 1 and "cached" in msgs[0], msgs
+    assert msgs and all("cached" in m for m in msgs), msgs            # the folder and its extension
     assert k2.path == k1.path and k2.module is k1.module and k2.manifest == k1.manifest
     assert k2.algorithm.name == "prox_ltl" and k2.cset.spec == SPEC and k2.options == {"iterations": 2}
     _check(k2, model, "prox_ltl", SPEC, iterations=2)
@@ -121,6 +121,22 @@ def test_a_removed_extension_is_compiled_without_tracing(tmp_path, monkeypatch):
     _check(k2, k2.model, "crba")
 
 
+def test_other_flags_compile_the_cached_folder_without_tracing(tmp_path, monkeypatch):
+    """The flags are not in the request key (the build folder does not depend on them):
+    the same request at other flags compiles the cached folder into another extension,
+    without tracing, and both extensions stay cached."""
+    k1 = gen.build("chain:3", "aba", flags=FLAGS, cache=tmp_path)
+    _no_tracing(monkeypatch)
+    msgs = []
+    k2 = gen.build("chain:3", "aba", flags="-O0", cache=tmp_path, progress=msgs.append)
+    assert any(m.startswith("compile") and "-O0" in m for m in msgs), msgs
+    assert k2.path == k1.path and k2.module is not k1.module
+    msgs.clear()
+    assert gen.build("chain:3", "aba", flags=FLAGS, cache=tmp_path, progress=msgs.append).module is k1.module
+    assert any(m.startswith("compile") and "cached" in m for m in msgs), msgs
+    _check(k2, k2.model, "aba")
+
+
 # --- every component of the key rebuilds ------------------------------------------------------
 
 def _heavier_link(model):
@@ -137,7 +153,6 @@ CHANGES = {
     "constraint gains": lambda r: {**r, "constraints": gen.parse_constraints(r["robot"], SPEC, Kp=1.0, Kd=2.0)},
     "constraint weights": lambda r: {**r, "constraints": gen.parse_constraints(r["robot"], SPEC, weights=[2.0])},
     "option": lambda r: {**r, "options": {"iterations": 3}},
-    "flags": lambda r: {**r, "flags": "-O2"},
 }
 
 
@@ -172,8 +187,8 @@ def test_every_codegen_option_is_in_the_key():
             "lanes": True}
     variants = [{"prefix": "my_kernel"}, {"avoid_stack": True}, {"batch": 4}, {"batch_trig": "libm"},
                 {"scalar_trig": "vector"}, {"scalar_trig": "libm"}, {"lanes": False}]
-    keys = {request_key(model, "aba", None, {}, {**base, **v}, ["-O1"]) for v in variants}
-    keys.add(request_key(model, "aba", None, {}, base, ["-O1"]))
+    keys = {request_key(model, "aba", None, {}, {**base, **v}) for v in variants}
+    keys.add(request_key(model, "aba", None, {}, base))
     assert len(keys) == len(variants) + 1 and None not in keys
 
 
@@ -311,7 +326,7 @@ def test_two_processes_building_one_kernel_agree(tmp_path):
     assert rel_err(results[0][2], ref) <= C_TOL
     assert [p.name for p in (tmp_path / "build").iterdir()] == [os.path.basename(results[0][0])]
     keys = list((tmp_path / "keys").iterdir())
-    assert len(keys) == 1 and json.loads(keys[0].read_text())["module"] == results[0][1]
+    assert len(keys) == 1 and json.loads(keys[0].read_text())["folder"] == os.path.basename(results[0][0])
     assert not [p for p in tmp_path.rglob(".*")], "temporary files left behind"
 
 
