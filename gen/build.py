@@ -113,16 +113,15 @@ def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, s
     and ``#include "header"`` into the extension ``<name>_<hash>``, where the hash is
     :func:`content_key` of ``files``, ``cdef`` and ``flags``.  The files are compiled
     from a private snapshot (never the live folder) and the result moved into the cache
-    atomically, so concurrent builders agree; a cached module is imported, not rebuilt.
+    atomically, so concurrent builders agree; a cached module is imported, not rebuilt
+    (and not reported to ``progress``).
     A compiler failure is an :class:`RbdgenError` saying ``what`` failed."""
     flags = list(flags)
     modname = f"{name}_{content_key({**files, '<cdef>': cdef.encode()}, flags)[:16]}"
     root = cache_dir(cache)
     target = extension_path(root, modname)
-    if target.exists():
-        with timed(progress, f"compile {name}") as info:
-            info["detail"] = "cached"
-            return _import(modname, target)
+    if target.exists():            # a hit is silent: the caller says what it found
+        return _import(modname, target)
     with timed(progress, f"compile {name} ({' '.join(flags)})", announce=True):
         work = Path(tempfile.mkdtemp(prefix=f".{modname}.", dir=root))
         try:
