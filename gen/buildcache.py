@@ -236,12 +236,23 @@ def building(root: Path, key: str | None):
     (a parallel test run's workers, several solvers started together) take turns, and the
     later ones find the first one's entry (:func:`lookup` again inside) instead of tracing
     and compiling it again.  Nothing for an uncacheable request or without ``fcntl``."""
-    if key is None or fcntl is None:
+    if key is None:
         yield
         return
     folder = root / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{key}.lock", "w") as f:
+    with file_lock(folder / f"{key}.lock"):
+        yield
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """An exclusive ``flock`` on the file ``path`` (created) while the block runs: one
+    process at a time among those asking for the same path.  Nothing without ``fcntl``."""
+    if fcntl is None:
+        yield
+        return
+    with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield

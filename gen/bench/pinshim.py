@@ -50,7 +50,6 @@ cmeel-eigen``); ``$RBDGEN_PIN_PREFIX`` overrides the cmeel prefix (a folder hold
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -66,11 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RbdgenError
-
-try:
-    import fcntl                                     # POSIX: the part builders' lock (_part_lock)
-except ImportError:                                  # pragma: no cover - not POSIX
-    fcntl = None
+from ..buildcache import file_lock
 from ..pinref import pin_model as _pm
 
 HERE = Path(__file__).resolve().parent
@@ -252,21 +247,12 @@ def _record_seconds(times_path: Path, done: dict, jobs: int) -> None:
         os.replace(tmp, times_path)
 
 
-@contextlib.contextmanager
 def _part_lock(folder: Path, part: str):
-    """Held while one process compiles the shim's ``part`` into ``folder``: an exclusive
-    ``flock`` on ``<folder>/.<part>.lock``, so that processes needing the same missing
-    part at once (a parallel test run's workers, two benchmarks) compile it once and the
-    later ones find its object.  Nothing without ``fcntl``."""
-    if fcntl is None:
-        yield
-        return
-    with open(folder / f".{part}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    """Held while one process compiles the shim's ``part`` into ``folder``
+    (:func:`gen.buildcache.file_lock` on ``<folder>/.<part>.lock``), so that processes
+    needing the same missing part at once (a parallel test run's workers, two benchmarks)
+    compile it once and the later ones find its object."""
+    return file_lock(folder / f".{part}.lock")
 
 
 def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=None) -> ShimBuild:
@@ -291,17 +277,17 @@ def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=Non
             f"{' '.join(flags)}; this takes minutes once, then it is cached in {folder}")
         base = [compiler, "-c", *flags, *CXX_EXTRA, *PIN_DEFINES, *include_flags(prefix)]
 
-        def one(part):
-            with _part_lock(folder, part):       # another process compiling it: wait, then take its object
-                if objects[part].exists():
-                    return part, None
-                return part, _compile_part(base, part, folder, objects[part], say)
-
         n = max(1, min(len(missing), jobs or os.cpu_count() or 1))
+
+        def one(part):
+            # another process compiling it: wait, then take its object; the seconds are
+            # recorded before the lock is let go, so the waiter reads them too
+            with _part_lock(folder, part):
+                if not objects[part].exists():
+                    _record_seconds(times_path, {part: _compile_part(base, part, folder, objects[part], say)}, n)
+
         with ThreadPoolExecutor(n) as pool:
-            done = {p: t for p, t in pool.map(one, missing) if t is not None}
-        if done:
-            _record_seconds(times_path, done, n)
+            list(pool.map(one, missing))
     times = json.loads(times_path.read_text()) if times_path.exists() else {}
     secs = {p: times.get(p) for p in parts}
     secs["_jobs"] = times.get("_jobs")
