@@ -188,12 +188,12 @@ def choose(model: Model) -> Choice:
     G, theta = [np.eye(3)] * n, [0.0] * n
     for b, body in enumerate(bodies):
         Gp = np.eye(3) if body.parent < 0 else G[body.parent]
-        own = matmul(matmul(Gp.T, body.placement.R), A[b])          # this body's rotation before gamma
+        in_parent = matmul(Gp.T, body.placement.R)                  # the placement's rotation in the new parent frame
         if free[b]:
+            own = matmul(in_parent, A[b])                           # this body's rotation before gamma
             G[b] = matmul(A[b], rz(_gamma(b, own, A, children, bodies, free, offset)))
-        R = matmul(matmul(Gp.T, body.placement.R), G[b])
         if offset[b]:
-            theta[b] = offset_angle(R)
+            theta[b] = offset_angle(matmul(in_parent, G[b]))
     return Choice(tuple(G), tuple(theta))
 
 
@@ -231,7 +231,7 @@ def apply(model: Model, choice: Choice) -> Model:
         right = matmul(G[b], rz(-theta[b]))
         plc = body.placement
         new = SE3(matmul(matmul(Gp.T, plc.R), right), matmul(Gp.T, plc.p), _traced(plc.traced, Gp, right))
-        changes = {"placement": new, "inertia": body.inertia.transformed(SE3(G[b].T, np.zeros(3)))}
+        changes = {"placement": new, "inertia": body.inertia.transformed(_turned(G[b]))}
         if body.kind in REFRAMABLE:
             changes["axis"] = _exact_axis(matmul(G[b].T, body.axis))
         if theta[b] and body.mimic is not None:
@@ -239,9 +239,18 @@ def apply(model: Model, choice: Choice) -> Model:
         elif theta[b]:
             changes["angle_offset"] = body.angle_offset + theta[b]
         bodies.append(dataclasses.replace(body, **changes))
-    frames = [f if f.body < 0 else Frame(f.name, f.body, SE3(G[f.body].T, np.zeros(3)) * f.placement, f.kind)
-              for f in model.frames]
+    frames = [Frame(f.name, f.body, _in_new_frame(choice, f.body, f.placement), f.kind) for f in model.frames]
     return dataclasses.replace(model, bodies=bodies, frames=frames)
+
+
+def _turned(G: np.ndarray) -> SE3:
+    """The transform from a body's old frame to its new one ``G`` (a rotation)."""
+    return SE3(G.T, np.zeros(3))
+
+
+def _in_new_frame(choice: Choice, body: int, plc: SE3) -> SE3:
+    """A placement in body ``body``'s frame (-1: the world, unchanged) in its new frame."""
+    return plc if body < 0 else _turned(choice.G[body]) * plc
 
 
 def _exact_axis(u: np.ndarray) -> np.ndarray:
@@ -268,12 +277,8 @@ def constraints(cset, choice: Choice, model: Model):
     unchanged)."""
     if cset is None or not hasattr(cset, "constraints"):
         return cset
-
-    def moved(body: int, plc: SE3) -> SE3:
-        return plc if body < 0 else SE3(choice.G[body].T, np.zeros(3)) * plc
-
-    cons = [dataclasses.replace(c, placement1=moved(c.body1, c.placement1), placement2=moved(c.body2, c.placement2))
-            for c in cset.constraints]
+    cons = [dataclasses.replace(c, placement1=_in_new_frame(choice, c.body1, c.placement1),
+                                placement2=_in_new_frame(choice, c.body2, c.placement2)) for c in cset.constraints]
     return dataclasses.replace(cset, model=model, constraints=cons)
 
 

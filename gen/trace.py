@@ -119,8 +119,14 @@ def operations(tr: Trace) -> int:
     row of ``A``, its zeros included, where the SX sums skip them (the op counter's total,
     :func:`opcount.count_trace`)."""
     exprs, _, _ = tr.straight_line()
-    f = ca.Function("ops", [s for _, s in tr.inputs], [ca.densify(ca.SX(e)) for e in exprs])
-    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS) + loop_operations(tr)
+    return tape_operations([s for _, s in tr.inputs], exprs) + loop_operations(tr)
+
+
+def tape_operations(inputs: list, exprs: list) -> int:
+    """The instructions of the tape of ``inputs -> exprs`` but inputs, outputs and
+    constants (:data:`FREE_OPS`)."""
+    f = ca.Function("ops", inputs, [ca.densify(ca.SX(e)) for e in exprs])
+    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
 
 
 #: the rows of a symmetric product's diagonal blocks (:attr:`Product.symmetric`): its
@@ -553,7 +559,7 @@ def trace_driver(model: Model, algorithm: str | Algorithm, cset=None, *, config:
     for t in (out, out.setup, out.step, out.finish):
         t.model, t.cset = model, cset
     for t in (out.setup, out.step, out.finish):
-        t.frames = frames
+        t.frames, t.framed_model = frames, (on if frames is not None else None)
     return out
 
 

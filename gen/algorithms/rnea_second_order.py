@@ -32,7 +32,8 @@ bodies both below ``s`` cancel (``(u x* f).m + f.(u x m) = 0``), so those pairs 
 their explicit terms only and ``dM`` vanishes there (:func:`_q_partials`, which also
 gives ``dtau_dqdv``).  ``d2tau_dvdv`` on the rows of one-dof joints is the doubled
 Christoffel symbols of ``dtau_dadq`` (:func:`_christoffel`: two adds an entry); on the rows
-of multi-dof joints along v-directions, where only velocities move (:func:`_v_partials`).  Symmetric halves are formed once (:func:`second_order_tensors`).
+of multi-dof joints along v-directions, where only velocities move (:func:`_v_partials`).
+Symmetric halves are formed once (:func:`second_order_tensors`).
 Mimic joints: the extended tree, projected by the constant mimic map (:func:`_project`).
 """
 from __future__ import annotations
@@ -97,8 +98,8 @@ def _sums(model: Model, oI, of, hv, P, be) -> _Sums:
 
 def _v_partials(model: Model, w: World, S: _Sums, s: int, c: int, cols, rows, be):
     """``d/dv dtau_dv`` along column ``c`` of joint ``s`` (twist ``u``) in the columns
-    ``cols`` and the rows ``rows``.  Along v only velocities move: ``D ov_m = u`` for ``m`` in the subtree of
-    ``s``, so ``D dAdv_j = (D ov_p + D ov_j) x J_j``, the subtree sums' Coriolis terms
+    ``cols`` and the rows ``rows``.  Along v only velocities move: ``D ov_m = u`` for ``m``
+    in the subtree of ``s``, so ``D dAdv_j = (D ov_p + D ov_j) x J_j``, the subtree sums' Coriolis terms
     change by ``(Yc u, P(Yc, u))`` (an ancestor of ``s`` by those of ``s``), and with
     ``Yc`` and ``J`` fixed the pair formulas of :func:`~gen.algorithms.world.tau_partials`
     give ``D dtau_i/dv_j = (D Bc_i^T J_i).J_j + (Yc_i J_i).D dAdv_j`` and

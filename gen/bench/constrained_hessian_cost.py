@@ -6,8 +6,8 @@ operation count of CasADi's forward-over-reverse on the traced ``constrained_aba
 reverse mode; ``T`` :func:`gen.configuration.tangent_map`) and the Jacobians of the
 gradient (forward over reverse): ``h_qq`` (symmetrised, the chart Hessian, as
 :func:`gen.trace.trace_ad_hessian`), ``h_qv``, ``h_vv``, ``h_qtau``.  Counted as
-:func:`gen.trace.operations` counts a straight-line tape: the instructions after CSE but
-inputs, outputs and constants.  A measurement, not a kernel: nothing registers it.
+:func:`gen.trace.tape_operations` counts a straight-line tape: the instructions after CSE
+but inputs, outputs and constants.  A measurement, not a kernel: nothing registers it.
 
     .venv/bin/python -m gen.bench.constrained_hessian_cost solo12 3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT
 """
@@ -22,15 +22,10 @@ from ..api import get_algorithm, load_robot
 from ..backend import SXBackend
 from ..configuration import tangent_map
 from ..constraint_spec import parse_constraints
-from ..trace import FREE_OPS, _trace_fn
+from ..trace import _trace_fn, tape_operations
 
 #: the derivative report's point (opcount/reports/derivatives.md: K = 3, mu = 1e-6)
 OPTIONS = {"iterations": 3, "mu": 1e-6}
-
-
-def tape_operations(inputs: list, exprs: list) -> int:
-    f = ca.Function("ops", inputs, [ca.densify(ca.SX(e)) for e in exprs])
-    return sum(1 for k in range(f.n_instructions()) if f.instruction_id(k) not in FREE_OPS)
 
 
 def hessian_cost(robot: str, spec: str) -> dict:
