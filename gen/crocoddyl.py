@@ -37,10 +37,10 @@ joint Jacobians (``computeJointJacobians`` in ``calcDiff``, from the placements 
 ``calc`` at the same point: crocoddyl's contract, on which the costs' own calcDiff relies
 too); ``ResidualModelFrameVelocity`` adds the velocities and accelerations
 (``forwardKinematics(q, v, a)``) and ``computeForwardKinematicsDerivatives``,
-``ResidualModelCoMPosition`` the centre of mass and its Jacobian; a residual of any other type gets everything the built-in model
-computes (``computeAllTerms`` and the kinematics derivatives).  The contact forces reach
-the contact data (``updateForce``; ``updateForceDiff`` with ``enable_force``), which the
-force residuals read; the contact data's ``Jc`` and ``a0`` are not computed.
+``ResidualModelCoMPosition`` the centre of mass and its Jacobian; a residual of any other
+type gets everything the built-in model computes (``computeAllTerms`` and the kinematics
+derivatives).  The contact forces reach the contact data (``updateForce``;
+``updateForceDiff`` with ``enable_force``), which the force residuals read; the contact data's ``Jc`` and ``a0`` are not computed.
 ``quasiStatic`` is the built-in models' (a pseudo-inverse of ``dtau_du``, with the contact
 Jacobian's transpose beside it for the contact model), not crocoddyl's generic iterative
 one that a Python model would inherit.  Contact status is read at construction.

@@ -4,8 +4,8 @@
   constrained solver per robot), the build folders ``gen.build`` compiles
   (``gen.build.build_folder``: traced once into the kernel cache, where other tests'
   builds of the same request find them), cross-compiled for aarch64 by Debian's
-  ``aarch64-linux-gnu-gcc`` and run under ``qemu-aarch64`` (:mod:`cross_aarch64`), equal NumPy on random states within the
-  tolerance ``rbdgen verify`` applies.  Skipped, with the Debian packages to install,
+  ``aarch64-linux-gnu-gcc`` and run under ``qemu-aarch64`` (:mod:`cross_aarch64`), equal
+  NumPy on random states within the tolerance ``rbdgen verify`` applies.  Skipped, with the Debian packages to install,
   where the cross tools are absent.
 * Another x86-64 CPU: the README's commands (``rbdgen demo``, ``rbdgen verify``) pass with
   the kernels compiled for x86-64-v2 (SSE4.2: no AVX, no fused multiply-add) and NumPy,
