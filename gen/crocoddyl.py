@@ -40,10 +40,11 @@ too); ``ResidualModelFrameVelocity`` adds the velocities and accelerations
 ``ResidualModelCoMPosition`` the centre of mass and its Jacobian; a residual of any other
 type gets everything the built-in model computes (``computeAllTerms`` and the kinematics
 derivatives).  The contact forces reach the contact data (``updateForce``;
-``updateForceDiff`` with ``enable_force``), which the force residuals read; the contact data's ``Jc`` and ``a0`` are not computed.
-``quasiStatic`` is the built-in models' (a pseudo-inverse of ``dtau_du``, with the contact
-Jacobian's transpose beside it for the contact model), not crocoddyl's generic iterative
-one that a Python model would inherit.  Contact status is read at construction.
+``updateForceDiff`` with ``enable_force``), which the force residuals read; the contact
+data's ``Jc`` and ``a0`` are not computed.  ``quasiStatic`` is the built-in models' (a
+pseudo-inverse of ``dtau_du``, with the contact Jacobian's transpose beside it for the
+contact model), not crocoddyl's generic iterative one that a Python model would inherit.
+Contact status is read at construction.
 
 Kernels are built from ``state.pinocchio`` (:func:`gen.load_robot` on a
 ``pinocchio.Model``) with :func:`gen.build`, cached on disk, and shared in the process
