@@ -47,29 +47,64 @@ TARGET_SPEEDUP, TARGET_OPS_PER_CYCLE = 1.5, 2.0
 
 #: floating-point arithmetic instructions (scalar and packed double; an FMA is one)
 FP_ARITH = re.compile(r"\sv?(fn?m(add|sub)\d+[sp]d|(add|sub|mul|div|sqrt|min|max)[sp]d)\s")
-#: a chain of dependent integer additions (one cycle each on every x86 core): its rate is the clock
+#: a chain of dependent 64-bit integer multiplications, each 3 cycles on every x86-64 core
+#: since Nehalem and Zen (Agner Fog, "Instruction tables": IMUL r64, r64), in an ``asm
+#: volatile`` the compiler can neither fold nor vectorise; the median of 201 rounds of 2e6
+#: (~1.5 ms each) on the thread's CPU-time clock, which stops while the thread is not
+#: running (on a core shared with other jobs the wall clock counts their time too).  Not
+#: additions: Intel's Golden Cove-class cores eliminate ``add $1, reg`` at register
+#: renaming, several per cycle (a chain of them read 21 "GHz" on the 2.6 GHz Xeon of the
+#: 2026-11-28 suite).  Prints GHz.
 CLOCK_C = r"""
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 int main(void)
 {
     struct timespec a, b;
-    double best = 1e30;
-    long x = 0;
-    for (int r = 0; r < 9; ++r) {
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        for (long i = 0; i < 2000000; ++i)
-            __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                             "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
-        if (ns < best) best = ns;
+    static double ns[201];
+    long x = 3, one = 1;
+    for (int r = 0; r < 201; ++r) {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+        for (long i = 0; i < 250000; ++i)
+            __asm__ volatile("imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0\n\t"
+                             "imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0" : "+r"(x) : "r"(one));
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+        ns[r] = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
     }
-    printf("%f %ld\n", 16e6 / best, x);
+    qsort(ns, 201, sizeof ns[0], by_value);
+    printf("%f %ld\n", 3 * 2e6 / ns[100], x);
     return 0;
 }
 """
+#: a measured clock outside (low, high) x the clock the OS reports (lscpu's "CPU max MHz"
+#: where it has one, else /proc/cpuinfo's "cpu MHz", a VM's nominal clock) is no clock:
+#: boost stays within 2x nominal on x86 parts, and the chain cannot run slower than half
+#: the slowest clock the OS reports unless the core is shared
+CLOCK_RANGE = (0.5, 2.0)
+
+
+def reported_mhz() -> float | None:
+    """The clock the OS reports: lscpu's "CPU max MHz", else the highest "cpu MHz" of
+    /proc/cpuinfo; None when neither says."""
+    try:
+        out = subprocess.run(["lscpu"], check=True, capture_output=True, text=True).stdout
+        m = re.search(r"^CPU max MHz:\s*([\d.]+)", out, re.M)
+        if m:
+            return float(m.group(1))
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    try:
+        found = re.findall(r"^cpu MHz\s*:\s*([\d.]+)", Path("/proc/cpuinfo").read_text(), re.M)
+    except OSError:
+        return None
+    return max(map(float, found)) if found else None
 
 
 def machine_code(obj: Path) -> dict:
@@ -84,15 +119,23 @@ def machine_code(obj: Path) -> dict:
 
 
 def clock_ghz(work: Path) -> float | None:
-    """The core's clock while busy (boost included), from :data:`CLOCK_C` (x86-64 only)."""
+    """The core's clock while busy (boost included), from :data:`CLOCK_C` run on one core
+    (x86-64 only); None when it cannot run or reads outside :data:`CLOCK_RANGE` of
+    :func:`reported_mhz`."""
     try:
         (work / "clock.c").write_text(CLOCK_C)
         subprocess.run([os.environ.get("CC", "gcc"), "-O1", str(work / "clock.c"), "-o", str(work / "clock")],
                        check=True, capture_output=True)
-        out = subprocess.run([str(work / "clock")], check=True, capture_output=True, text=True).stdout
-        return round(float(out.split()[0]), 2)
+        cpu = min(os.sched_getaffinity(0))
+        out = subprocess.run([str(work / "clock")], check=True, capture_output=True, text=True,
+                             preexec_fn=lambda: os.sched_setaffinity(0, {cpu})).stdout
+        ghz = float(out.split()[0])
     except (OSError, subprocess.CalledProcessError, ValueError):
         return None
+    mhz = reported_mhz()
+    if mhz and not CLOCK_RANGE[0] <= ghz * 1000 / mhz <= CLOCK_RANGE[1]:
+        return None
+    return round(ghz, 2)
 
 
 def measure(robot: str, algorithm: str, *, flags, work: Path, say) -> dict:
@@ -157,7 +200,7 @@ def markdown(doc: dict, notes: str = "") -> str:
             f"of {doc['rounds']} rounds of ~2 ms, the program linked in both orders of the two objects and the "
             f"lower median kept.  Per cycle: the traced op count (an FMA is two ops) and the FP "
             f"instructions over run time at the core's clock measured under load by a chain of dependent "
-            f"integer additions ({ghz or '?'} GHz).  {report.machine_sentence(m)}"), "",
+            f"integer multiplications ({ghz or '?'} GHz).  {report.machine_sentence(m)}"), "",
            ("| kernel | ops | live values tape / scheduled | order used | instructions tape / auto | "
             "FP tape / auto | stack operands tape / auto | ns tape / auto | speed-up | ops per cycle tape / auto | "
             "FP per cycle tape / auto | max abs diff |"),
