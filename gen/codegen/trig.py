@@ -59,63 +59,70 @@ def routine(p: str, lanes: int) -> str:
     """``static`` C of ``void <p>_trig(const <p>_v *x, <p>_v *y, int cosine)``: ``*y`` =
     sin or cos of each of the ``lanes`` doubles of ``*x`` (which ``y`` may be).
 
-    x = k pi/2 + r with k = round(2x/pi) as an integer (``__builtin_convertvector`` of
-    2x/pi +- 1/2, truncated; its low bits are k mod 4) and r = ((x - k C1) - k C2) - k C3
-    (:func:`pi_over_2_parts`; x - k C1 is exact by Sterbenz' lemma), |r| <= pi/4; sin r
-    and cos r by their Taylor series to r^17 and r^18 (the first term left out is below
-    1e-19 on |r| <= pi/4), Horner's scheme; the quadrant k mod 4 picks +-sin r or +-cos r
-    by bit masks (cos x = sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin
-    and cos (tests/test_batch.py): within 2.3e-16 absolute on |x| <= 1e6.  Lanes with
-    |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits) take libm's value; the
-    reduction sees 0 there, so the conversion is always in range.
+    x = k pi/2 + r with k = round(2x/pi): 2x/pi + 1.5 * 2^52 rounds to the integer k in
+    its low mantissa bits (|2x/pi| < 2^51; ties to even, any k within 1/2 + ulp of 2x/pi
+    will do), whose low two bits are k mod 4; k as a double is those bits less 1.5 * 2^52
+    (0 in the lanes libm takes).
+    r = ((x - k C1) - k C2) - k C3 (:func:`pi_over_2_parts`; x - k C1 is exact by
+    Sterbenz' lemma, and so is the next step where r is near 0: sin stays within 2 ulps
+    of glibc's next to its zeros, where (x - k C1) - (k C2 + k C3), a step shorter, is
+    1e9 ulps off), |r| <= pi/4 + an ulp; sin r and cos r
+    by their Taylor series to r^17 and r^18 (the first term left out is below 1e-19 on
+    |r| <= pi/4) in Estrin's scheme (pairs, then r^4 and r^8: 4 dependent steps instead
+    of Horner's 8; the routine heads every scalar kernel's critical path); the quadrant k mod 4 picks +-sin r or +-cos r by
+    bit masks (cos x = sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin and
+    cos (tests/test_batch.py): within 2.3e-16 absolute (2 ulps near the zeros) on
+    |x| <= 1e6.  Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off
+    the path from x to r: k is 0 there and the lane's result is discarded) take libm's
+    value.
 
-    Immune to ``-ffast-math``: k is an integer conversion, where rounding by adding and
-    subtracting 1.5 * 2^52 is folded away by ``-fassociative-math`` (then sin(0.3) = 0),
-    and the range test is on the bits, which ``-ffinite-math-only`` cannot assume away;
-    reassociating the reduction there costs a few ulps of r.  Vectors pass by pointer:
-    no function takes or returns one (:func:`gen.cwriter.vector_types`)."""
+    Immune to ``-ffast-math``: the rounding constant is added to 2x/pi and taken off again
+    across a bit mask with the range test's lanes (``& near``), which
+    ``-fassociative-math`` cannot fold away (without the mask it folds k to 2x/pi, then
+    sin(0.3) = 0); the range test is on the bits, which ``-ffinite-math-only`` cannot
+    assume away; reassociating the reduction costs a few ulps of r.  No integer
+    conversion (two conversions and a widening per vector before).  Vectors pass by
+    pointer: no function takes or returns one (:func:`gen.cwriter.vector_types`)."""
     c1, c2, c3 = pi_over_2_parts()
     sin_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(3, 18, 2)]     # r^3 .. r^17
     cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
 
-    def horner(coeffs):
-        expr = c_double(coeffs[-1])
-        for c in reversed(coeffs[:-1]):
-            expr = f"{c_double(c)} + r2 * ({expr})"
-        return expr
+    def estrin(coeffs):              # sum of coeffs[j] r2^j: pairs, then z2 = r2^2, z4 = r2^4
+        pairs = [f"({c_double(a)} + r2 * {c_double(b)})" for a, b in zip(coeffs[::2], coeffs[1::2])]
+        quads = [f"({p0} + z2 * {p1})" for p0, p1 in zip(pairs[::2], pairs[1::2])]
+        return f"{quads[0]} + z4 * {quads[1]}"
 
     def splat(c):
         return "{" + ", ".join([c] * lanes) + "}"
 
-    v, u, i32, i64 = f"{p}_v", f"{p}_u64", f"{p}_i32", f"{p}_i64"
-    limit_bits = f"0x{struct.unpack('<Q', struct.pack('<d', TRIG_LIMIT))[0]:016x}ULL"
+    v, u = f"{p}_v", f"{p}_u64"
+    limit_bits, magic_bits = (f"0x{struct.unpack('<Q', struct.pack('<d', x))[0]:016x}ULL" for x in (TRIG_LIMIT, 1.5 * 2.0 ** 52))
+    all_near = " & ".join(f"near[{lane}]" for lane in range(lanes))
     return f"""/* sin and cos of each lane (see rbdgen's gen/codegen/trig.py, routine): Cody-Waite
- * reduction by pi/2 in three parts with k = round(2x/pi) an integer conversion, Taylor
- * series on |r| <= pi/4, quadrant by bit masks; |x| > {TRIG_LIMIT:g}, inf and NaN lanes through
- * libm.  No rounding trick and no test that -ffast-math folds away. */
+ * reduction by pi/2 in three parts with k = round(2x/pi) by adding 1.5 * 2^52 (taken off
+ * across a bit mask), Taylor series on |r| <= pi/4 in Estrin's scheme, quadrant by bit
+ * masks; |x| > {TRIG_LIMIT:g}, inf and NaN lanes through libm.  No test that -ffast-math
+ * folds away. */
 static void {p}_trig(const {v} *xp, {v} *yp, int cosine)
 {{
     const {u} sign = {splat("0x8000000000000000ULL")}, limit = {splat(limit_bits)};
-    const {u} half = {splat("0x3fe0000000000000ULL")};     /* the bits of 0.5 */
+    const {u} magic = {splat(magic_bits)};      /* the bits of 1.5 * 2^52 */
     const {v} x = *xp;
     {u} near = ({u})((({u})x & ~sign) <= limit);  /* all ones where |x| <= limit (NaN: no) */
-    {v} xr = ({v})(({u})x & near);               /* 0 in the lanes libm takes */
-    {v} kd = xr * {c_double(2 / math.pi)};
-    {i32} ki = __builtin_convertvector(kd + ({v})((({u})kd & sign) | half), {i32});
-    {v} k = __builtin_convertvector(ki, {v});
-    {v} r = ((xr - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
-    {v} r2 = r * r;
-    {v} s = r + (r * r2) * ({horner(sin_c)});
-    {v} c = (1.0 - 0.5 * r2) + (r2 * r2) * ({horner(cos_c)});
-    {u} q = ({u})__builtin_convertvector(ki, {i64}) + ({u}){splat("(unsigned long long)cosine")};
+    {u} kb = ({u})(x * {c_double(2 / math.pi)} + ({v})magic) & near;  /* k in the low bits */
+    {v} k = ({v})kb - ({v})(magic & near);      /* 0 in libm's lanes */
+    {v} r = ((x - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
+    {v} r2 = r * r, z2 = r2 * r2, z4 = z2 * z2;
+    {v} s = r + (r * r2) * ({estrin(sin_c)});
+    {v} c = (1.0 - 0.5 * r2) + z2 * ({estrin(cos_c)});
+    {u} q = kb + ({u}){splat("(unsigned long long)cosine")};
     {u} odd = -(q & 1);                         /* all ones in odd quadrants: +-cos r */
     {u} y = (({u})s & ~odd) | (({u})c & odd);
     {v} out;
-    int l, any = 0;
+    int l;
     y ^= (q & 2) << 62;                         /* quadrants 2, 3: -sin r, -cos r */
     out = ({v})y;
-    for (l = 0; l < {lanes}; ++l) any |= near[l] == 0;
-    if (any)
+    if (~({all_near}))
         for (l = 0; l < {lanes}; ++l)
             if (near[l] == 0) out[l] = cosine ? cos(x[l]) : sin(x[l]);
     *yp = out;
