@@ -3,7 +3,27 @@
 ``from gen.crocoddyl import DifferentialActionModelFreeFwdDynamics`` (and
 ``DifferentialActionModelContactFwdDynamics``) take crocoddyl's own constructor arguments
 and compute what crocoddyl's built-in models of the same names compute, with rbdgen's
-generated C for the dynamics and its analytical derivatives:
+generated C for the dynamics and its analytical derivatives.
+
+Two implementations, one behaviour.  Where a C++ compiler and the crocoddyl wheel's headers
+are present, the classes return the **compiled model**: the header-only C++ model of
+``rbdgen build --crocoddyl`` (:mod:`gen.crocoddyl_cpp`) compiled into a boost.python
+extension per kernel (cached; the first compile of crocoddyl's headers takes a minute or
+two), a subclass of crocoddyl's class of the same name in Python too, so crocoddyl's
+integrators and solvers call its calc and calcDiff in C++ (built by
+:func:`compiled_free_fwd_dynamics`, :func:`compiled_contact_fwd_dynamics`).  Otherwise, with
+a one-line warning saying why, or when ``RBDGEN_CROCODDYL_MODELS=python``, they return the
+**Python model** (:class:`PythonDifferentialActionModelFreeFwdDynamics`,
+:class:`PythonDifferentialActionModelContactFwdDynamics`), a crocoddyl Python subclass whose
+calc and calcDiff crocoddyl calls per node through boost.python.  What follows describes the
+Python model; the compiled one computes the same (its header's comment says how), with
+crocoddyl's own ``quasiStatic`` and data classes (it derives from the built-in model).  A
+subclass of the public classes is always the Python model (its Python overrides are its
+reason to exist).  Both refuse, in one line (:class:`RbdgenError`) before constructing
+anything, a state that is not a ``StateMultibody``, an actuation, contacts or costs of
+another type or of mismatched sizes.
+
+The Python model:
 
 * **free**: ``xout`` from ``aba``; ``Fx = [ddq_dq, ddq_dv] + M^-1 dtau_dx`` and
   ``Fu = M^-1 dtau_du`` from ``aba_derivatives`` (crocoddyl's
@@ -64,6 +84,7 @@ pin 4.0.0; with pin 4.1.0 crocoddyl 3.2.1 crashes on a frame-translation cost).
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -87,11 +108,14 @@ try:
 except ImportError as e:                           # pragma: no cover - the extra is missing
     raise RbdgenError(f"gen.crocoddyl needs crocoddyl and Pinocchio: pip install 'rbdgen[crocoddyl]' ({e})") from None
 
-from .build import build
+from . import crocoddyl_cpp
+from .build import build, build_folder
 from .constraint_spec import parse_constraints
 from .robots import load_robot
 
-__all__ = ["DifferentialActionModelContactFwdDynamics", "DifferentialActionModelFreeFwdDynamics", "Kinematics"]
+__all__ = ["DifferentialActionModelContactFwdDynamics", "DifferentialActionModelFreeFwdDynamics", "Kinematics",
+           "PythonDifferentialActionModelContactFwdDynamics", "PythonDifferentialActionModelFreeFwdDynamics",
+           "compiled_contact_fwd_dynamics", "compiled_free_fwd_dynamics"]
 
 _ROBOTS: dict[int, tuple] = {}          # id(pinocchio.Model) -> (the model, rbdgen Model)
 _KERNELS: dict[tuple, tuple] = {}       # (id(pinocchio.Model), algorithm, key) -> (the model, Kernel)
@@ -114,6 +138,19 @@ def kernel(pm, algorithm: str, constraints=None, key=(), **options):
     hit = _KERNELS.get(k)
     if hit is None or hit[0] is not pm:
         hit = _KERNELS[k] = (pm, build(robot_of(pm), algorithm, constraints, quiet=False, **options))
+    return hit[1]
+
+
+def folder_kernel(pm, algorithm: str, constraints=None, key=(), **options):
+    """The build folder of ``kernel(pm, algorithm, constraints, key, **options)`` as a
+    :class:`gen.crocoddyl_cpp.FolderKernel`: traced and emitted (or found in the cache) but
+    not compiled by cffi, for the compiled models' extension, which compiles its C."""
+    k = (id(pm), algorithm, key, tuple(sorted(options.items())), "folder")
+    hit = _KERNELS.get(k)
+    if hit is None or hit[0] is not pm:
+        robot = robot_of(pm)
+        folder = build_folder(robot, algorithm, constraints, **options)
+        hit = _KERNELS[k] = (pm, crocoddyl_cpp.FolderKernel(folder, robot, constraints, options))
     return hit[1]
 
 
@@ -188,6 +225,28 @@ def _refuse_constraints(constraints) -> None:
                           "constraints); use crocoddyl's built-in model for constrained solvers")
 
 
+def check_arguments(state, actuation, costs, contacts=None) -> None:
+    """The constructor arguments' types and sizes, checked before anything is built (a
+    wrong type would reach C++ as a multi-line ArgumentError, a wrong size as a kernel
+    writing outside its arrays)."""
+    wanted = [("state", state, crocoddyl.StateMultibody), ("actuation", actuation, crocoddyl.ActuationModelAbstract),
+              ("costs", costs, crocoddyl.CostModelSum)]
+    if contacts is not None:
+        wanted.append(("contacts", contacts, crocoddyl.ContactModelMultiple))
+    for name, value, cls in wanted:
+        if not isinstance(value, cls):
+            raise RbdgenError(f"{name} is a {type(value).__name__}; crocoddyl.{cls.__name__} expected")
+    nx, nu = state.nx, actuation.nu
+    sizes = [("actuation.state", actuation.state.nx, nx), ("costs.state", costs.state.nx, nx),
+             ("costs.nu", costs.nu, nu)]
+    if contacts is not None:
+        sizes += [("contacts.state", contacts.state.nx, nx), ("contacts.nu", contacts.nu, nu)]
+    for name, got, expected in sizes:
+        if got != expected:
+            what = "nx" if name.endswith("state") else "nu"
+            raise RbdgenError(f"{name} has {what} = {got}; the model's {what} is {expected} (state.nx, actuation.nu)")
+
+
 def _check_armature(pm) -> None:
     if np.any(np.asarray(pm.armature) != 0.0):
         raise RbdgenError("state.pinocchio has a non-zero armature, which rbdgen's dynamics do not model; "
@@ -196,6 +255,8 @@ def _check_armature(pm) -> None:
 
 class _Base(crocoddyl.DifferentialActionModelAbstract):
     """Shared parts: actuation, costs, kinematics, terminal calc."""
+
+    implementation = "python"
 
     def __init__(self, state, actuation, costs):
         crocoddyl.DifferentialActionModelAbstract.__init__(self, state, actuation.nu, costs.nr)
@@ -267,12 +328,14 @@ class _Data(crocoddyl.DifferentialActionDataAbstract):
         self.xout_, self.Fx_, self.Fu_ = self.xout, self.Fx, self.Fu
 
 
-class DifferentialActionModelFreeFwdDynamics(_Base):
-    """crocoddyl's ``DifferentialActionModelFreeFwdDynamics(state, actuation, costs)`` on
-    rbdgen's ``aba`` and ``aba_derivatives`` kernels (module docstring)."""
+class PythonDifferentialActionModelFreeFwdDynamics(_Base):
+    """The Python model of crocoddyl's ``DifferentialActionModelFreeFwdDynamics(state,
+    actuation, costs)`` on rbdgen's ``aba`` and ``aba_derivatives`` kernels (module
+    docstring)."""
 
     def __init__(self, state, actuation, costs, constraints=None):
         _refuse_constraints(constraints)
+        check_arguments(state, actuation, costs)
         _Base.__init__(self, state, actuation, costs)
         self.aba = kernel(self.pm, "aba")
         self.aba_derivatives = kernel(self.pm, "aba_derivatives")
@@ -362,13 +425,14 @@ def damping_options(inv_damping: float) -> dict:
     return {} if eps == 0.0 else {"iterations": 1, "mu": eps}
 
 
-class DifferentialActionModelContactFwdDynamics(_Base):
-    """crocoddyl's ``DifferentialActionModelContactFwdDynamics(state, actuation, contacts,
-    costs, inv_damping=0., enable_force=False)`` on rbdgen's ``prox_ltl`` and
-    ``constrained_derivatives`` kernels (module docstring)."""
+class PythonDifferentialActionModelContactFwdDynamics(_Base):
+    """The Python model of crocoddyl's ``DifferentialActionModelContactFwdDynamics(state,
+    actuation, contacts, costs, inv_damping=0., enable_force=False)`` on rbdgen's
+    ``prox_ltl`` and ``constrained_derivatives`` kernels (module docstring)."""
 
     def __init__(self, state, actuation, contacts, costs, inv_damping=0.0, enable_force=False, constraints=None):
         _refuse_constraints(constraints)
+        check_arguments(state, actuation, costs, contacts)
         _Base.__init__(self, state, actuation, costs)
         self.contacts = contacts
         self.inv_damping, self.enable_force = float(inv_damping), bool(enable_force)
@@ -445,3 +509,112 @@ class DifferentialActionModelContactFwdDynamics(_Base):
         J = np.hstack([data.dtau_du, data.contacts.Jc[:self.nc].T])
         pd.tau[:] = 0.0
         return (np.linalg.pinv(J) @ tau)[:self.nu]
+
+
+# --- the compiled models ------------------------------------------------------------------
+
+_EXTENSIONS: dict[int, tuple] = {}      # id(Kernel) -> (the kernel, its extension module)
+#: why the compiled models are not available in this process ("" until a build failed)
+_unavailable = {"why": ""}
+
+
+class Unavailable(RbdgenError):
+    """The compiled model cannot be built here (no compiler, no wheel headers, a compiler
+    error): :func:`gen.crocoddyl_cpp.extension`'s reason."""
+
+
+def _extension(kern):
+    hit = _EXTENSIONS.get(id(kern))
+    if hit is None or hit[0] is not kern:
+        try:
+            hit = _EXTENSIONS[id(kern)] = (kern, crocoddyl_cpp.extension(kern, progress=_say))
+        except RbdgenError as e:
+            raise Unavailable(str(e)) from None
+    return hit[1]
+
+
+def _say(message: str) -> None:
+    """A compile of the extension speaks on stderr, as a kernel build does (it takes a
+    minute or two); a cache hit is silent."""
+    print(f"rbdgen: {message}", file=sys.stderr, flush=True)
+
+
+def _finish(model, state, costs, kern, **attributes):
+    k = Kinematics(state.pinocchio, costs)
+    model.kinematics_velocity, model.kinematics_com, model.kinematics_full = k.velocity, k.com, k.full
+    model.implementation, model.kernel = "compiled", kern
+    for name, value in attributes.items():
+        setattr(model, name, value)
+    return model
+
+
+def compiled_free_fwd_dynamics(state, actuation, costs, constraints=None):
+    """The compiled model of crocoddyl's ``DifferentialActionModelFreeFwdDynamics(state,
+    actuation, costs)`` (module docstring) on rbdgen's ``aba_derivatives`` kernel; raises
+    :class:`Unavailable` when it cannot be built here."""
+    _refuse_constraints(constraints)
+    check_arguments(state, actuation, costs)
+    pm = state.pinocchio
+    _check_armature(pm)
+    kern = folder_kernel(pm, "aba_derivatives")
+    model = _extension(kern).DifferentialActionModelFreeFwdDynamics(state, actuation, costs)
+    return _finish(model, state, costs, kern, robot=robot_of(pm))
+
+
+def compiled_contact_fwd_dynamics(state, actuation, contacts, costs, inv_damping=0.0, enable_force=False,
+                                  constraints=None):
+    """The compiled model of crocoddyl's ``DifferentialActionModelContactFwdDynamics(state,
+    actuation, contacts, costs, inv_damping=0., enable_force=False)`` (module docstring) on
+    rbdgen's ``constrained_derivatives`` kernel; raises :class:`Unavailable` when it cannot
+    be built here."""
+    _refuse_constraints(constraints)
+    check_arguments(state, actuation, costs, contacts)
+    pm = state.pinocchio
+    _check_armature(pm)
+    robot = robot_of(pm)
+    cset, key, names = contact_set(robot, pm, contacts)
+    kern = folder_kernel(pm, "constrained_derivatives", cset, key, **damping_options(inv_damping))
+    model = _extension(kern).DifferentialActionModelContactFwdDynamics(state, actuation, contacts, costs,
+                                                                        float(inv_damping), bool(enable_force))
+    return _finish(model, state, costs, kern, robot=robot, cset=cset, contact_names=names, nc=cset.m,
+                   inv_damping=float(inv_damping), enable_force=bool(enable_force))
+
+
+def _compiled_or_none(make, *args):
+    """``make(*args)``, or None (the Python model) when ``RBDGEN_CROCODDYL_MODELS=python``
+    or the compiled model cannot be built here, which warns once per process."""
+    if os.environ.get("RBDGEN_CROCODDYL_MODELS", "") == "python" or _unavailable["why"]:
+        return None
+    try:
+        return make(*args)
+    except Unavailable as e:
+        _unavailable["why"] = str(e)
+        warnings.warn(f"gen.crocoddyl: using the Python models ({e})", RuntimeWarning, stacklevel=3)
+        return None
+
+
+class DifferentialActionModelFreeFwdDynamics(PythonDifferentialActionModelFreeFwdDynamics):
+    """crocoddyl's ``DifferentialActionModelFreeFwdDynamics(state, actuation, costs)`` on
+    rbdgen's kernels: the compiled model where it can be built, else the Python model
+    (module docstring)."""
+
+    def __new__(cls, state, actuation, costs, constraints=None):
+        if cls is DifferentialActionModelFreeFwdDynamics:
+            model = _compiled_or_none(compiled_free_fwd_dynamics, state, actuation, costs, constraints)
+            if model is not None:
+                return model
+        return super().__new__(cls)
+
+
+class DifferentialActionModelContactFwdDynamics(PythonDifferentialActionModelContactFwdDynamics):
+    """crocoddyl's ``DifferentialActionModelContactFwdDynamics(state, actuation, contacts,
+    costs, inv_damping=0., enable_force=False)`` on rbdgen's kernels: the compiled model
+    where it can be built, else the Python model (module docstring)."""
+
+    def __new__(cls, state, actuation, contacts, costs, inv_damping=0.0, enable_force=False, constraints=None):
+        if cls is DifferentialActionModelContactFwdDynamics:
+            model = _compiled_or_none(compiled_contact_fwd_dynamics, state, actuation, contacts, costs, inv_damping,
+                                      enable_force, constraints)
+            if model is not None:
+                return model
+        return super().__new__(cls)

@@ -1,7 +1,10 @@
 """gen.crocoddyl's action models against crocoddyl's built-in models of the same names, on the
 problems of examples/crocoddyl/problems.py (short horizons): one node's calc / calcDiff
 (xout, Fx, Fu, cost and its derivatives, contact forces and their derivatives),
-quasiStatic, and whole FDDP solves (same iterations, cost and trajectories)."""
+quasiStatic, and whole FDDP solves (same iterations, cost and trajectories), each for both
+implementations (the fixture ``impl``: the Python model, and the compiled model where a C++
+compiler and the wheel's headers are present); the public classes' choice between them;
+bad arguments refused in one line, before anything reaches C++."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -28,6 +32,7 @@ pytest.importorskip("example_robot_data", reason="the problems load robots from 
 
 from gen.errors import RbdgenError  # noqa: E402
 import gen.crocoddyl as gc  # noqa: E402
+import gen.crocoddyl_cpp as gcpp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "crocoddyl"
@@ -42,6 +47,20 @@ NODE_RTOL = 1e-10
 #: whole solves: cost to 1e-9 relative and trajectories to 1e-7 (issue 31's targets; measured
 #: 1e-15 and 4e-12: FDDP amplifies node differences over its iterations)
 COST_RTOL, TRAJ_ATOL = 1e-9, 1e-7
+
+
+@pytest.fixture(params=["python", "compiled"])
+def impl(request):
+    """The implementation under test: ``free`` and ``contact`` take crocoddyl's constructor
+    arguments (as the public classes do)."""
+    if request.param == "python":
+        return SimpleNamespace(name="python", free=gc.PythonDifferentialActionModelFreeFwdDynamics,
+                               contact=gc.PythonDifferentialActionModelContactFwdDynamics)
+    why = gcpp.unavailable()
+    if why:
+        pytest.skip(f"the compiled models cannot be built here: {why}")
+    return SimpleNamespace(name="compiled", free=gc.compiled_free_fwd_dynamics,
+                           contact=gc.compiled_contact_fwd_dynamics)
 
 
 def close(a, b, rtol=NODE_RTOL) -> bool:
@@ -74,7 +93,7 @@ def compare_node(mb, db, mr, dr, x, u, forces=()):
     for name in ("Lx", "Lu", "Lxx", "Luu", "Lxu"):
         assert close(getattr(dr, name), getattr(db, name)), name
     cb = db.multibody.contacts.contacts.todict() if forces else {}
-    cr = dr.contacts.contacts.todict() if forces else {}
+    cr = dr.multibody.contacts.contacts.todict() if forces else {}
     for name in forces:
         assert close(cr[name].f.vector, cb[name].f.vector), name
         if mr.enable_force:
@@ -83,9 +102,9 @@ def compare_node(mb, db, mr, dr, x, u, forces=()):
     assert close(mr.quasiStatic(dr, x), mb.quasiStatic(db, x))
 
 
-def test_panda_free_node():
+def test_panda_free_node(impl):
     pb, x0 = P.panda_reaching(crocoddyl.DifferentialActionModelFreeFwdDynamics, T=3)
-    pr, _ = P.panda_reaching(gc.DifferentialActionModelFreeFwdDynamics, T=3)
+    pr, _ = P.panda_reaching(impl.free, T=3)
     for k, seed in ((0, 0), (2, 1)):
         mb, db, mr, dr = node_pair(pb, pr, k)
         compare_node(mb, db, mr, dr, *random_point(mb, x0, seed))
@@ -102,23 +121,23 @@ FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
 
 
 @pytest.mark.parametrize("inv_damping, enable_force", [(0.0, True), (1e-3, True)])
-def test_solo12_four_feet_node(inv_damping, enable_force):
+def test_solo12_four_feet_node(impl, inv_damping, enable_force):
     """Four 3D contacts with crocoddyl's Baumgarte Kd = 50; with inv_damping > 0 the damped
     KKT (rbdgen iterations = 1, mu = eps)."""
     kw = dict(T=2, inv_damping=inv_damping, enable_force=enable_force)
     pb, x0 = P.solo12_base(crocoddyl.DifferentialActionModelContactFwdDynamics, **kw)
-    pr, _ = P.solo12_base(gc.DifferentialActionModelContactFwdDynamics, **kw)
+    pr, _ = P.solo12_base(impl.contact, **kw)
     mb, db, mr, dr = node_pair(pb, pr)
     for seed in range(2):
         compare_node(mb, db, mr, dr, *random_point(mb, x0, seed), forces=FEET)
 
 
-def test_talos_6d_soles_node():
+def test_talos_6d_soles_node(impl):
     """talos on its two 6D soles (Kd = 50), with the contact forces and their derivatives,
     and a contact-force cost, which reads the forces rbdgen writes into the contact data."""
     kw = dict(T=2, enable_force=True)
     pb, x0 = P.talos_standing(crocoddyl.DifferentialActionModelContactFwdDynamics, **kw)
-    pr, _ = P.talos_standing(gc.DifferentialActionModelContactFwdDynamics, **kw)
+    pr, _ = P.talos_standing(impl.contact, **kw)
     for p in (pb, pr):
         d = p.runningModels[0].differential
         res = crocoddyl.ResidualModelContactForce(d.state, d.state.pinocchio.getFrameId("left_sole_link"),
@@ -135,29 +154,30 @@ class DerivedFloatingBase(crocoddyl.ActuationModelFloatingBase):
     kernel's d/dtau)."""
 
 
-def test_solo12_node_with_an_unknown_actuation_type():
+def test_solo12_node_with_an_unknown_actuation_type(impl):
     """One solo12 node with enable_force on DerivedFloatingBase agrees with the built-in
-    model as on crocoddyl's actuation (the general route gives the same values)."""
+    model as on crocoddyl's actuation (the Python model's general route gives the same
+    values)."""
     pm, q0 = P.solo12_model()
     state = crocoddyl.StateMultibody(pm)
     actuation = DerivedFloatingBase(state)
     x0 = np.concatenate([q0, np.zeros(state.nv)])
     models = []
-    for cls in (crocoddyl.DifferentialActionModelContactFwdDynamics, gc.DifferentialActionModelContactFwdDynamics):
+    for cls in (crocoddyl.DifferentialActionModelContactFwdDynamics, impl.contact):
         contacts = P._contact_models(state, actuation, FEET, "3D", (0.0, 50.0), q0, pm)
         costs = P._state_costs(state, actuation.nu, x0, [1.0] * (2 * state.nv))
         models.append(cls(state, actuation, contacts, costs, 0.0, True))
     mb, mr = models
-    assert mr.actuated is None
+    if impl.name == "python":
+        assert mr.actuated is None
     compare_node(mb, mb.createData(), mr, mr.createData(), *random_point(mb, x0, 4), forces=FEET)
 
 
 @pytest.mark.parametrize("build, T", [(P.panda_reaching, 20), (P.solo12_base, 15)])
-def test_fddp_solves_agree(build, T):
+def test_fddp_solves_agree(impl, build, T):
     B = crocoddyl.DifferentialActionModelFreeFwdDynamics if build is P.panda_reaching \
         else crocoddyl.DifferentialActionModelContactFwdDynamics
-    R = gc.DifferentialActionModelFreeFwdDynamics if build is P.panda_reaching \
-        else gc.DifferentialActionModelContactFwdDynamics
+    R = impl.free if build is P.panda_reaching else impl.contact
     (pb, _), (pr, _) = build(B, T=T), build(R, T=T)
     (sb, _), (sr, _) = P.solve(pb), P.solve(pr)
     assert sr.iter == sb.iter
@@ -187,19 +207,97 @@ def _contact_problem(contact):
     (lambda s, a, pm: [crocoddyl.ContactModel3D(s, pm.getFrameId("FL_FOOT"), np.zeros(3), pin.LOCAL, a.nu,
                                                 np.array([10.0, 1.0]))], "position gain Kp = 10 is not supported"),
 ])
-def test_refused_contacts(contact, message):
+def test_refused_contacts(impl, contact, message):
     state, actuation, contacts, costs = _contact_problem(contact)
     with pytest.raises(RbdgenError, match=message):
-        gc.DifferentialActionModelContactFwdDynamics(state, actuation, contacts, costs)
+        impl.contact(state, actuation, contacts, costs)
 
 
-def test_refused_armature():
+def test_refused_armature(impl):
     pm, _ = P.panda_model()
     pm.armature[:] = 0.1
     state = crocoddyl.StateMultibody(pm)
     actuation = crocoddyl.ActuationModelFull(state)
     with pytest.raises(RbdgenError, match="non-zero armature"):
-        gc.DifferentialActionModelFreeFwdDynamics(state, actuation, crocoddyl.CostModelSum(state, actuation.nu))
+        impl.free(state, actuation, crocoddyl.CostModelSum(state, actuation.nu))
+
+
+def _panda_parts():
+    pm, _ = P.panda_model()
+    state = crocoddyl.StateMultibody(pm)
+    return pm, state, crocoddyl.ActuationModelFull(state)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("state", r"state is a StateVector; crocoddyl.StateMultibody expected"),
+    ("actuation", r"actuation is a CostModelSum; crocoddyl.ActuationModelAbstract expected"),
+    ("costs nu", r"costs.nu has nu = 3; the model's nu is 7"),
+    ("costs state", r"costs.state has nx = 4; the model's nx is 14"),
+])
+def test_refused_arguments(impl, bad, message):
+    """A wrong type or size is one RbdgenError line, before any model is constructed (the
+    compiled model's C++ would otherwise get a kernel writing outside its arrays)."""
+    pm, state, actuation = _panda_parts()
+    costs = crocoddyl.CostModelSum(state, actuation.nu)
+    args = {"state": (crocoddyl.StateVector(14), actuation, costs),
+            "actuation": (state, costs, costs),
+            "costs nu": (state, actuation, crocoddyl.CostModelSum(state, 3)),
+            "costs state": (state, actuation, crocoddyl.CostModelSum(crocoddyl.StateVector(4), actuation.nu))}[bad]
+    with pytest.raises(RbdgenError, match=message) as e:
+        impl.free(*args)
+    assert "\n" not in str(e.value)
+
+
+def test_contacts_of_another_size_refused(impl):
+    state, actuation, contacts, costs = _contact_problem(
+        lambda s, a, pm: [crocoddyl.ContactModel3D(s, pm.getFrameId("FL_FOOT"), np.zeros(3), pin.LOCAL, a.nu,
+                                                   np.array([0.0, 50.0]))])
+    other = crocoddyl.ContactModelMultiple(state, actuation.nu - 1)
+    with pytest.raises(RbdgenError, match=r"contacts.nu has nu = 11; the model's nu is 12"):
+        impl.contact(state, actuation, other, costs)
+
+
+def test_compiled_model_checks_its_calls():
+    """The compiled model refuses, as a Python exception, an x or u of the wrong size and
+    another model's data (each would have the kernel read or write outside its arrays)."""
+    if gcpp.unavailable():
+        pytest.skip(f"the compiled models cannot be built here: {gcpp.unavailable()}")
+    pr, x0 = P.panda_reaching(gc.compiled_free_fwd_dynamics, T=1)
+    m = pr.runningModels[0].differential
+    d = m.createData()
+    u = np.zeros(m.nu)
+    with pytest.raises(ValueError, match="x has 13 entries, expected 14"):
+        m.calc(d, x0[:-1], u)
+    with pytest.raises(ValueError, match="u has 6 entries, expected 7"):
+        m.calcDiff(d, x0, u[:-1])
+    other = crocoddyl.DifferentialActionModelFreeFwdDynamics(m.state, m.actuation, m.costs).createData()
+    with pytest.raises(ValueError, match="the data was not made by this model's createData"):
+        m.calc(other, x0, u)
+
+
+def test_public_classes_choose_the_implementation(monkeypatch):
+    """The public classes return the compiled model where it can be built, the Python model
+    with RBDGEN_CROCODDYL_MODELS=python, and, with a one-line warning naming why, where it
+    cannot; a subclass is always the Python model."""
+    pm, state, actuation = _panda_parts()
+    costs = crocoddyl.CostModelSum(state, actuation.nu)
+    expected = "python" if gcpp.unavailable() else "compiled"
+    assert gc.DifferentialActionModelFreeFwdDynamics(state, actuation, costs).implementation == expected
+
+    class Mine(gc.DifferentialActionModelFreeFwdDynamics):
+        pass
+    assert isinstance(Mine(state, actuation, costs), gc.PythonDifferentialActionModelFreeFwdDynamics)
+    monkeypatch.setenv("RBDGEN_CROCODDYL_MODELS", "python")
+    m = gc.DifferentialActionModelFreeFwdDynamics(state, actuation, costs)
+    assert isinstance(m, gc.PythonDifferentialActionModelFreeFwdDynamics)
+    monkeypatch.delenv("RBDGEN_CROCODDYL_MODELS")
+    monkeypatch.setattr(gc, "_EXTENSIONS", {})
+    monkeypatch.setitem(gc._unavailable, "why", "")
+    monkeypatch.setattr(gcpp, "unavailable", lambda: "no working compiler 'c++' ($CXX)")
+    with pytest.warns(RuntimeWarning, match=r"using the Python models \(cannot build the crocoddyl extension: no "
+                                            r"working compiler 'c\+\+' \(\$CXX\)\)"):
+        m = gc.DifferentialActionModelFreeFwdDynamics(state, actuation, costs)
+    assert m.implementation == "python"
 
 
 SUMMARY = re.compile(r"same iterations: (\w+); cost relative difference (\S+); largest trajectory difference (\S+);")
