@@ -9,7 +9,9 @@ call.  Op counts (:mod:`opcount`) give the arithmetic in the specialised graph, 
 stores and control.
 
 valgrind does not decode AVX-512, so these programs are built for ``x86-64-v3`` (AVX2,
-FMA) rather than ``-march=native``; the counts are of the same code modulo vector width.
+FMA) rather than ``-march=native``; the counts are of the same code modulo vector width
+(or for x86-64-v2 where valgrind cannot decode the x86-64-v3 build, :data:`FALLBACK_MARCH`;
+the table's *target* column says which).
 
     python -m gen.bench.callgrind [--robots talos,solo12,panda] [--algorithms rnea,aba]
                                   [--calls N] [--out FILE.md]
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +39,11 @@ from ..robots import load_robot
 from .harness import make_states
 
 FLAGS = ("-O3", "-march=x86-64-v3", "-DNDEBUG")
+#: the target a count falls back to when valgrind cannot decode the x86-64-v3 program
+#: (valgrind 3.19 stops with SIGILL on the register form of VEX ``vmovq``, opcode 66 0F D6,
+#: which gcc 12 emits at x86-64-v3 where the vector sin/cos routine's lanes go to integer
+#: registers); SSE4.2, no AVX or FMA: more instructions for the same kernel
+FALLBACK_MARCH = "x86-64-v2"
 MAIN = r"""
 #include <stdio.h>
 #include "{header}"
@@ -82,8 +90,8 @@ def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, see
     ``ir_specialized_self``: the specialised call's instructions outside any callee (libm's
     sin and cos are the callees of a scalar kernel), of which ``ir_entry_self`` the entry
     point's own (its input and output checks), ``ir_specialized_callees`` the rest;
-    ``march``: the target (valgrind 3.19 stops with SIGILL on the register form of VEX
-    ``vmovq`` that gcc emits for some kernels at ``x86-64-v3``; ``x86-64-v2`` avoids it)."""
+    ``march``: the target; where valgrind cannot decode the program built for it, the
+    count is of the :data:`FALLBACK_MARCH` build, and ``march`` in the result says which."""
     if shutil.which("valgrind") is None:
         raise RbdgenError("valgrind is not installed (apt install valgrind)")
     generic = get_algorithm(algorithm).generic
@@ -103,6 +111,31 @@ def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, see
         out_size=sum(out_sizes), work_spec=int(fn["work_size"]), work_gen=int(generic.work(model.nbodies, model.nv, 0)),
         calls=calls, spec_call=f"{fn['symbol']}({ins}, {outs_spec}, work_spec)",
         gen_call=f"{generic.entry}(&cg_model, {ins}, {outs_gen}, work_gen)")
+    try:
+        text, self_text = _callgrind(source, kernel, march)
+    except _IllegalInstruction:
+        if march == FALLBACK_MARCH:
+            raise RbdgenError(f"valgrind cannot decode the {robot}/{algorithm} program even at {march}") from None
+        march = FALLBACK_MARCH
+        text, self_text = _callgrind(source, kernel, march)
+    ir = {name: _ir(text, sym) / calls for name, sym in (("specialized", fn["symbol"]), ("generic", generic.entry))}
+    # the public entry point's own code (checks) and the kernel function's, without callees
+    entry = _ir(self_text, fn["symbol"], required=False) / calls
+    own = entry + _ir(self_text, _kernel_symbol(fn["symbol"]), required=False) / calls
+    ops = opcount(model, algorithm)["total"]
+    return {"robot": robot, "algorithm": algorithm, "march": march, "ops": ops, "ir_specialized": ir["specialized"],
+            "ir_specialized_self": own, "ir_entry_self": entry, "ir_specialized_callees": ir["specialized"] - own,
+            "ir_generic": ir["generic"], "ratio": ir["generic"] / ir["specialized"],
+            "ops_per_ir": ops / ir["specialized"]}
+
+
+class _IllegalInstruction(Exception):
+    """valgrind stopped the program with SIGILL: an instruction it does not decode."""
+
+
+def _callgrind(source: str, kernel, march: str) -> tuple[str, str]:
+    """Compile ``source`` with the kernel and the generic C for ``march``, run it under
+    callgrind; ``callgrind_annotate``'s inclusive and exclusive listings."""
     with tempfile.TemporaryDirectory(prefix="rbdgen-cg-") as tmp:
         tmp = Path(tmp)
         (tmp / "main.c").write_text(source)
@@ -112,20 +145,14 @@ def count(robot: str, algorithm: str, calls: int = 2000, n_states: int = 16, see
                *[str(s) for s in kernel.sources], *[str(s) for s in SOURCES], "-lm", "-o", str(exe)]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         out = tmp / "cg.out"
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe)],
-                       check=True, capture_output=True, text=True)
-        text, self_text = (subprocess.run(["callgrind_annotate", f"--inclusive={inc}", str(out)],
-                                          check=True, capture_output=True, text=True).stdout
-                           for inc in ("yes", "no"))
-    ir = {name: _ir(text, sym) / calls for name, sym in (("specialized", fn["symbol"]), ("generic", generic.entry))}
-    # the public entry point's own code (checks) and the kernel function's, without callees
-    entry = _ir(self_text, fn["symbol"], required=False) / calls
-    own = entry + _ir(self_text, _kernel_symbol(fn["symbol"]), required=False) / calls
-    ops = opcount(model, algorithm)["total"]
-    return {"robot": robot, "algorithm": algorithm, "ops": ops, "ir_specialized": ir["specialized"],
-            "ir_specialized_self": own, "ir_entry_self": entry, "ir_specialized_callees": ir["specialized"] - own,
-            "ir_generic": ir["generic"], "ratio": ir["generic"] / ir["specialized"],
-            "ops_per_ir": ops / ir["specialized"]}
+        run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe)],
+                             capture_output=True, text=True)
+        if run.returncode == -signal.SIGILL or "unhandled instruction bytes" in run.stderr:
+            raise _IllegalInstruction
+        if run.returncode != 0:
+            raise RbdgenError(f"valgrind --tool=callgrind failed ({run.returncode}): {run.stderr.strip()[-300:]}")
+        return tuple(subprocess.run(["callgrind_annotate", f"--inclusive={inc}", str(out)],
+                                    check=True, capture_output=True, text=True).stdout for inc in ("yes", "no"))
 
 
 def _kernel_symbol(entry: str) -> str:
@@ -144,10 +171,10 @@ def _ir(text: str, sym: str, required: bool = True) -> int:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| robot | algorithm | ops (specialized) | Ir/call specialized | Ir/call generic "
+    lines = ["| robot | algorithm | target | ops (specialized) | Ir/call specialized | Ir/call generic "
              "| generic/specialized (Ir) | ops per Ir (specialized) |",
-             "|---|---|--:|--:|--:|--:|--:|"]
-    lines += [f"| {r['robot']} | {r['algorithm']} | {r['ops']} | {r['ir_specialized']:.0f} "
+             "|---|---|---|--:|--:|--:|--:|--:|"]
+    lines += [f"| {r['robot']} | {r['algorithm']} | {r.get('march', '')} | {r['ops']} | {r['ir_specialized']:.0f} "
               f"| {r['ir_generic']:.0f} | {r['ratio']:.2f} | {r['ops_per_ir']:.2f} |" for r in rows]
     return "\n".join(lines) + "\n"
 
