@@ -66,13 +66,13 @@ def routine(p: str, lanes: int) -> str:
     r = ((x - k C1) - k C2) - k C3 (:func:`pi_over_2_parts`; x - k C1 is exact by
     Sterbenz' lemma, and so is the next step where r is near 0: sin stays within 2 ulps
     of glibc's next to its zeros, where (x - k C1) - (k C2 + k C3), a step shorter, is
-    1e9 ulps off), |r| <= pi/4 + an ulp; sin r and cos r
-    by their Taylor series to r^17 and r^18 (the first term left out is below 1e-19 on
-    |r| <= pi/4) in Estrin's scheme (pairs, then r^4 and r^8: 4 dependent steps instead
-    of Horner's 8; the routine heads every scalar kernel's critical path); the quadrant k mod 4 picks +-sin r or +-cos r by
-    bit masks (cos x = sin(x + pi/2): quadrant k + 1).  Measured against glibc's sin and
-    cos (tests/test_batch.py): within 2.3e-16 absolute (2 ulps near the zeros) on
-    |x| <= 1e6.  Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off
+    1e9 ulps off), |r| <= pi/4 + an ulp; sin r and cos r by their Taylor series to r^17
+    and r^18 (the first term left out is below 1e-19 on |r| <= pi/4) in Estrin's scheme
+    (pairs, then r^4 and r^8: 4 dependent steps instead of Horner's 8; the routine heads
+    every scalar kernel's critical path); the quadrant k mod 4 picks +-sin r or +-cos r
+    by bit masks made by shifts of k's bits (cos x = sin(x + pi/2): quadrant k + 1).
+    Measured against glibc's sin and cos (tests/test_batch.py): within 2.3e-16 absolute
+    (2 ulps near the zeros) on |x| <= 1e6.  Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off
     the path from x to r: k is 0 there and the lane's result is discarded) take libm's
     value.
 
@@ -81,8 +81,9 @@ def routine(p: str, lanes: int) -> str:
     ``-fassociative-math`` cannot fold away (without the mask it folds k to 2x/pi, then
     sin(0.3) = 0); the range test is on the bits, which ``-ffinite-math-only`` cannot
     assume away; reassociating the reduction costs a few ulps of r.  No integer
-    conversion (two conversions and a widening per vector before).  Vectors pass by
-    pointer: no function takes or returns one (:func:`gen.cwriter.vector_types`)."""
+    conversion (two conversions and a widening per vector before); the quadrant's masks
+    need no constants of their own.  Vectors pass by pointer: no function takes or returns
+    one (:func:`gen.cwriter.vector_types`)."""
     c1, c2, c3 = pi_over_2_parts()
     sin_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(3, 18, 2)]     # r^3 .. r^17
     cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
@@ -95,8 +96,9 @@ def routine(p: str, lanes: int) -> str:
     def splat(c):
         return "{" + ", ".join([c] * lanes) + "}"
 
-    v, u = f"{p}_v", f"{p}_u64"
-    limit_bits, magic_bits = (f"0x{struct.unpack('<Q', struct.pack('<d', x))[0]:016x}ULL" for x in (TRIG_LIMIT, 1.5 * 2.0 ** 52))
+    v, u, i64 = f"{p}_v", f"{p}_u64", f"{p}_i64"
+    limit_bits, magic_bits = (f"0x{struct.unpack('<Q', struct.pack('<d', x))[0]:016x}ULL"
+                              for x in (TRIG_LIMIT, 1.5 * 2.0 ** 52))
     all_near = " & ".join(f"near[{lane}]" for lane in range(lanes))
     return f"""/* sin and cos of each lane (see rbdgen's gen/codegen/trig.py, routine): Cody-Waite
  * reduction by pi/2 in three parts with k = round(2x/pi) by adding 1.5 * 2^52 (taken off
@@ -116,11 +118,11 @@ static void {p}_trig(const {v} *xp, {v} *yp, int cosine)
     {v} s = r + (r * r2) * ({estrin(sin_c)});
     {v} c = (1.0 - 0.5 * r2) + z2 * ({estrin(cos_c)});
     {u} q = kb + ({u}){splat("(unsigned long long)cosine")};
-    {u} odd = -(q & 1);                         /* all ones in odd quadrants: +-cos r */
+    {u} odd = ({u})((({i64})(q << 63)) >> 63);  /* all ones in odd quadrants: +-cos r */
     {u} y = (({u})s & ~odd) | (({u})c & odd);
     {v} out;
     int l;
-    y ^= (q & 2) << 62;                         /* quadrants 2, 3: -sin r, -cos r */
+    y ^= (q << 62) & sign;                      /* quadrants 2, 3: -sin r, -cos r */
     out = ({v})y;
     if (~({all_near}))
         for (l = 0; l < {lanes}; ++l)
