@@ -29,6 +29,12 @@ from gen.robots.named import NAMED_ROBOTS, ROBOTS_DIR_ENV
 #: rounding is the C text's; tests of optimised builds (fast math, stack bounds, the
 #: other CPU's flags, the benchmarks) pass their own flags
 os.environ.setdefault("RBDGEN_CFLAGS", "-O0 -march=native")
+#: the benchmark harness's programs and the Pinocchio shim (gen.bench.pinshim.BENCH_FLAGS)
+#: likewise at -O0 (unless $RBDGEN_BENCH_FLAGS says otherwise): the tests check the
+#: peers' values, never their times, and every benchmark program compiles the kernel and
+#: the generic C (3.6 s of CPU at -O3, 0.36 s at -O0); -march=native stays, as it sets
+#: Eigen's alignment (the ABI hazard gen.bench.pinshim's docstring describes)
+os.environ.setdefault("RBDGEN_BENCH_FLAGS", "-O0 -march=native -DNDEBUG")
 
 #: pinocchio can be imported (found without importing it here: the tests that load the
 #: Pinocchio shim must do so in a process that has not imported pinocchio)
@@ -103,6 +109,21 @@ def load_or_skip(name: str, **options):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test outside the fast tier (deselect with -m 'not slow')")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each half of the collection starts with half of the slow tier (each tier keeping its
+    order), so that the two workers of the README's parallel run (``-n 2 --dist
+    worksteal``) each start on long tests and end on short ones: worksteal gives a worker
+    the first half of the collection and the other the second, and a worker that runs out
+    takes the *last* queued tests of the other.  In collection order a minutes-long test
+    queued last kept one worker busy while the other had nothing left to take.  Every
+    worker reorders the same collection the same way, as xdist requires."""
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    fast = [item for item in items if item.get_closest_marker("slow") is None]
+    first = slow[0::2]
+    take = max(0, len(items) // 2 - len(first))
+    items[:] = first + fast[:take] + slow[1::2] + fast[take:]
 
 
 def row_floor(algorithm, model, constraints, q, options=None, tol=0.0):

@@ -244,36 +244,42 @@ def alm_route_tol(model, spec, q, mu=1e-6):
     return max(ROUTE_TOL, floor_at("constrained_aba", model, gen.parse_constraints(model, spec), q, mu))
 
 
+#: row -> (options, inputs taken) at a converged iteration count: the AD route differentiates
+#: the K-th iterate, the analytical one the converged solution with K proximal steps (equal
+#: at convergence).  K = 3 converges on these full-rank sets at mu = 1e-6 (solo12's four
+#: feet: AD and analytical within 1.3e-8 of each other, the floor eps kappa is 3e-6) and
+#: costs a quarter of K = 12's AD graph.  The impact map too is converged at K = 3, as
+#: Pinocchio's exact solve needs: on solo12's four feet at restitution 0.4 the AD route is
+#: 5.7e-9, 9.6e-10 and 3.7e-9 from the analytical one on three states at K = 3, 5.7e-9,
+#: 9.6e-10 and 3.2e-9 at K = 5 (the analytical one within 5.1e-15 of Pinocchio at both)
+AD_ROUTE_CASES = {"constrained_derivatives": ({"iterations": 3}, 3),
+                  "impulse_derivatives": ({"restitution": 0.4, "iterations": 3}, 2)}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("algo", AD_ROUTE_CASES)
 @pytest.mark.parametrize("setname", ("ur5_3d_tool0", "solo12_3d_4feet"))
-def test_ad_route_equals_analytical_and_pinocchio(setname):
+def test_ad_route_equals_analytical_and_pinocchio(setname, algo):
     """Issue 13 §2: route="ad" (CasADi jacobian of the traced constrained_aba / impulse graph
     at the same iterations and mu, tangent map for q), compiled, against the analytical
     kernel and Pinocchio; the impact map at a converged iteration count, as Pinocchio's is
-    an exact solve."""
+    an exact solve.  One test per row, so the two workers share the long AD traces."""
     from gen import pinref
     robot, spec = CONSTRAINED_SETS[setname]
     model = load_or_skip(robot)
     pm = pinref.pin_model(model) if pinref.available() else None
     rng = np.random.default_rng(26)
-    # at a converged iteration count: the AD route differentiates the K-th iterate, the
-    # analytical one the converged solution with K proximal steps (equal at convergence).
-    # K = 3 converges on these full-rank sets at mu = 1e-6 (solo12's four feet: AD and
-    # analytical within 1.3e-8 of each other, the floor eps kappa is 3e-6) and costs a
-    # quarter of K = 12's AD graph; the impact map at 12, as Pinocchio's is an exact solve
-    cases = (("constrained_derivatives", {"iterations": 3}, 3),
-             ("impulse_derivatives", {"restitution": 0.4, "iterations": 12}, 2))
-    for algo, opts, nin in cases:
-        kernels = {r: gen.build(model, algo, spec, route=r, **opts) for r in ("analytical", "ad")}
-        assert kernels["ad"].manifest["route"]["used"] == "ad"
-        for _ in range(2):
-            ins = _state(model, rng)[:nin]
-            an, ad = kernels["analytical"](*ins), kernels["ad"](*ins)
-            for o_an, o_ad in zip(an, ad):
-                tol = alm_route_tol(model, spec, ins[0]) if algo == "constrained_derivatives" else ROUTE_TOL
-                assert rel_err(o_ad, o_an) <= tol, f"{setname} {algo}: AD vs analytical"
-            if pm is not None:
-                ref = pinref.reference(model, algo, *ins, pmodel=pm, cset=spec, options=opts)
-                for o, r in zip(ad, ref):
-                    tol = alm_route_tol(model, spec, ins[0]) if algo == "constrained_derivatives" else PIN_TOL
-                    assert rel_err(o, r) <= tol, f"{setname} {algo}: AD route vs Pinocchio"
+    opts, nin = AD_ROUTE_CASES[algo]
+    kernels = {r: gen.build(model, algo, spec, route=r, **opts) for r in ("analytical", "ad")}
+    assert kernels["ad"].manifest["route"]["used"] == "ad"
+    for _ in range(2):
+        ins = _state(model, rng)[:nin]
+        an, ad = kernels["analytical"](*ins), kernels["ad"](*ins)
+        for o_an, o_ad in zip(an, ad):
+            tol = alm_route_tol(model, spec, ins[0]) if algo == "constrained_derivatives" else ROUTE_TOL
+            assert rel_err(o_ad, o_an) <= tol, f"{setname} {algo}: AD vs analytical"
+        if pm is not None:
+            ref = pinref.reference(model, algo, *ins, pmodel=pm, cset=spec, options=opts)
+            for o, r in zip(ad, ref):
+                tol = alm_route_tol(model, spec, ins[0]) if algo == "constrained_derivatives" else PIN_TOL
+                assert rel_err(o, r) <= tol, f"{setname} {algo}: AD route vs Pinocchio"
