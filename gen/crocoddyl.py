@@ -58,8 +58,9 @@ joint Jacobians (``computeJointJacobians`` in ``calcDiff``, from the placements 
 too); ``ResidualModelFrameVelocity`` adds the velocities and accelerations
 (``forwardKinematics(q, v, a)``) and ``computeForwardKinematicsDerivatives``,
 ``ResidualModelCoMPosition`` the centre of mass and its Jacobian; a residual of any other
-type gets everything the built-in model computes (``computeAllTerms`` and the kinematics
-derivatives).  The contact forces reach the contact data (``updateForce``;
+type gets everything the built-in model computes (``computeAllTerms`` and the centroidal
+momentum in ``calc``, ``computeRNEADerivatives`` with the contact forces or
+``computeABADerivatives`` in ``calcDiff``).  The contact forces reach the contact data (``updateForce``;
 ``updateForceDiff`` with ``enable_force``), which the force residuals read; the contact
 data's ``Jc`` and ``a0`` are not computed.  ``quasiStatic`` is the built-in models' (a
 pseudo-inverse of ``dtau_du``, with the contact Jacobian's transpose beside it for the
@@ -203,10 +204,19 @@ class Kinematics:
         if not self.full and self.com:
             pin.centerOfMass(self.pm, pd, q, v, a)
 
-    def calc_diff(self, pd, q, v, a) -> None:
+    def calc_diff(self, pd, q, v, a, tau=None, fext=None) -> None:
         """After :meth:`calc` at the same ``q`` (crocoddyl's contract: calcDiff follows calc
         at the same point, whose frame placements the costs' calcDiff reads too): the joint
-        Jacobians from the joint placements ``calc`` left in ``pd``."""
+        Jacobians from the joint placements ``calc`` left in ``pd``.  ``full``: the built-in
+        models' calcDiff, ``computeRNEADerivatives`` with the contact forces ``fext``
+        (contact model) or ``computeABADerivatives`` at ``tau`` (free model); the centre of
+        mass's Jacobian came with ``computeAllTerms`` in :meth:`calc`."""
+        if self.full:
+            if fext is not None:
+                pin.computeRNEADerivatives(self.pm, pd, q, v, a, fext)
+            else:
+                pin.computeABADerivatives(self.pm, pd, q, v, tau)
+            return
         if self.velocity:
             pin.computeForwardKinematicsDerivatives(self.pm, pd, q, v, a)
         else:
@@ -370,7 +380,7 @@ class PythonDifferentialActionModelFreeFwdDynamics(_Base):
         self._actuation_diff(data, x, u)
         self.aba_derivatives(q, v, data.tau, out=data.out_derivatives)
         self._control_jacobians(data, data.Minv, data.Fx_, data.Fu_)
-        self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_)
+        self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_, tau=data.tau)
         if self.kinematics.joint:
             data.joint.da_dx = data.Fx_
             data.joint.da_du = data.Fu_
@@ -488,7 +498,7 @@ class PythonDifferentialActionModelContactFwdDynamics(_Base):
             self._control_jacobians(data, data.dlam_dtau, data.df_dx, data.df_du)
             self.contacts.updateAccelerationDiff(data.contacts, data.Fx_)
             self.contacts.updateForceDiff(data.contacts, data.df_dx, data.df_du)
-        self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_)
+        self.kinematics.calc_diff(data.pinocchio, q, v, data.xout_, fext=data.contacts.fext)
         if self.kinematics.joint:
             data.joint.da_dx = data.Fx_
             data.joint.da_du = data.Fu_

@@ -173,6 +173,39 @@ def test_solo12_node_with_an_unknown_actuation_type(impl):
     compare_node(mb, mb.createData(), mr, mr.createData(), *random_point(mb, x0, 4), forces=FEET)
 
 
+@pytest.mark.parametrize("residuals", ["velocity com", "unknown"])
+def test_solo12_node_with_kinematic_costs(impl, residuals):
+    """The Pinocchio data the costs read, as far as the residual types ask (gen.crocoddyl's
+    Kinematics; the compiled model's kinematics_* switches): a frame-velocity and a
+    centre-of-mass cost, and a residual of a type neither model knows (centroidal momentum:
+    everything the built-in model computes).  On the contact model, whose built-in calc
+    computes all of it (computeAllTerms, the centroidal momentum); the built-in free model
+    computes neither the centre of mass nor the momentum, so these costs read stale data."""
+    pm, q0 = P.solo12_model()
+    state = crocoddyl.StateMultibody(pm)
+    actuation = crocoddyl.ActuationModelFloatingBase(state)
+    x0 = np.concatenate([q0, np.zeros(state.nv)])
+    fid = pm.getFrameId("FL_FOOT")
+    if residuals == "unknown":
+        extra = [crocoddyl.ResidualModelCentroidalMomentum(state, np.ones(6), actuation.nu)]
+    else:
+        extra = [crocoddyl.ResidualModelFrameVelocity(state, fid, pin.Motion(np.ones(6)), pin.LOCAL_WORLD_ALIGNED,
+                                                      actuation.nu),
+                 crocoddyl.ResidualModelCoMPosition(state, np.array([0.1, 0.2, 0.3]), actuation.nu)]
+    models = []
+    for cls in (crocoddyl.DifferentialActionModelContactFwdDynamics, impl.contact):
+        contacts = P._contact_models(state, actuation, FEET, "3D", (0.0, 50.0), q0, pm)
+        costs = P._state_costs(state, actuation.nu, x0, [1.0] * (2 * state.nv))
+        for i, r in enumerate(extra):
+            costs.addCost(f"extra{i}", crocoddyl.CostModelResidual(state, r), 10.0)
+        models.append(cls(state, actuation, contacts, costs, 0.0, True))
+    mb, mr = models
+    if impl.name == "compiled":
+        flags = (mr.kinematics_velocity, mr.kinematics_com, mr.kinematics_full)
+        assert flags == ((True, True, True) if residuals == "unknown" else (True, True, False))
+    compare_node(mb, mb.createData(), mr, mr.createData(), *random_point(mb, x0, 5), forces=FEET)
+
+
 @pytest.mark.parametrize("build, T", [(P.panda_reaching, 20), (P.solo12_base, 15)])
 def test_fddp_solves_agree(impl, build, T):
     B = crocoddyl.DifferentialActionModelFreeFwdDynamics if build is P.panda_reaching \

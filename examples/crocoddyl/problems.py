@@ -1,6 +1,7 @@
 """The crocoddyl problems of the examples, built with either model class: crocoddyl's
-built-in ``DifferentialActionModel*FwdDynamics`` or rbdgen's (``gen.crocoddyl``), which
-take the same arguments.  Robots from example-robot-data, as a crocoddyl user loads them.
+built-in ``DifferentialActionModel*FwdDynamics`` or rbdgen's (``gen.crocoddyl``: the
+compiled model where it can be built, or the Python model), which take the same
+arguments.  Robots from example-robot-data, as a crocoddyl user loads them.
 
 * :func:`panda_reaching`: panda (fingers locked at 0), the hand's tool frame to a target
   0.3 m away, state and control regularisation, 1 s at dt = 10 ms;
@@ -299,36 +300,43 @@ def _per_call_us(f, n: int = 200, batches: int = 9) -> float:
 
 def node_profile(build) -> dict:
     """One running node of ``build``'s contact problem at ``x0`` and its quasi-static
-    ``u``: the built-in model's ``calc`` / ``calcDiff`` against rbdgen's Python model's and
-    each of its steps (CPU us per call), and the Euler node around rbdgen's model (the
-    solver's call, through crocoddyl's Python override)."""
+    ``u`` (CPU us per call): the built-in model's ``calc`` / ``calcDiff``, rbdgen's compiled
+    model's (what ``gen.crocoddyl``'s classes return) and rbdgen's Python model's with each
+    of its steps, and the Euler node around each rbdgen model as the solver calls it (in
+    C++ for the compiled model, through crocoddyl's Python override for the Python model)."""
     import gen.crocoddyl as gc
     pb, x = build(crocoddyl.DifferentialActionModelContactFwdDynamics, T=2)
-    pr, _ = build(gc.DifferentialActionModelContactFwdDynamics, T=2)
-    mb, m = pb.runningModels[0].differential, pr.runningModels[0].differential
-    db, d = mb.createData(), m.createData()
+    pc, _ = build(gc.DifferentialActionModelContactFwdDynamics, T=2)
+    pr, _ = build(gc.PythonDifferentialActionModelContactFwdDynamics, T=2)
+    mb, mc, m = (p.runningModels[0].differential for p in (pb, pc, pr))
+    db, dc, d = mb.createData(), mc.createData(), m.createData()
     u = m.quasiStatic(d, x)
     q, v = x[:m.nq], x[m.nq:]
     m.calc(d, x, u)
-    euler, ed = pr.runningModels[0], pr.runningModels[0].createData()
+    (ec, edc), (er, edr) = ((p.runningModels[0], p.runningModels[0].createData()) for p in (pc, pr))
+    c = "compiled" if mc.implementation == "compiled" else "Python"
     steps = {
         "built-in calc": lambda: mb.calc(db, x, u),
         "built-in calcDiff": lambda: mb.calcDiff(db, x, u),
-        "rbdgen calc": lambda: m.calc(d, x, u),
+        f"rbdgen {c} model calc": lambda: mc.calc(dc, x, u),
+        f"rbdgen {c} model calcDiff": lambda: mc.calcDiff(dc, x, u),
+        "rbdgen Python model calc": lambda: m.calc(d, x, u),
         "  actuation.calc": lambda: m.actuation.calc(d.actuation, x, u),
         "  prox_ltl kernel": lambda: m.forward(q, v, d.tau, out=d.out_value),
         "  Pinocchio kinematics for the costs": lambda: m.kinematics.calc(d.pinocchio, q, v, d.xout_),
         "  contacts.updateForce": lambda: m.contacts.updateForce(d.contacts, d.lam),
         "  costs.calc": lambda: m.costs.calc(d.costs, x, u),
-        "rbdgen calcDiff": lambda: m.calcDiff(d, x, u),
+        "rbdgen Python model calcDiff": lambda: m.calcDiff(d, x, u),
         "  actuation.calcDiff (none for crocoddyl's floating base)": lambda: m._actuation_diff(d, x, u),
         "  constrained_derivatives kernel": lambda: m.derivatives(q, v, d.tau, out=d.out_derivatives),
         "  Fu, Fx from d/dtau": lambda: m._control_jacobians(d, d.ddq_dtau, d.Fx_, d.Fu_),
         "  Pinocchio Jacobians for the costs": lambda: m.kinematics.calc_diff(d.pinocchio, q, v, d.xout_),
         "  costs.calcDiff": lambda: m.costs.calcDiff(d.costs, x, u),
-        "Euler node calc (rbdgen)": lambda: euler.calc(ed, x, u),
-        "Euler node calcDiff (rbdgen)": lambda: euler.calcDiff(ed, x, u),
+        f"Euler node calcDiff ({c} model)": lambda: ec.calcDiff(edc, x, u),
+        "Euler node calcDiff (Python model)": lambda: er.calcDiff(edr, x, u),
     }
+    for f in (lambda: mc.calc(dc, x, u), lambda: ec.calc(edc, x, u), lambda: er.calc(edr, x, u)):
+        f()                              # calcDiff after calc at the same point (crocoddyl's contract)
     return {name: _per_call_us(f) for name, f in steps.items()}
 
 

@@ -1,11 +1,15 @@
 """Issue 31's targets measured: the three examples in Python and in C++ (crocoddyl's built-in
 models against rbdgen's), and where a solve's time goes (:func:`problems.breakdown`),
-written as one markdown report.
+written as one markdown report.  In Python, rbdgen's models are what ``gen.crocoddyl``'s
+classes return: the compiled model (the C++ model of ``rbdgen build --crocoddyl`` in a
+boost.python extension; crocoddyl's solver calls it in C++) where it can be built, else
+the Python model; the Python model (``gen.crocoddyl.Python*``, whose calc and calcDiff
+crocoddyl calls per node through boost.python) is measured beside it.
 
     python examples/crocoddyl/report.py -o bench/reports/2026-11-28-crocoddyl.md [--repeat 11] [--no-cpp]
 
 The C++ numbers come from ``cpp/run.sh`` (built into ``$WORK``, default
-/tmp/rbdgen-crocoddyl, on the Python models' kernels: ``problems.cpp_kernel_folders``),
+/tmp/rbdgen-crocoddyl, on the Python examples' kernels: ``problems.cpp_kernel_folders``),
 parsed from the examples' printed report.  Medians of one run of
 ``--repeat`` solves per model, alternating; the machine's load is recorded with them.
 """
@@ -33,6 +37,10 @@ HERE = Path(__file__).resolve().parent
 COST_RTOL, TRAJ_ATOL = 1e-9, 1e-7
 FREE = (crocoddyl.DifferentialActionModelFreeFwdDynamics, gc.DifferentialActionModelFreeFwdDynamics)
 CONTACT = (crocoddyl.DifferentialActionModelContactFwdDynamics, gc.DifferentialActionModelContactFwdDynamics)
+#: the Python models (measured beside the models gen.crocoddyl's classes return)
+PYTHON_MODELS = {"panda": gc.PythonDifferentialActionModelFreeFwdDynamics,
+                 "solo12": gc.PythonDifferentialActionModelContactFwdDynamics,
+                 "talos": gc.PythonDifferentialActionModelContactFwdDynamics}
 #: (key, title, builder, classes, horizon, Python target ratio, C++ target ratio); None: reported
 PROBLEMS = [("panda", "panda reaching", P.panda_reaching, FREE, 100, 1.3, None),
             ("solo12", "solo12 four 3D feet", P.solo12_base, CONTACT, 50, 0.8, 1 / 1.5),
@@ -61,7 +69,7 @@ def parse_cpp(text: str) -> list[dict]:
 
 def run_cpp(repeat: int, work: str) -> tuple[dict, str]:
     """The C++ examples' results by problem key, or ({}, why not).  Their kernels are the
-    Python models' (problems.cpp_kernel_folders), built once for both."""
+    Python examples' (problems.cpp_kernel_folders), built once for both."""
     kernels = Path(work) / "kernels"
     P.cpp_kernel_folders(kernels)
     env = dict(os.environ, WORK=work, PYTHON=sys.executable, RBDGEN_KERNELS=str(kernels))
@@ -121,33 +129,38 @@ def breakdown_rows(results: dict) -> list[str]:
     return lines
 
 
-def limits(parts: dict, profiles: dict) -> list[str]:
-    """Per contact problem: the ratio the Python model would reach with models that cost
-    nothing (the solver's own time over the built-in's solve), from the breakdown."""
+def limits(parts: dict, profiles: dict, ours: str) -> list[str]:
+    """Per contact problem: the ratio rbdgen's model (``ours``: the model gen.crocoddyl's
+    classes return) would reach with models that cost nothing (the solver's own time over
+    the built-in's solve), from the breakdown."""
     lines = []
     for title in dict.fromkeys(t for t, _ in parts):
-        b, r = parts[(title, "built-in")], parts[(title, "rbdgen Python")]
-        lines.append(f"- {title}: the models take {r['models']:.1f} ms with rbdgen's Python model against "
+        b, r = parts[(title, "built-in")], parts[(title, ours)]
+        lines.append(f"- {title}: the models take {r['models']:.1f} ms with rbdgen's {ours} against "
                      f"{b['models']:.1f} ms with the built-in ({r['models'] / b['models']:.2f}x); the solver's own "
                      f"work is {r['solver']:.1f} against {b['solver']:.1f} ms. With models that cost nothing the "
                      f"ratio would be {r['solver'] / b['solve']:.2f}; FDDP's backward pass alone is "
                      f"{r['iterations'] * r['backward']:.1f} ms of the built-in's {b['solve']:.1f} ms solve.")
-    lines.append("- The C++ models run the same FDDP, so the solver's own work bounds their ratio as it bounds the "
-                 "Python models'.")
+    lines.append("- The C++ examples run the same FDDP, so the solver's own work bounds their ratio as it bounds the "
+                 "Python examples'.")
     for key, p in profiles.items():
-        lines.append(f"- {key}, one node (table below, cache-hot): rbdgen's Python model's calc and calcDiff take "
-                     f"{p['built-in calc'] / p['rbdgen calc']:.1f}x and {p['built-in calcDiff'] / p['rbdgen calcDiff']:.1f}x "
-                     f"less than the built-in's; of its calcDiff the kernel is "
-                     f"{p['  constrained_derivatives kernel']:.1f} us and crocoddyl's costs "
-                     f"{p['  costs.calcDiff']:.1f} us; with crocoddyl's Euler step around it (the same for both "
-                     f"models) the node's calcDiff is {p['Euler node calcDiff (rbdgen)']:.1f} us. Over a solve's "
-                     f"nodes (problem.calcDiff above) the ratio is {parts_ratio(parts, key):.2f}.")
+        c = ours.split()[0]
+        lines.append(f"- {key}, one node (table below, cache-hot): rbdgen's {ours}'s calc and calcDiff take "
+                     f"{p['built-in calc'] / p[f'rbdgen {c} model calc']:.1f}x and "
+                     f"{p['built-in calcDiff'] / p[f'rbdgen {c} model calcDiff']:.1f}x less than the built-in's "
+                     f"(the compiled model's calc runs the derivative kernel, which returns the value too, and its "
+                     f"calcDiff uses what calc left; the Python model runs a value kernel in calc); "
+                     f"in the Python model's calcDiff the kernel is {p['  constrained_derivatives kernel']:.1f} us and "
+                     f"crocoddyl's costs {p['  costs.calcDiff']:.1f} us; with crocoddyl's Euler step around it the "
+                     f"node's calcDiff is {p[f'Euler node calcDiff ({c} model)']:.1f} us ({ours}) and "
+                     f"{p['Euler node calcDiff (Python model)']:.1f} us (Python model). Over a solve's nodes "
+                     f"(problem.calcDiff above) the ratio is {parts_ratio(parts, key, ours):.2f}.")
     return lines
 
 
-def parts_ratio(parts: dict, key: str) -> float:
+def parts_ratio(parts: dict, key: str, ours: str) -> float:
     (b,) = [v for (t, m), v in parts.items() if t.startswith(TITLES[key]) and m == "built-in"]
-    (r,) = [v for (t, m), v in parts.items() if t.startswith(TITLES[key]) and m != "built-in"]
+    (r,) = [v for (t, m), v in parts.items() if t.startswith(TITLES[key]) and m == ours]
     return r["calcDiff"] / b["calcDiff"]
 
 
@@ -177,15 +190,20 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cpp", action="store_true", help="leave out the C++ examples")
     ap.add_argument("--work", default=os.environ.get("WORK", "/tmp/rbdgen-crocoddyl"), help="C++ build folder")
     args = ap.parse_args(argv)
-    py = {}
+    py, pymodel = {}, {}
     for key, title, build, (builtin, ours), T, _, _ in PROBLEMS:
         py[key] = P.measure(build, builtin, ours, args.repeat, T=T)
-        print(f"python {key}: ratio {py[key]['ratio']:.2f}", flush=True)
+        pymodel[key] = P.measure(build, builtin, PYTHON_MODELS[key], args.repeat, T=T)
+        print(f"python {key}: ratio {py[key]['ratio']:.2f} (Python model {pymodel[key]['ratio']:.2f})", flush=True)
+    #: the model gen.crocoddyl's classes return here
+    ours = f"{P.solo12_base(CONTACT[1], T=1)[0].runningModels[0].differential.implementation} model"
+    ours = ours[0].upper() + ours[1:] if ours.startswith("python") else ours
     cpp, why = ({}, "left out (--no-cpp)") if args.no_cpp else run_cpp(args.repeat, args.work)
     parts = {}
     for key, title, build, classes, T, _, _ in PROBLEMS[1:]:
-        for name, cls in zip(("built-in", "rbdgen Python"), classes):
-            parts[(f"{title}, T = {T}", name)] = P.breakdown(build(cls, T=T)[0], args.repeat)
+        for name, cls in (("built-in", classes[0]), (ours, classes[1]), ("Python model", PYTHON_MODELS[key])):
+            if (f"{title}, T = {T}", name) not in parts:
+                parts[(f"{title}, T = {T}", name)] = P.breakdown(build(cls, T=T)[0], args.repeat)
     lines = ["# crocoddyl action models on rbdgen's kernels: issue 31's targets", "",
              f"Written by `examples/crocoddyl/report.py` on {datetime.date.today().isoformat()}. Machine: {machine()}.",
              "", "Medians of one run, "
@@ -194,13 +212,21 @@ def main(argv=None) -> int:
              "and include the time a solve waited for a core, so the ratios are of the solves' CPU times "
              "(the process's, one thread); iterations, costs and trajectories do not depend on the load.", "",
              "Targets: same iterations, cost to 1e-9 relative and trajectories to 1e-7 (column *agrees*); solve "
-             "time rbdgen / built-in at most 1.3 (panda) and 0.8 (solo12, talos) for the Python models, at most "
+             "time rbdgen / built-in at most 1.3 (panda) and 0.8 (solo12, talos) for the models in Python, at most "
              "1 / 1.5 = 0.67 for the C++ models on solo12 and talos (panda reported).", "",
+             f"In Python, rbdgen's models are what `gen.crocoddyl`'s classes return, here the {ours} (rows "
+             "*Python*): with a C++ compiler and the crocoddyl wheel's headers, the C++ model of `rbdgen build "
+             "--crocoddyl` compiled into a boost.python extension, a subclass of crocoddyl's class whose calc and "
+             "calcDiff crocoddyl's solver calls in C++. Rows *Python model*: `gen.crocoddyl`'s Python model "
+             "(`PythonDifferentialActionModel*`, what the classes return without a compiler), whose calc and "
+             "calcDiff crocoddyl calls per node through boost.python (reported).", "",
              "| problem | model | iterations built-in / rbdgen | cost rel. diff. | trajectory diff. | agrees | "
              "built-in CPU ms | rbdgen CPU ms | rbdgen / built-in (CPU) | built-in wall ms | rbdgen wall ms | target |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     for key, title, _, _, _, tpy, tcpp in PROBLEMS:
         lines.append(row(title, "Python", py[key], tpy))
+    for key, title, _, _, _, tpy, tcpp in PROBLEMS:
+        lines.append(row(title, "Python model", pymodel[key], None))
     for key, title, _, _, _, tpy, tcpp in PROBLEMS:
         if key in cpp:
             lines.append(row(title, "C++", cpp[key], tcpp))
@@ -209,16 +235,17 @@ def main(argv=None) -> int:
     profiles = {key: P.node_profile(build) for key, _, build, _, _, _, _ in PROBLEMS[1:]}
     cycled = {(key, name): P.cycled_nodes(build, cls)
               for key, _, build, classes, _, _, _ in PROBLEMS[1:] for name, cls in zip(("built-in", "rbdgen"), classes)}
-    lines += ["", "## Where a solve's time goes (Python models)", "",
+    lines += ["", "## Where a solve's time goes (in Python)", "",
               "`problems.breakdown`: the models over all nodes (`problem.calc`, `problem.calcDiff`: dynamics, "
               "actuation, costs and the Euler step), crocoddyl's backward pass and one trial step (`tryStep`, a "
               "rollout that calls every node's `calc`), each a median at the initial guess; iterations and trial "
               "steps counted on one solve. *models* = iterations x calcDiff + trials x calc; *solver's own* = "
               "iterations x backward pass + trials x (tryStep - calc); their sum estimates the solve.", "",
-              *breakdown_rows(parts), "", *limits(parts, profiles), "",
+              *breakdown_rows(parts), "", *limits(parts, profiles, ours), "",
               "One running node at x0 and its quasi-static u (`problems.node_profile`, CPU us per call, "
-              "median of 9 batches of 200): the built-in model, rbdgen's Python model and its steps, and the "
-              "Euler node around rbdgen's model as the solver calls it (through crocoddyl's Python override).",
+              f"median of 9 batches of 200): the built-in model, rbdgen's {ours}, rbdgen's Python model and its "
+              "steps, and the Euler node around each rbdgen model as the solver calls it (in C++ for the compiled "
+              "model, through crocoddyl's Python override for the Python model).",
               "", *profile_rows(profiles), "",
               "A node in a solve costs about twice what it costs in a tight loop: the Euler node's calcDiff "
               "(`problems.cycled_nodes`, CPU us per call) when the calls cycle over k nodes, each with its own "
