@@ -29,10 +29,11 @@ BATCH_TRIG = ("vector", "libm")
 #: instructions (75 -> 63 ns) and talos crba from 1520 to 917 ns, within 4e-14 of glibc's
 #: values (bench/reports/2026-11-28-speed.md)
 SCALAR_TRIG = ("hoisted", "vector", "libm")
-#: the scalar kernel's instruction order: "auto" (the schedule where it pays, lanes where
-#: they pay), "schedule" (always the greedy scheduler, no lanes), "tape" (CasADi's order
-#: and work slots, no lanes), as gen.bench.emission_order compares
-ORDERS = ("auto", "schedule", "tape")
+#: the scalar kernel's instruction order: "auto" (the schedule where it pays, the
+#: critical-path order below schedule_above, lanes where they pay), "schedule" (always the
+#: greedy scheduler, no lanes), "tape" (CasADi's order and work slots, no lanes),
+#: "critical" (always gen.cwriter.critical_order, no lanes), as gen.bench.emission_order compares
+ORDERS = ("auto", "schedule", "tape", "critical")
 #: the environment variable whose value 0 makes ``canonical_frames`` off by default (to
 #: compare kernels and op counts with and without it from the command line)
 CANONICAL_FRAMES_ENV = "RBDGEN_CANONICAL_FRAMES"
@@ -88,6 +89,11 @@ class CodegenConfig:
     #: ... and brings that below this fraction of it (a cut under 10 % changes little;
     #: the same report); lane plans are scheduled under the same fraction
     schedule_below: float = 0.9
+    #: live values above which gen.cwriter.critical_order ends live ranges before it
+    #: follows the longest chain (32 vector registers with AVX-512, 16 with AVX2; budgets
+    #: of 16, 24 and 28 ran ur5 nle in 58.5, 58.4 and 58.4 ns, panda nle 20, 28, 36 in 88.8,
+    #: 88.0, 87.8 ns; interleaved in one program, gcc 12 -O3 -march=native, Xeon with AVX-512)
+    critical_budget: int = 28
     #: an output whose zero entries are at least this fraction of its entries is
     #: zero-filled by one loop first and only its other entries are stored (talos
     #: rnea_derivatives: 5466 of 51100 statements removed, 9.3 -> 9.2 us; solo12

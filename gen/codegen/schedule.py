@@ -4,7 +4,13 @@ CasADi's tape order.  The order asked (``config.order``): "tape" never, "schedul
 tape keeps at least ``config.schedule_above`` values live on average and the schedule
 brings that below ``config.schedule_below`` of it (a lane plan's statements: below
 ``schedule_below`` of the plan's order).  Recorded in :attr:`gen.cwriter.Written.scheduled`
-(the manifest's ``codegen.scheduled``)."""
+(the manifest's ``codegen.scheduled``).
+
+A function the greedy schedule is not kept for is written in
+:func:`gen.cwriter.critical_order` (``config.order`` "critical", or "auto" when the tape
+keeps fewer than ``config.schedule_above`` values live on average) unless it is split
+(:mod:`gen.codegen.split`: the order would move values across the parts' boundaries);
+recorded in :attr:`gen.cwriter.Written.critical`."""
 from __future__ import annotations
 
 from typing import Callable
@@ -27,3 +33,11 @@ def keep(config: CodegenConfig, order: str, before: float, after: float) -> bool
 def keep_lanes(config: CodegenConfig, before: float, after: float) -> bool:
     """Whether a lane plan's statements are written in the scheduler's order."""
     return after < config.schedule_below * before
+
+
+def critical(config: CodegenConfig, order: str, steps: int, split_above: int, tape_live: Callable[[], float]) -> bool:
+    """Whether a function of ``steps`` statements the greedy schedule was not kept for
+    is written in the critical-path order (``tape_live``: as :func:`worth_trying`'s)."""
+    if order == "critical":
+        return True
+    return order == "auto" and steps <= split_above and tape_live() < config.schedule_above
