@@ -13,13 +13,16 @@ from gen.algorithms import ALGORITHMS
 from gen.build import build, compile_cached, compile_flags
 from gen.cli import main as cli_main
 from gen.codegen.batched import write as write_batched
-from gen.codegen.trig import TRIG_LIMIT
+from gen.codegen.trig import COS_COEFFS, SIN_COEFFS, TRIG_LIMIT, fit_coefficients
 from gen.errors import RbdgenError
 from conftest import load_or_skip, rel_err
 
 LANE_TOL = 1e-14         # relative: max|lane - scalar| / max(1, max|scalar|), the issue's bound
 ALM_LANE_TOL = 1e-7     # constrained_aba at mu = 1e-6, default build: its floor (see its test)
 TRIG_TOL = 2.3e-16       # absolute, vectorised sin/cos against glibc on |x| <= TRIG_LIMIT
+#: the routine's polynomials in exact arithmetic against sin and cos on |r| <= pi/4: a tenth
+#: of an ulp of 0.7 (the rounding of the evaluation and of the reduction comes on top)
+POLY_TOL = 2e-17
 FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 SOLES = "6D:left_sole_link,6D:right_sole_link"
 
@@ -150,6 +153,28 @@ def test_vectorised_sin_cos_against_libm(kernel_cache):
     ds = np.abs(sins[finite] - np.sin(xs[finite]))
     dc = np.abs(coss[finite] - np.cos(xs[finite]))
     assert ds.max() <= TRIG_TOL and dc.max() <= TRIG_TOL, f"sin {ds.max():.3g}, cos {dc.max():.3g}"
+
+
+def test_sin_cos_polynomials_against_mpmath():
+    """SIN_COEFFS and COS_COEFFS are what fit_coefficients derives, and in exact
+    arithmetic (mpmath, 40 digits) r + r^3 P(r^2) and 1 - r^2/2 + r^4 Q(r^2) are within
+    POLY_TOL of mpmath's sin and cos on [0, pi/4] (both are odd / even in r); Taylor's
+    polynomials of the same degree are 1e-14 off at pi/4."""
+    import mpmath
+    assert fit_coefficients() == (SIN_COEFFS, COS_COEFFS)
+    with mpmath.workdps(40):
+        worst_s = worst_c = worst_taylor = mpmath.mpf(0)
+        for i in range(801):
+            r = mpmath.pi / 4 * i / 800
+            z = r * r
+            s = r + r ** 3 * sum(mpmath.mpf(c) * z ** j for j, c in enumerate(SIN_COEFFS))
+            c = 1 - z / 2 + z ** 2 * sum(mpmath.mpf(c) * z ** j for j, c in enumerate(COS_COEFFS))
+            t = sum((-1) ** j * r ** (2 * j + 1) / mpmath.factorial(2 * j + 1) for j in range(7))
+            worst_s = max(worst_s, abs(s - mpmath.sin(r)))
+            worst_c = max(worst_c, abs(c - mpmath.cos(r)))
+            worst_taylor = max(worst_taylor, abs(t - mpmath.sin(r)))
+    assert worst_s <= POLY_TOL and worst_c <= POLY_TOL, (float(worst_s), float(worst_c))
+    assert worst_taylor > 100 * POLY_TOL
 
 
 def test_layout_and_nonfinite_lane(kernel_cache):

@@ -55,6 +55,37 @@ def pi_over_2_parts() -> tuple[float, float, float]:
     return c1, c2, c3
 
 
+#: sin r = r + r^3 P(r^2), cos r = 1 - r^2/2 + r^4 Q(r^2) on |r| <= pi/4: the coefficients
+#: of P and Q (degree 5), :func:`fit_coefficients` rounded to doubles.  Their error there
+#: (exact arithmetic, tests/test_batch.py against mpmath): 1.4e-17 (sin), 9e-19 (cos);
+#: Taylor's series needs degree 7 (r^17, r^18) for the same, and a product more on the path
+SIN_COEFFS = tuple(map(float.fromhex, ("-0x1.5555555555555p-3", "0x1.1111111110bb2p-7", "-0x1.a01a019e83816p-13",
+                                         "0x1.71de379654304p-19", "-0x1.ae600aca92c64p-26", "0x1.5e0b05bff20f2p-33")))
+COS_COEFFS = tuple(map(float.fromhex, ("0x1.5555555555555p-5", "-0x1.6c16c16c16967p-10", "0x1.a01a019f4e9b4p-16",
+                                         "-0x1.27e4fa17bf139p-22", "0x1.1eeb68cd22f56p-29", "-0x1.907d8f29fe831p-37")))
+
+
+def fit_coefficients(degree: int = 5, digits: int = 50) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The polynomials P and Q of :data:`SIN_COEFFS` and :data:`COS_COEFFS`: interpolation
+    of (sin r - r) / r^3 and (cos r - 1 + r^2/2) / r^4 as functions of z = r^2 at the
+    ``degree + 1`` Chebyshev nodes of [0, (pi/4)^2 (1 + 1e-4)] (near the minimax
+    polynomial for functions this smooth), solved at ``digits`` decimal digits (mpmath,
+    with sympy), rounded to doubles."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        top = (mpmath.pi / 4) ** 2 * mpmath.mpf("1.0001")
+        n = degree + 1
+        nodes = [top / 2 * (1 - mpmath.cos(mpmath.pi * (2 * i + 1) / (2 * n))) for i in range(n)]
+        a = mpmath.matrix([[z ** j for j in range(n)] for z in nodes])
+
+        def fit(g):
+            return tuple(float(c) for c in mpmath.lu_solve(a, mpmath.matrix([g(z) for z in nodes])))
+
+        return (fit(lambda z: (mpmath.sin(mpmath.sqrt(z)) - mpmath.sqrt(z)) / z ** mpmath.mpf(1.5)),
+                fit(lambda z: (mpmath.cos(mpmath.sqrt(z)) - 1 + z / 2) / z ** 2))
+
+
 def routine(p: str, lanes: int) -> str:
     """``static`` C of ``void <p>_trig(const <p>_v *x, <p>_v *y, int cosine)``: ``*y`` =
     sin or cos of each of the ``lanes`` doubles of ``*x`` (which ``y`` may be).
@@ -66,13 +97,15 @@ def routine(p: str, lanes: int) -> str:
     r = ((x - k C1) - k C2) - k C3 (:func:`pi_over_2_parts`; x - k C1 is exact by
     Sterbenz' lemma, and so is the next step where r is near 0: sin stays within 2 ulps
     of glibc's next to its zeros, where (x - k C1) - (k C2 + k C3), a step shorter, is
-    1e9 ulps off), |r| <= pi/4 + an ulp; sin r and cos r by their Taylor series to r^17
-    and r^18 (the first term left out is below 1e-19 on |r| <= pi/4) in Estrin's scheme
-    (pairs, then r^4 and r^8: 4 dependent steps instead of Horner's 8; the routine heads
-    every scalar kernel's critical path); the quadrant k mod 4 picks +-sin r or +-cos r
+    1e9 ulps off), |r| <= pi/4 + an ulp; sin r and cos r by polynomials of degree 13 and 14
+    (:data:`SIN_COEFFS`, :data:`COS_COEFFS`) as s = (r + r^3 A) + r^7 (B + r^4 C) and
+    c = ((1 - r^2/2) + r^4 A') + r^8 (B' + r^4 C') with A, B, C pairs a + b r^2: 4
+    dependent products and sums after r (Taylor's degree 17 in Estrin's scheme took 5;
+    the routine heads every scalar kernel's critical path: ur5 nle 56.4 -> 54.7 ns,
+    interleaved), the last sum rounding once more; the quadrant k mod 4 picks +-sin r or +-cos r
     by bit masks made by shifts of k's bits (cos x = sin(x + pi/2): quadrant k + 1).
     Measured against glibc's sin and cos (tests/test_batch.py): within 2.3e-16 absolute
-    (2 ulps near the zeros) on |x| <= 1e6.  Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off
+    on |x| <= 1e6 (3 ulps of the result at most, 1 near the zeros; 4 million arguments).  Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off
     the path from x to r: k is 0 there and the lane's result is discarded) take libm's
     value.
 
@@ -85,13 +118,11 @@ def routine(p: str, lanes: int) -> str:
     need no constants of their own.  Vectors pass by pointer: no function takes or returns
     one (:func:`gen.cwriter.vector_types`)."""
     c1, c2, c3 = pi_over_2_parts()
-    sin_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(3, 18, 2)]     # r^3 .. r^17
-    cos_c = [(-1) ** (j // 2) / math.factorial(j) for j in range(4, 19, 2)]     # r^4 .. r^18
+    def pairs(coeffs):               # (a + r2 b) of each pair of coefficients
+        return [f"({c_double(a)} + r2 * {c_double(b)})" for a, b in zip(coeffs[::2], coeffs[1::2])]
 
-    def estrin(coeffs):              # sum of coeffs[j] r2^j: pairs, then z2 = r2^2, z4 = r2^4
-        pairs = [f"({c_double(a)} + r2 * {c_double(b)})" for a, b in zip(coeffs[::2], coeffs[1::2])]
-        quads = [f"({p0} + z2 * {p1})" for p0, p1 in zip(pairs[::2], pairs[1::2])]
-        return f"{quads[0]} + z4 * {quads[1]}"
+    sa, sb, sc = pairs(SIN_COEFFS)
+    ca_, cb, cc = pairs(COS_COEFFS)
 
     def splat(c):
         return "{" + ", ".join([c] * lanes) + "}"
@@ -102,7 +133,7 @@ def routine(p: str, lanes: int) -> str:
     all_near = " & ".join(f"near[{lane}]" for lane in range(lanes))
     return f"""/* sin and cos of each lane (see rbdgen's gen/codegen/trig.py, routine): Cody-Waite
  * reduction by pi/2 in three parts with k = round(2x/pi) by adding 1.5 * 2^52 (taken off
- * across a bit mask), Taylor series on |r| <= pi/4 in Estrin's scheme, quadrant by bit
+ * across a bit mask), polynomials of degree 13 and 14 on |r| <= pi/4, quadrant by bit
  * masks; |x| > {TRIG_LIMIT:g}, inf and NaN lanes through libm.  No test that -ffast-math
  * folds away. */
 static void {p}_trig(const {v} *xp, {v} *yp, int cosine)
@@ -114,9 +145,9 @@ static void {p}_trig(const {v} *xp, {v} *yp, int cosine)
     {u} kb = ({u})(x * {c_double(2 / math.pi)} + ({v})magic) & near;  /* k in the low bits */
     {v} k = ({v})kb - ({v})(magic & near);      /* 0 in libm's lanes */
     {v} r = ((x - k * {c_double(c1)}) - k * {c_double(c2)}) - k * {c_double(c3)};
-    {v} r2 = r * r, z2 = r2 * r2, z4 = z2 * z2;
-    {v} s = r + (r * r2) * ({estrin(sin_c)});
-    {v} c = (1.0 - 0.5 * r2) + z2 * ({estrin(cos_c)});
+    {v} r2 = r * r, z2 = r2 * r2, r3 = r * r2, z4 = z2 * z2, r7 = r3 * z2;
+    {v} s = (r + r3 * {sa}) + r7 * ({sb} + z2 * {sc});
+    {v} c = ((1.0 - 0.5 * r2) + z2 * {ca_}) + z4 * ({cb} + z2 * {cc});
     {u} q = kb + ({u}){splat("(unsigned long long)cosine")};
     {u} odd = ({u})((({i64})(q << 63)) >> 63);  /* all ones in odd quadrants: +-cos r */
     {u} y = (({u})s & ~odd) | (({u})c & odd);
