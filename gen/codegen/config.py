@@ -94,6 +94,11 @@ class CodegenConfig:
     #: of 16, 24 and 28 ran ur5 nle in 58.5, 58.4 and 58.4 ns, panda nle 20, 28, 36 in 88.8,
     #: 88.0, 87.8 ns; interleaved in one program, gcc 12 -O3 -march=native, Xeon with AVX-512)
     critical_budget: int = 28
+    #: "auto" writes a function in gen.cwriter.critical_order when its tape keeps fewer
+    #: than this many values live on average (measured, ns tape -> critical: ur5 and panda
+    #: rnea, nle, crba, aba, 20-84 live, 0.91-1.01x; panda aba_derivatives' head, 282 live,
+    #: 606 -> 1456; panda rnea_derivatives', 257 live, 452 -> 488)
+    critical_below: float = 100
     #: an output whose zero entries are at least this fraction of its entries is
     #: zero-filled by one loop first and only its other entries are stored (talos
     #: rnea_derivatives: 5466 of 51100 statements removed, 9.3 -> 9.2 us; solo12

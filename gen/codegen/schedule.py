@@ -8,7 +8,7 @@ brings that below ``config.schedule_below`` of it (a lane plan's statements: bel
 
 A function the greedy schedule is not kept for is written in
 :func:`gen.cwriter.critical_order` (``config.order`` "critical", or "auto" when the tape
-keeps fewer than ``config.schedule_above`` values live on average) unless it is split
+keeps fewer than ``config.critical_below`` values live on average) unless it is split
 (:mod:`gen.codegen.split`: the order would move values across the parts' boundaries);
 recorded in :attr:`gen.cwriter.Written.critical`."""
 from __future__ import annotations
@@ -40,4 +40,4 @@ def critical(config: CodegenConfig, order: str, steps: int, split_above: int, ta
     is written in the critical-path order (``tape_live``: as :func:`worth_trying`'s)."""
     if order == "critical":
         return True
-    return order == "auto" and steps <= split_above and tape_live() < config.schedule_above
+    return order == "auto" and steps <= split_above and tape_live() < config.critical_below
