@@ -34,9 +34,9 @@ slots by a linear scan.  The result is kept for big kernels (the tape keeps at l
 :class:`gen.codegen.config.CodegenConfig`).  Measured (talos, gcc -O3 -march=native): mean live values crba
 492 -> 162, rnea 486 -> 121, aba 450 -> 396; run time in
 ``bench/reports/2026-11-26-emission-order.md`` (:mod:`gen.bench.emission_order`).
-Small kernels, where the greedy order's longer
-dependency chains cost what its fewer spills save, are written in :func:`critical_order`
-instead: the ready instruction with the longest chain of instructions depending on it,
+Small kernels (the tape under ``critical_below``, 100, values live on average), where
+the greedy order's longer dependency chains cost what its fewer spills save, are written
+in :func:`critical_order` instead: the ready instruction with the longest chain of instructions depending on it,
 the greedy scheduler's choice while ``critical_budget`` (28) values or more are live
 (interleaved A/B, ns per call of the kernel, tape -> critical: ur5 nle 60.5 -> 56.8, rnea
 65.9 -> 60.1, crba 37.8 -> 37.2, aba 132.1 -> 125.2; panda nle 86.6 -> 87.3, rnea 89.4 ->
