@@ -166,7 +166,7 @@ def test_the_manifests_codegen_is_the_serialised_plan():
     tr = trace_for(gen.load_robot("solo12"), "aba")
     plan = plan_kernel(tr, CodegenConfig(), "rbd_solo12_aba")
     assert context(tr)["manifest"]["codegen"] == plan.manifest()
-    assert set(plan.manifest()) == {"avoid_stack", "parts", "scheduled", "lanes"}
+    assert set(plan.manifest()) == {"avoid_stack", "parts", "scheduled", "critical", "lanes"}
 
 
 def _covered(runs, size):

@@ -72,13 +72,14 @@ class KernelPlan:
 
     def manifest(self) -> dict:
         """The manifest's ``codegen``: ``avoid_stack``, per function its ``parts`` and
-        whether it was ``scheduled``; ``lanes`` (:func:`gen.lanes.manifest`) when any
+        whether it was ``scheduled`` or in the ``critical`` order; ``lanes`` (:func:`gen.lanes.manifest`) when any
         function has lanes, ``products`` (:func:`gen.products.manifest`) when any product
         is written as loops."""
         written = self.written
         out = {"avoid_stack": bool(self.config.avoid_stack),
                "parts": [w.parts for w in written] if written else [1],
-               "scheduled": [w.scheduled for w in written] if written else [False]}
+               "scheduled": [w.scheduled for w in written] if written else [False],
+               "critical": [w.critical for w in written] if written else [False]}
         if any(self.lane_plans):
             out["lanes"] = lanes_manifest(self.trace.model, self.lane_plans)
         if self.loops:
