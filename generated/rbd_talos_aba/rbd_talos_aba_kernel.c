@@ -14,32 +14,30 @@ typedef long long rbd_talos_aba_cg_i64 __attribute__((vector_size(32)));
 typedef int rbd_talos_aba_cg_i32 __attribute__((vector_size(16)));
 
 /* sin and cos of each lane (see rbdgen's gen/codegen/trig.py, routine): Cody-Waite
- * reduction by pi/2 in three parts with k = round(2x/pi) an integer conversion, Taylor
- * series on |r| <= pi/4, quadrant by bit masks; |x| > 1e+06, inf and NaN lanes through
- * libm.  No rounding trick and no test that -ffast-math folds away. */
+ * reduction by pi/2 in three parts with k = round(2x/pi) by adding 1.5 * 2^52 (taken off
+ * across a bit mask), polynomials of degree 13 and 14 on |r| <= pi/4, quadrant by bit
+ * masks; |x| > 1e+06, inf and NaN lanes through libm.  No test that -ffast-math
+ * folds away. */
 static void rbd_talos_aba_cg_trig(const rbd_talos_aba_cg_v *xp, rbd_talos_aba_cg_v *yp, int cosine)
 {
     const rbd_talos_aba_cg_u64 sign = {0x8000000000000000ULL, 0x8000000000000000ULL, 0x8000000000000000ULL, 0x8000000000000000ULL}, limit = {0x412e848000000000ULL, 0x412e848000000000ULL, 0x412e848000000000ULL, 0x412e848000000000ULL};
-    const rbd_talos_aba_cg_u64 half = {0x3fe0000000000000ULL, 0x3fe0000000000000ULL, 0x3fe0000000000000ULL, 0x3fe0000000000000ULL};     /* the bits of 0.5 */
+    const rbd_talos_aba_cg_u64 magic = {0x4338000000000000ULL, 0x4338000000000000ULL, 0x4338000000000000ULL, 0x4338000000000000ULL};      /* the bits of 1.5 * 2^52 */
     const rbd_talos_aba_cg_v x = *xp;
     rbd_talos_aba_cg_u64 near = (rbd_talos_aba_cg_u64)(((rbd_talos_aba_cg_u64)x & ~sign) <= limit);  /* all ones where |x| <= limit (NaN: no) */
-    rbd_talos_aba_cg_v xr = (rbd_talos_aba_cg_v)((rbd_talos_aba_cg_u64)x & near);               /* 0 in the lanes libm takes */
-    rbd_talos_aba_cg_v kd = xr * 0x1.45f306dc9c883p-1;
-    rbd_talos_aba_cg_i32 ki = __builtin_convertvector(kd + (rbd_talos_aba_cg_v)(((rbd_talos_aba_cg_u64)kd & sign) | half), rbd_talos_aba_cg_i32);
-    rbd_talos_aba_cg_v k = __builtin_convertvector(ki, rbd_talos_aba_cg_v);
-    rbd_talos_aba_cg_v r = ((xr - k * 0x1.921fb54400000p+0) - k * 0x1.0b4611a600000p-34) - k * 0x1.3198a2e037073p-69;
-    rbd_talos_aba_cg_v r2 = r * r;
-    rbd_talos_aba_cg_v s = r + (r * r2) * ((-0x1.5555555555555p-3) + r2 * (0x1.1111111111111p-7 + r2 * ((-0x1.a01a01a01a01ap-13) + r2 * (0x1.71de3a556c734p-19 + r2 * ((-0x1.ae64567f544e4p-26) + r2 * (0x1.6124613a86d09p-33 + r2 * ((-0x1.ae7f3e733b81fp-41) + r2 * (0x1.952c77030ad4ap-49))))))));
-    rbd_talos_aba_cg_v c = (1.0 - 0.5 * r2) + (r2 * r2) * (0x1.5555555555555p-5 + r2 * ((-0x1.6c16c16c16c17p-10) + r2 * (0x1.a01a01a01a01ap-16 + r2 * ((-0x1.27e4fb7789f5cp-22) + r2 * (0x1.1eed8eff8d898p-29 + r2 * ((-0x1.93974a8c07c9dp-37) + r2 * (0x1.ae7f3e733b81fp-45 + r2 * ((-0x1.6827863b97d97p-53)))))))));
-    rbd_talos_aba_cg_u64 q = (rbd_talos_aba_cg_u64)__builtin_convertvector(ki, rbd_talos_aba_cg_i64) + (rbd_talos_aba_cg_u64){(unsigned long long)cosine, (unsigned long long)cosine, (unsigned long long)cosine, (unsigned long long)cosine};
-    rbd_talos_aba_cg_u64 odd = -(q & 1);                         /* all ones in odd quadrants: +-cos r */
+    rbd_talos_aba_cg_u64 kb = (rbd_talos_aba_cg_u64)(x * 0x1.45f306dc9c883p-1 + (rbd_talos_aba_cg_v)magic) & near;  /* k in the low bits */
+    rbd_talos_aba_cg_v k = (rbd_talos_aba_cg_v)kb - (rbd_talos_aba_cg_v)(magic & near);      /* 0 in libm's lanes */
+    rbd_talos_aba_cg_v r = ((x - k * 0x1.921fb54400000p+0) - k * 0x1.0b4611a600000p-34) - k * 0x1.3198a2e037073p-69;
+    rbd_talos_aba_cg_v r2 = r * r, z2 = r2 * r2, r3 = r * r2, z4 = z2 * z2, r7 = r3 * z2;
+    rbd_talos_aba_cg_v s = (r + r3 * ((-0x1.5555555555555p-3) + r2 * 0x1.1111111110bb2p-7)) + r7 * (((-0x1.a01a019e83816p-13) + r2 * 0x1.71de379654304p-19) + z2 * ((-0x1.ae600aca92c64p-26) + r2 * 0x1.5e0b05bff20f2p-33));
+    rbd_talos_aba_cg_v c = ((1.0 - 0.5 * r2) + z2 * (0x1.5555555555555p-5 + r2 * (-0x1.6c16c16c16967p-10))) + z4 * ((0x1.a01a019f4e9b4p-16 + r2 * (-0x1.27e4fa17bf139p-22)) + z2 * (0x1.1eeb68cd22f56p-29 + r2 * (-0x1.907d8f29fe831p-37)));
+    rbd_talos_aba_cg_u64 q = kb + (rbd_talos_aba_cg_u64){(unsigned long long)cosine, (unsigned long long)cosine, (unsigned long long)cosine, (unsigned long long)cosine};
+    rbd_talos_aba_cg_u64 odd = (rbd_talos_aba_cg_u64)(((rbd_talos_aba_cg_i64)(q << 63)) >> 63);  /* all ones in odd quadrants: +-cos r */
     rbd_talos_aba_cg_u64 y = ((rbd_talos_aba_cg_u64)s & ~odd) | ((rbd_talos_aba_cg_u64)c & odd);
     rbd_talos_aba_cg_v out;
-    int l, any = 0;
-    y ^= (q & 2) << 62;                         /* quadrants 2, 3: -sin r, -cos r */
+    int l;
+    y ^= (q << 62) & sign;                      /* quadrants 2, 3: -sin r, -cos r */
     out = (rbd_talos_aba_cg_v)y;
-    for (l = 0; l < 4; ++l) any |= near[l] == 0;
-    if (any)
+    if (~(near[0] & near[1] & near[2] & near[3]))
         for (l = 0; l < 4; ++l)
             if (near[l] == 0) out[l] = cosine ? cos(x[l]) : sin(x[l]);
     *yp = out;

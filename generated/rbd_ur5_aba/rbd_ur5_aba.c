@@ -39,7 +39,7 @@ int rbd_ur5_aba(const double *RBDGEN_RESTRICT q, const double *RBDGEN_RESTRICT v
 {
     const double *arg[3];
     double *res[1];
-    (void)work;   /* this kernel keeps its 133 intermediates in locals */
+    (void)work;   /* this kernel keeps its 108 intermediates in locals */
     if (!all_finite(q, 6)
         || !all_finite(v, 6)
         || !all_finite(tau, 6)) {

@@ -99,9 +99,9 @@ extern "C" {
 #define RBD_UR5_ABA_TAU_SIZE 6
 #define RBD_UR5_ABA_DDQ_SIZE 6
 #define RBD_UR5_ABA_WORK_SIZE 0
-#define RBD_UR5_ABA_STACK_DOUBLES 133
-#define RBD_UR5_ABA_STACK_BYTES 6224
-#define RBD_UR5_ABA_STACK_BYTES_O0 5672
+#define RBD_UR5_ABA_STACK_DOUBLES 108
+#define RBD_UR5_ABA_STACK_BYTES 5824
+#define RBD_UR5_ABA_STACK_BYTES_O0 5472
 
 /* ---- functions ----------------------------------------------------------- */
 

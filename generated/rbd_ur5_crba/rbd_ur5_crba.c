@@ -39,7 +39,7 @@ int rbd_ur5_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, dou
 {
     const double *arg[1];
     double *res[1];
-    (void)work;   /* this kernel keeps its 47 intermediates in locals */
+    (void)work;   /* this kernel keeps its 44 intermediates in locals */
     if (!all_finite(q, 6)) {
         fill_nan(M, 36);
         return RBDGEN_ERR_NONFINITE_INPUT;

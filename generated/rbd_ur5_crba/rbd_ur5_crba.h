@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_UR5_CRBA_M_ROWS 6
 #define RBD_UR5_CRBA_M_COLS 6
 #define RBD_UR5_CRBA_WORK_SIZE 0
-#define RBD_UR5_CRBA_STACK_DOUBLES 47
-#define RBD_UR5_CRBA_STACK_BYTES 4848
-#define RBD_UR5_CRBA_STACK_BYTES_O0 4984
+#define RBD_UR5_CRBA_STACK_DOUBLES 44
+#define RBD_UR5_CRBA_STACK_BYTES 4800
+#define RBD_UR5_CRBA_STACK_BYTES_O0 4960
 
 /* ---- functions ----------------------------------------------------------- */
 

@@ -39,7 +39,7 @@ int rbd_ur5_rnea(const double *RBDGEN_RESTRICT q, const double *RBDGEN_RESTRICT 
 {
     const double *arg[3];
     double *res[1];
-    (void)work;   /* this kernel keeps its 107 intermediates in locals */
+    (void)work;   /* this kernel keeps its 91 intermediates in locals */
     if (!all_finite(q, 6)
         || !all_finite(v, 6)
         || !all_finite(a, 6)) {

@@ -98,9 +98,9 @@ extern "C" {
 #define RBD_UR5_RNEA_A_SIZE 6
 #define RBD_UR5_RNEA_TAU_SIZE 6
 #define RBD_UR5_RNEA_WORK_SIZE 0
-#define RBD_UR5_RNEA_STACK_DOUBLES 107
-#define RBD_UR5_RNEA_STACK_BYTES 5808
-#define RBD_UR5_RNEA_STACK_BYTES_O0 5464
+#define RBD_UR5_RNEA_STACK_DOUBLES 91
+#define RBD_UR5_RNEA_STACK_BYTES 5552
+#define RBD_UR5_RNEA_STACK_BYTES_O0 5336
 
 /* ---- functions ----------------------------------------------------------- */
 
