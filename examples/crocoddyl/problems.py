@@ -361,3 +361,56 @@ def cycled_nodes(build, Model, counts=(1, 2, 4, 8, 16, 50), calls: int = 400, ba
                 m.calcDiff(d, x, u)
         out[k] = _per_call_us(run, 1, batches) / len(nodes)
     return out
+
+
+def _full_step_candidate(solver, problem):
+    """FDDP's candidate after a full step (alpha = 1: every gap closed): ``xs[t+1]`` is
+    node t's ``xnext`` from the rollout, ``us[t] = us[t] - k[t] - K[t] (xs_try[t] - xs[t])``
+    (crocoddyl's SolverFDDP::forwardPass)."""
+    xs, us = list(solver.xs), list(solver.us)
+    xt, ut = [problem.x0], []
+    for i, (m, d) in enumerate(zip(problem.runningModels, problem.runningDatas)):
+        ut.append(us[i] - solver.k[i] - solver.K[i] @ m.state.diff(xs[i], xt[i]))
+        xt.append(d.xnext.copy())
+    return xt, ut
+
+
+def solve_phases(problem, maxiter: int = 100) -> dict:
+    """One FDDP solve of ``problem`` from the quasi-static guess replayed phase by phase
+    (crocoddyl 3.2.1's SolverFDDP::solve: the first ``problem.calc``, then per iteration
+    ``problem.calcDiff`` and the gaps, the backward pass, one trial step) with each phase's
+    CPU time (ms) summed over the solve, so every phase runs with what the one before it left
+    in the caches, as in ``solver.solve``.  Valid where every step is full (FDDP's first
+    trial, alpha = 1, accepted; the talos and solo12 problems here); a shorter step raises.
+    :func:`breakdown` times each phase repeated on its own, which leaves a phase's data in
+    the caches and, for a cheap phase, measures less than a solve spends in it."""
+    solver = crocoddyl.SolverFDDP(problem)
+    xs = [problem.x0] * (problem.T + 1)
+    us = problem.quasiStatic(xs[:-1])
+    ms = dict.fromkeys(("first calc", "calcDiff", "gaps", "backward pass", "trial step"), 0.0)
+
+    def timed(name, f):
+        t0 = time.process_time()
+        out = f()
+        ms[name] += 1e3 * (time.process_time() - t0)
+        return out
+
+    solver.preg = solver.dreg = solver.reg_min  # solve's starting regularization (decreased no lower by full steps)
+    solver.setCandidate(xs, us, False)
+    timed("first calc", lambda: problem.calc(solver.xs, solver.us))
+    for it in range(1, maxiter + 1):
+        solver.cost = timed("calcDiff", lambda: problem.calcDiff(solver.xs, solver.us))
+        timed("gaps", solver.computeDynamicFeasibility)
+        timed("backward pass", solver.backwardPass)
+        solver.updateExpectedImprovement()
+        dv = timed("trial step", lambda: solver.tryStep(1.0))
+        d = solver.expectedImprovement()
+        expected = d[0] + 0.5 * d[1]
+        if not (abs(d[0]) < solver.th_grad or dv > solver.th_acceptStep * expected if expected >= 0
+                else dv > solver.th_acceptNegStep * expected):
+            raise RuntimeError(f"solve_phases: iteration {it} took a step shorter than 1 (replays full steps only)")
+        solver.setCandidate(*_full_step_candidate(solver, problem), True)
+        solver.stoppingCriteria()
+        if solver.stop < solver.th_stop:
+            break
+    return {"iterations": it, "ms": ms, "xs": list(solver.xs), "us": list(solver.us)}
