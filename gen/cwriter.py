@@ -677,7 +677,7 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
             steps, scheduled = new, True
             slots = _top(steps)
     critical = lanes is None and not scheduled and schedule_pass.critical(config, order, len(steps), split_above,
-                                                                          lambda: tape_live(steps))
+                                                                          avoid_stack, lambda: tape_live(steps))
     if critical:
         reads, users = _dataflow(steps)
         steps = _allocate(steps, reads, users, critical_order(reads, users, config.critical_budget))[0]

@@ -61,6 +61,16 @@ def driver(robot, spec, alg, kernel_cache, **options):
     return gen.build(model, alg, spec, cache=kernel_cache, **opts), model, parse_constraints(model, spec), opts
 
 
+def _straddles(model, alg, cset, opts, x, m):
+    """Whether the iteration counts of C and NumPy may differ by rounding: by one, where
+    NumPy's residual after the first ``m`` iterations is within :func:`res_tol` of TOL (the
+    augmented-Lagrangian rows' residuals agree to ALM_TOL only, more than TOL itself)."""
+    if alg in DUAL:
+        return False
+    r = gen.run(model, alg, *x, constraints=cset, **(opts | {"tol": 0.0, "max_iter": m}))[3]
+    return abs(r - TOL) < res_tol(alg)
+
+
 # --- compiled driver == NumPy -------------------------------------------------------------------
 
 @pytest.mark.parametrize("robot, spec, alg", CASES, ids=[f"{r}-{a}" for r, _, a in CASES])
@@ -70,7 +80,8 @@ def test_compiled_driver_equals_numpy(robot, spec, alg, kernel_cache):
     for q, v, tau in states(model, 51, n=3, cset=cset):
         ddq, lam, it, res = k(q, v, tau)
         ref = gen.run(model, alg, q, v, tau, constraints=cset, **opts)
-        assert it == ref[2], f"{alg} {robot}: {it} iterations in C, {ref[2]} in NumPy"
+        by_rounding = abs(it - ref[2]) == 1 and _straddles(model, alg, cset, opts, (q, v, tau), min(it, ref[2]))
+        assert it == ref[2] or by_rounding, f"{alg} {robot}: {it} iterations in C, {ref[2]} in NumPy"
         assert 1 <= it < MAX_ITER, f"{alg} {robot}: no convergence in {MAX_ITER} iterations"
         assert res <= TOL, f"{alg} {robot}: converged with residual {res:.2e} > tol"
         assert abs(res - ref[3]) < res_tol(alg), f"{alg} {robot}: residual {res:.3e} vs NumPy {ref[3]:.3e}"

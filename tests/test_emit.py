@@ -118,7 +118,7 @@ def test_avoid_stack_work_size_is_casadis_sz_w(tmp_path):
     f = bf.manifest["functions"][0]
     assert f["work_size"] == tr.function().sz_w() > 0
     assert f["stack_doubles"] == 0
-    bf0 = emit_trace(tr, tmp_path / "locals", scalar_trig="libm")   # the tape as CasADi counts it
+    bf0 = emit_trace(tr, tmp_path / "locals", scalar_trig="libm", order="tape")   # as CasADi counts it
     assert bf0.manifest["functions"][0]["work_size"] == 0
     assert bf0.manifest["functions"][0]["stack_doubles"] == tr.function().sz_w()
 

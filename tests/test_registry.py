@@ -46,7 +46,7 @@ STAGES = [
     ("gen.cli", "gen.regenerate", "gen"),
 ]
 #: packages that are optional or heavy to load, imported where they are used
-LAZY = ("pinocchio", "mujoco", "matplotlib", "adam")
+LAZY = ("pinocchio", "mujoco", "matplotlib", "adam", "mpmath")
 
 
 def stage(module: str) -> int:

@@ -9,8 +9,9 @@ brings that below ``config.schedule_below`` of it (a lane plan's statements: bel
 A function the greedy schedule is not kept for is written in
 :func:`gen.cwriter.critical_order` (``config.order`` "critical", or "auto" when the tape
 keeps fewer than ``config.critical_below`` values live on average) unless it is split
-(:mod:`gen.codegen.split`: the order would move values across the parts' boundaries);
-recorded in :attr:`gen.cwriter.Written.critical`."""
+(:mod:`gen.codegen.split`: the order would move values across the parts' boundaries) or
+its values live in the caller's work array (``avoid_stack``: no registers to order for,
+and the work size stays CasADi's ``sz_w``); recorded in :attr:`gen.cwriter.Written.critical`."""
 from __future__ import annotations
 
 from typing import Callable
@@ -35,9 +36,10 @@ def keep_lanes(config: CodegenConfig, before: float, after: float) -> bool:
     return after < config.schedule_below * before
 
 
-def critical(config: CodegenConfig, order: str, steps: int, split_above: int, tape_live: Callable[[], float]) -> bool:
+def critical(config: CodegenConfig, order: str, steps: int, split_above: int, avoid_stack: bool,
+             tape_live: Callable[[], float]) -> bool:
     """Whether a function of ``steps`` statements the greedy schedule was not kept for
     is written in the critical-path order (``tape_live``: as :func:`worth_trying`'s)."""
     if order == "critical":
         return True
-    return order == "auto" and steps <= split_above and tape_live() < config.critical_below
+    return order == "auto" and not avoid_stack and steps <= split_above and tape_live() < config.critical_below
