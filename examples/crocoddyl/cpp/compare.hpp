@@ -28,8 +28,13 @@ inline std::shared_ptr<crocoddyl::ShootingProblem> shooting(
     const std::shared_ptr<crocoddyl::DifferentialActionModelAbstract>& terminal, double dt) {
   std::vector<std::shared_ptr<crocoddyl::ActionModelAbstract>> models;
   for (const auto& m : running) models.push_back(std::make_shared<crocoddyl::IntegratedActionModelEuler>(m, dt));
-  return std::make_shared<crocoddyl::ShootingProblem>(
+  auto problem = std::make_shared<crocoddyl::ShootingProblem>(
       x0, models, std::make_shared<crocoddyl::IntegratedActionModelEuler>(terminal, 0.));
+  // The wheel's CMake configuration defines CROCODDYL_WITH_NTHREADS=2, and a problem's
+  // loops over nodes take that many threads whatever OMP_NUM_THREADS says: one thread, as
+  // the Python problems run, so a solve's CPU time is one core's.
+  problem->set_nthreads(1);
+  return problem;
 }
 
 // The process's CPU time (s): on a loaded machine the wall time also counts the time the
