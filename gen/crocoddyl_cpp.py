@@ -128,7 +128,11 @@ def _template(name: str):
 
 def render(kernel) -> str:
     """The header-only C++ action model of ``kernel`` (module docstring)."""
-    return _template("crocoddyl.hpp.j2").render(_context(kernel))
+    return _header_text(_context(kernel))
+
+
+def _header_text(ctx: dict) -> str:
+    return _template("crocoddyl.hpp.j2").render(ctx)
 
 
 def write_header(kernel, out_dir) -> Path:
@@ -247,8 +251,8 @@ def _wheel_versions() -> dict:
     return versions
 
 
-def _module_text(kernel, module: str) -> str:
-    return _template("crocoddyl_py.cpp.j2").render({**_context(kernel), "module": module})
+def _module_text(ctx: dict, module: str) -> str:
+    return _template("crocoddyl_py.cpp.j2").render({**ctx, "module": module})
 
 
 def extension(kernel, *, flags=None, cache=None, progress=None):
@@ -260,12 +264,12 @@ def extension(kernel, *, flags=None, cache=None, progress=None):
     if why:
         raise RbdgenError(f"cannot build the crocoddyl extension: {why}")
     prefix = wheel_prefix()
-    header = render(kernel)
+    ctx = _context(kernel)
     files = {n: (Path(kernel.path) / n).read_bytes() for n in [kernel.manifest["header"], *kernel.manifest["sources"]]}
-    files[header_name(kernel)] = header.encode()
+    files[header_name(kernel)] = _header_text(ctx).encode()
     cflags, defs = compile_flags(flags), list(wheel_flags(prefix))
     cxx, cc = _compiler("CXX", "c++"), _compiler("CC", "cc")
-    identity = {"files": buildcache.files_digest({**files, "<module>": _module_text(kernel, "MODULE").encode()}),
+    identity = {"files": buildcache.files_digest({**files, "<module>": _module_text(ctx, "MODULE").encode()}),
                 "cflags": buildcache.flag_identity(cflags), "cxxflags": [*CXX_FLAGS, *defs],
                 "compilers": [cxx, _version_line(tuple(cxx)), cc, _version_line(tuple(cc))],
                 "wheels": _wheel_versions(), "prefix": str(prefix),
@@ -277,7 +281,7 @@ def extension(kernel, *, flags=None, cache=None, progress=None):
     if not target.exists():
         with buildcache.file_lock(root / f"{module}.lock"):
             if not target.exists():
-                files[f"{module}.cpp"] = _module_text(kernel, module).encode()
+                files[f"{module}.cpp"] = _module_text(ctx, module).encode()
                 _compile(files, kernel.manifest["sources"], f"{module}.cpp", target, cflags, defs, cxx, cc,
                          prefix, progress or log.info)
     return _import(module, target)

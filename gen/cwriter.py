@@ -64,6 +64,7 @@ thresholds are measured (``bench/reports/2026-11-26-compile-time.md``,
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -671,13 +672,14 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     else:
         steps, fills = zero_fills(_steps(f, calls), f, config)
         slots, scheduled = int(f.sz_w()), False
-    if lanes is None and schedule_pass.worth_trying(config, order, lambda: tape_live(steps)):
+    tape_mean = functools.cache(lambda: tape_live(steps))   # the tape order's live values, asked twice
+    if lanes is None and schedule_pass.worth_trying(config, order, tape_mean):
         new, before, after = schedule(steps)      # scheduling only the kernels it may serve
         if schedule_pass.keep(config, order, before, after):
             steps, scheduled = new, True
             slots = _top(steps)
     critical = lanes is None and not scheduled and schedule_pass.critical(config, order, len(steps), split_above,
-                                                                          avoid_stack, lambda: tape_live(steps))
+                                                                          avoid_stack, tape_mean)
     if critical:
         reads, users = _dataflow(steps)
         steps = _allocate(steps, reads, users, critical_order(reads, users, config.critical_budget))[0]

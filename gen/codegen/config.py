@@ -30,7 +30,7 @@ BATCH_TRIG = ("vector", "libm")
 #: values (bench/reports/2026-11-28-speed.md)
 SCALAR_TRIG = ("hoisted", "vector", "libm")
 #: the scalar kernel's instruction order: "auto" (the schedule where it pays, the
-#: critical-path order below schedule_above, lanes where they pay), "schedule" (always the
+#: critical-path order below critical_below, lanes where they pay), "schedule" (always the
 #: greedy scheduler, no lanes), "tape" (CasADi's order and work slots, no lanes),
 #: "critical" (always gen.cwriter.critical_order, no lanes), as gen.bench.emission_order compares
 ORDERS = ("auto", "schedule", "tape", "critical")

@@ -105,9 +105,9 @@ def routine(p: str, lanes: int) -> str:
     interleaved), the last sum rounding once more; the quadrant k mod 4 picks +-sin r or +-cos r
     by bit masks made by shifts of k's bits (cos x = sin(x + pi/2): quadrant k + 1).
     Measured against glibc's sin and cos (tests/test_batch.py): within 2.3e-16 absolute
-    on |x| <= 1e6 (3 ulps of the result at most, 1 near the zeros; 4 million arguments).  Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off
-    the path from x to r: k is 0 there and the lane's result is discarded) take libm's
-    value.
+    on |x| <= 1e6 (3 ulps of the result at most, 1 near the zeros; 4 million arguments).
+    Lanes with |x| > :data:`TRIG_LIMIT`, inf or NaN (a test on the bits, off the path from
+    x to r: k is 0 there and the lane's result is discarded) take libm's value.
 
     Immune to ``-ffast-math``: the rounding constant is added to 2x/pi and taken off again
     across a bit mask with the range test's lanes (``& near``), which
