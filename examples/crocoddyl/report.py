@@ -296,8 +296,8 @@ def main(argv=None) -> int:
               "each phase's CPU time summed over the solve, medians of "
               f"{min(args.repeat, 5)} replays. Each phase runs after the one before it, as in `solver.solve`, so "
               "its node data comes from beyond the core's L2 cache; the breakdown above times each phase repeated "
-              "on its own, which leaves that phase's data in the caches: for rbdgen's calcDiff sweep on talos it measured 1.7 "
-              "to 3.6 ms against 4.5 to 4.8 ms a sweep in a solve.",
+              "on its own, which leaves that phase's data in the caches, so a cheap phase measures less there than "
+              "in a solve (calcDiff below against the breakdown's problem.calcDiff times the iterations).",
               "", *phase_rows(phases, profiles, ours), ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
