@@ -18,7 +18,7 @@ import pytest
 
 import gen
 from gen import cwriter
-from gen.codegen import output_check, schedule, split, zero_fill
+from gen.codegen import output_check, pressure, schedule, split, zero_fill
 from gen.codegen.config import CodegenConfig
 from gen.codegen.functions import DRIVER_PARTS, kernel_function
 from gen.codegen.pipeline import PASSES, plan_kernel
@@ -80,7 +80,7 @@ def test_the_config_is_frozen_and_its_request_is_the_cache_keys_codegen():
 
 def test_every_pass_has_a_module_with_run():
     assert [name for name, _ in PASSES] == ["batch", "functions", "products", "lanes", "trig", "output_check",
-                                            "write"]
+                                            "write", "pressure"]
     assert set(WRITERS) == {"scalar", "lanes", "products", "batched"}
 
 
@@ -259,6 +259,30 @@ def test_schedule_pass_decides_by_live_values():
     assert cwriter.write_function(f, config=CodegenConfig(schedule_above=0, schedule_below=ratio + 1e-9)).scheduled
     assert not cwriter.write_function(f, config=CodegenConfig(schedule_above=0, schedule_below=ratio)).scheduled
     assert cwriter.write_function(f, order="schedule").scheduled
+
+
+def test_pressure_pass_asks_gcc_where_every_function_is_scheduled_in_one_part():
+    on = _plan("solo12", "rnea", None)
+    assert on.written[0].scheduled and on.written[0].parts == 1 and on.gcc_pressure
+    assert on.code.count(pressure.PRAGMA) == 1 and on.manifest()["gcc_pressure"] is True
+    before = on.code.split(pressure.PRAGMA)[0].splitlines()     # after the includes, before any definition
+    assert any(ln.startswith("#include") for ln in before)
+    assert all(ln.startswith("#include") or not ln.strip() for ln in before)
+    off = _plan("solo12", "rnea", None, gcc_pressure=False)
+    assert not off.gcc_pressure and "gcc_pressure" not in off.manifest()
+    assert off.code == on.code.replace(pressure.PRAGMA + "\n", "")
+
+
+@pytest.mark.parametrize("robot, algorithm, config", [
+    ("solo12", "aba", {}),                                   # the tape order
+    ("ur5", "crba", {}),                                     # the critical-path order
+    ("solo12", "rnea", {"split_above": 500, "part_size": 200}),   # scheduled, in parts
+    ("chain:16", "aba_derivatives", {}),                     # a product kernel's head
+    ("chain:3", "aba", {"batch": 4}),                        # batched
+])
+def test_pressure_pass_leaves_the_other_kernels_alone(robot, algorithm, config):
+    plan = _plan(robot, algorithm, None, **config)
+    assert not plan.gcc_pressure and "#pragma GCC optimize" not in plan.code
 
 
 def test_split_pass_cuts_parts_of_the_configs_size():

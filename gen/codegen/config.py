@@ -99,6 +99,13 @@ class CodegenConfig:
     #: rnea, nle, crba, aba, 20-84 live, 0.91-1.01x; panda aba_derivatives' head, 282 live,
     #: 606 -> 1456; panda rnea_derivatives', 257 live, 452 -> 488)
     critical_below: float = 100
+    #: a kernel whose one function is in the greedy schedule and one part asks GCC
+    #: (with AVX) for its pressure-aware scheduling before register allocation
+    #: (gen.codegen.pressure; interleaved A/B, -O3 -march=native: icub crba 537 -> 484 ns,
+    #: icub nle 367 -> 315, g1 nle 326 -> 292, talos rnea 472 -> 445, 0-5 % on the small
+    #: legged robots; tape-order icub aba 836 -> 1082 and split talos rnea_derivatives
+    #: 7.0 -> 7.9 us, hence not those; bench/reports/2026-11-28-speed.md section 8)
+    gcc_pressure: bool = True
     #: an output whose zero entries are at least this fraction of its entries is
     #: zero-filled by one loop first and only its other entries are stored (talos
     #: rnea_derivatives: 5466 of 51100 statements removed, 9.3 -> 9.2 us; solo12

@@ -2,7 +2,7 @@
 
 ::
 
-    Trace ─► batch ─► functions ─► products ─► lanes ─► trig ─► output_check ─► write ─► KernelPlan
+    Trace ─► batch ─► functions ─► products ─► lanes ─► trig ─► output_check ─► write ─► pressure ─► KernelPlan
                                                                  │         (.manifest())
                               per written function:  zero-fill ─► schedule ─► split
 
@@ -12,14 +12,14 @@ records its own decision.  The per-function passes run inside the scalar writer
 """
 from __future__ import annotations
 
-from . import batch, functions, lanes, output_check, products, trig, writers
+from . import batch, functions, lanes, output_check, pressure, products, trig, writers
 from .config import CodegenConfig
 from .plan import KernelPlan
 
 #: the kernel-level passes, in the order they run
 PASSES = (("batch", batch.run), ("functions", functions.run), ("products", products.run),
           ("lanes", lanes.run), ("trig", trig.run),
-          ("output_check", output_check.run), ("write", writers.run))
+          ("output_check", output_check.run), ("write", writers.run), ("pressure", pressure.run))
 
 
 def plan_kernel(tr, config: CodegenConfig, prefix: str, runtime: dict | None = None,

@@ -13,6 +13,8 @@ The passes (:data:`gen.codegen.pipeline.PASSES`, in order) each set their own fi
 ``output_check``  ``output_checks``: per output the entries the wrapper checks for inf / NaN
 ``write``         ``writer``, ``code``, ``written``: per function its :class:`gen.cwriter.Written`,
                   which records the zero-fill, schedule and split decisions
+``pressure``      ``gcc_pressure``: whether the kernel file asks GCC for its pressure-aware
+                  scheduling (and ``code`` with the pragma)
 ================  ==========================================================================
 """
 from __future__ import annotations
@@ -51,6 +53,7 @@ class KernelPlan:
     writer: str = ""
     code: str = ""
     written: list | None = None
+    gcc_pressure: bool = False
 
     @property
     def uses_lanes(self) -> bool:
@@ -72,7 +75,8 @@ class KernelPlan:
 
     def manifest(self) -> dict:
         """The manifest's ``codegen``: ``avoid_stack``, per function its ``parts`` and
-        whether it was ``scheduled`` or in the ``critical`` order; ``lanes`` (:func:`gen.lanes.manifest`) when any
+        whether it was ``scheduled`` or in the ``critical`` order; ``gcc_pressure`` when the
+        kernel file asks GCC for its pressure-aware scheduling; ``lanes`` (:func:`gen.lanes.manifest`) when any
         function has lanes, ``products`` (:func:`gen.products.manifest`) when any product
         is written as loops."""
         written = self.written
@@ -84,4 +88,6 @@ class KernelPlan:
             out["lanes"] = lanes_manifest(self.trace.model, self.lane_plans)
         if self.loops:
             out["products"] = products_manifest(self.trace, self.loops)
+        if self.gcc_pressure:
+            out["gcc_pressure"] = True
         return out
