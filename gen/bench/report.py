@@ -127,6 +127,27 @@ def _ratio_grid(results, key) -> tuple[list[str], list[str], dict]:
     return robots, algos, grid
 
 
+#: the speed issue's floors on every robot x algorithm pair of the suite: a peer's median
+#: over the specialised C's
+PEER_FLOORS = {"pinocchio/specialized": ("Pinocchio", 4.0), "adam/specialized": ("ADAM", 2.0)}
+
+
+def floors_markdown(results) -> list[str]:
+    """The section checking :data:`PEER_FLOORS` on every pair the peer ran: met or not,
+    and the pairs below a floor with their ratios."""
+    out = ["## Floors: Pinocchio / specialized >= 4, ADAM / specialized >= 2 on every pair", ""]
+    for key, (peer, floor) in PEER_FLOORS.items():
+        robots, algos, grid = _ratio_grid(results, key)
+        pairs = {k: x for k, x in grid.items() if x is not None}
+        below = [f"{rb} {a} {_fmt(x, 3)}" for (rb, a), x in pairs.items() if x < floor]
+        verdict = "met" if pairs and not below else "not met" if pairs else "not measured"
+        out.append(f"- {peer} / specialized >= {floor:g}: {verdict}, {len(pairs) - len(below)} of "
+                   f"{len(pairs)} pairs at or above" + (f"; below: {', '.join(below)}" if below else ""))
+    out += ["", "What limits a pair below its floor, measured: docs/ARCHITECTURE.md, \"What still limits "
+            "the targets of the speed issue\".", ""]
+    return out
+
+
 def suite_markdown(suite: dict, targets_md: tuple[str, str] = ("", "")) -> str:
     """The suite report; ``targets_md``: the issue 15 sections (:mod:`gen.bench.targets`'
     summary, after the machine, and details, after all results)."""
@@ -166,6 +187,7 @@ def suite_markdown(suite: dict, targets_md: tuple[str, str] = ("", "")) -> str:
         for rb in robots:
             out.append(f"| {rb} | " + " | ".join(_fmt(grid.get((rb, a)), 3) for a in algos) + " |")
         out.append("")
+    out += floors_markdown(res)
     rs = [r for r in rows(res) if r.get("adam_ops")]
     if rs:
         out += ["## Operations: rbdgen vs ADAM (after CSE, all classes)", "",
