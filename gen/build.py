@@ -140,6 +140,27 @@ def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, s
     return _import(modname, target)
 
 
+def tool_message(output: str) -> str:
+    """The line of a compiler's (or program's) output a one-line error shows: the first
+    naming an error, else the last non-empty one."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    return next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "(no output)")
+
+
+def run_tool(cmd: Sequence[str], what: str, cwd=None) -> str:
+    """Run ``cmd`` (a compiler, or a program rbdgen built) and return its stdout; a
+    missing program or a non-zero exit is one :class:`RbdgenError` line: ``what``, the
+    program, its exit status and :func:`tool_message` of its stderr (else stdout)."""
+    try:
+        done = subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd)
+    except OSError as e:
+        raise RbdgenError(f"{what} failed: cannot run {cmd[0]} ({e.strerror or e})") from None
+    if done.returncode != 0:
+        raise RbdgenError(f"{what} failed: {Path(cmd[0]).name} exited with {done.returncode}: "
+                          f"{tool_message(done.stderr or done.stdout)}")
+    return done.stdout
+
+
 def compile_shared(name: str, files: dict[str, bytes], sources: Sequence[str], flags: Sequence[str], *,
                    cache=None, what: str, progress=None) -> Path:
     """A plain shared library (no Python in it) ``lib<name>-<hash>.so`` of ``sources``
@@ -164,12 +185,8 @@ def compile_shared(name: str, files: dict[str, bytes], sources: Sequence[str], f
             for fname, data in files.items():
                 (work / fname).write_bytes(data)
             out = work / target.name
-            cmd = [*cc, *flags, "-g0", "-shared", "-fPIC", "-I", str(work),
-                   *(str(work / s) for s in sources), "-o", str(out), "-lm"]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise RbdgenError(f"{what} failed: {' '.join(cmd[:1])} said: "
-                                  f"{(done.stderr.strip().splitlines() or ['(nothing)'])[-1]}")
+            run_tool([*cc, *flags, "-g0", "-shared", "-fPIC", "-I", str(work),
+                      *(str(work / s) for s in sources), "-o", str(out), "-lm"], what)
             os.replace(out, target)
         finally:
             shutil.rmtree(work, ignore_errors=True)

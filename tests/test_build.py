@@ -1,6 +1,8 @@
 """Compiled kernels (gen/build.py): compiled C = NumPy (docs/DESIGN.md §6c) on synthetic and
 named robots, the error codes, the exact workspace, and the compile cache."""
 
+import os
+
 import numpy as np
 import pytest
 from conftest import load_or_skip, rel_err
@@ -238,3 +240,16 @@ def test_a_long_build_reports_its_progress_unless_quiet(capsys, monkeypatch, tmp
     gen.build("chain:3", "rnea", cache=tmp_path / "c2", flags="-O0", quiet=True)
     gen.build("chain:3", "rnea", cache=tmp_path / "c1", flags="-O0")
     assert capsys.readouterr().err == ""
+
+
+def test_a_failing_compiler_is_one_line_naming_the_error(tmp_path):
+    from gen.build import run_tool
+    bad = tmp_path / "bad.c"
+    bad.write_text("int f(void) { return undeclared_name; }\n")
+    with pytest.raises(RbdgenError) as e:
+        run_tool([os.environ.get("CC") or "cc", "-c", str(bad), "-o", str(tmp_path / "bad.o")], "compiling bad.c")
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("compiling bad.c failed: ") and "undeclared_name" in msg
+    with pytest.raises(RbdgenError, match=r"^running it failed: cannot run /nonexistent/tool "):
+        run_tool(["/nonexistent/tool"], "running it")
+    assert run_tool(["sh", "-c", "echo ok"], "echo") == "ok\n"

@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RbdgenError
+from ..build import run_tool
 from ..buildcache import file_lock
 from ..pinref import pin_model as _pm
 
@@ -228,13 +229,12 @@ def _compile_part(base: list, part: str, folder: Path, target: Path, say) -> flo
     os.close(fd)
     cmd = [*base, f"-DPINSHIM_PART_{part.upper()}", str(SOURCE), "-o", tmp]
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    dt = time.perf_counter() - t0
-    if res.returncode != 0:
+    try:
+        run_tool(cmd, f"compiling the Pinocchio shim part '{part}'")
+    except RbdgenError:
         os.unlink(tmp)
-        errs = [l for l in res.stderr.splitlines() if "error" in l][:5]
-        raise RbdgenError(f"compiling the Pinocchio shim part '{part}' failed: "
-                          + (" | ".join(errs) or res.stderr[-500:]))
+        raise
+    dt = time.perf_counter() - t0
     os.chmod(tmp, 0o644)
     os.replace(tmp, target)
     say(f"  shim part {part}: {dt:.1f} s")
