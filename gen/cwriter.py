@@ -74,7 +74,7 @@ import casadi as ca
 
 from .codegen import schedule as schedule_pass, split as split_pass
 from .codegen.config import CodegenConfig
-from .codegen.zero_fill import zero_fills
+from .codegen.zero_fill import constant_stores, zero_fills
 from .errors import RbdgenError
 
 #: work slots declared per line of a declaration (readability of the emitted C)
@@ -604,6 +604,9 @@ class Written:
     hoisted_trig: bool = False
     #: whether its statements are in :func:`critical_order` (:mod:`gen.codegen.schedule`)
     critical: bool = False
+    #: the function writing its fills and constant stores apart (``<name>_zero``), or None
+    #: (:func:`gen.codegen.zero_fill.constant_stores`)
+    zero: str | None = None
 
 
 #: the stack one call takes beyond STACK_FACTOR x its locals' bytes (the wrapper's and the
@@ -645,7 +648,7 @@ def stack_bytes(stack_doubles: int, o0_doubles: int = 0) -> tuple[int, int]:
 def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: int | None = None,
                    part_size: int | None = None, order: str = "auto", calls: dict | None = None,
                    lanes=None, static: bool = False, trig_vector: str | None = None,
-                   config: CodegenConfig | None = None) -> Written:
+                   config: CodegenConfig | None = None, zero_apart: bool = False) -> Written:
     """C of ``f`` (see the module docstring); ``split_above`` and ``part_size`` default
     to ``config``'s, and parts are never
     longer than ``split_above``; ``order``: ``"auto"`` (:func:`schedule` where it lowers
@@ -659,7 +662,8 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     through which the kernel's sines and cosines of the joint angles go together
     (:func:`hoist_trig`); ``config``: the thresholds of the passes run here, in order:
     zero fill (:mod:`gen.codegen.zero_fill`), schedule (:mod:`gen.codegen.schedule`),
-    split (:mod:`gen.codegen.split`)."""
+    split (:mod:`gen.codegen.split`); ``zero_apart``: a function with fills writes them
+    and its constant stores in ``<name>_zero(res)`` instead (:func:`_zero_function`)."""
     config = config or CodegenConfig()
     split_above = config.split_above if split_above is None else split_above
     widths: dict[int, int] = {}
@@ -672,6 +676,10 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
     else:
         steps, fills = zero_fills(_steps(f, calls), f, config)
         slots, scheduled = int(f.sz_w()), False
+    filled, zero = _filled(fills), None
+    if zero_apart and fills:
+        steps, stores = constant_stores(steps)
+        zero, fills = _zero_function(f.name(), fills, stores), []
     tape_mean = functools.cache(lambda: tape_live(steps))   # the tape order's live values, asked twice
     if lanes is None and schedule_pass.worth_trying(config, order, tape_mean):
         new, before, after = schedule(steps)      # scheduling only the kernels it may serve
@@ -694,8 +702,19 @@ def write_function(f: ca.Function, *, avoid_stack: bool = False, split_above: in
             slots = _top(steps)
     size = split_pass.part_size(config, len(steps), split_above, part_size)
     written = _written(f, steps, fills, widths, slots, scheduled, avoid_stack, static, flatten, size)
-    written.critical = critical
+    written.critical, written.filled = critical, filled
+    if zero is not None:
+        written.code, written.zero = f"{zero}\n\n{written.code}", f"{f.name()}_zero"
     return written
+
+
+def _zero_function(name: str, fills: list[str], stores: list) -> str:
+    """C of ``void <name>_zero(double **res)``: the fill loops, then the constant stores
+    (a ``-0.0`` or other constant into a filled output after its fill)."""
+    body = [f"    {_render(st, _local, _local)}" for st in stores]
+    return "\n".join([f"/* {name}_zero: the output entries that do not depend on the inputs (structural zeros, "
+                      f"constants); {name} writes the others */", f"void {name}_zero(double **res)", "{",
+                      *fills, *body, "}"])
 
 
 def _top(steps) -> int:
@@ -822,7 +841,7 @@ def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None
                     part_size: int | None = None, order: str = "auto", calls: dict | None = None,
                     preamble: str = "", lanes: list | None = None, vector_widths=(),
                     static: bool = False, trig_vector: str | None = None,
-                    config: CodegenConfig | None = None) -> tuple[str, list[Written]]:
+                    config: CodegenConfig | None = None, zero_apart: bool = False) -> tuple[str, list[Written]]:
     """C of several functions in one file (with ``#include <math.h>``, then ``preamble``
     (the routines ``calls`` names), the vector types (:func:`vector_types`) of the
     functions' lanes and of ``vector_widths`` (those the caller's code after them uses),
@@ -830,11 +849,11 @@ def write_functions(funcs, *, avoid_stack: bool = False, split_above: int | None
     ``lanes``: per function a lane plan or None; ``static``: the functions are
     internal to the file (see :func:`write_function`); ``trig_vector``: see
     :func:`write_function` (its routine in ``preamble``); ``config``: the thresholds
-    (:class:`gen.codegen.config.CodegenConfig`)."""
+    (:class:`gen.codegen.config.CodegenConfig`); ``zero_apart``: see :func:`write_function`."""
     lanes = lanes or [None] * len(funcs)
     written = [write_function(f, avoid_stack=avoid_stack, split_above=split_above, part_size=part_size,
                               order=order, calls=calls, lanes=plan, static=static, trig_vector=trig_vector,
-                              config=config)
+                              config=config, zero_apart=zero_apart)
                for f, plan in zip(funcs, lanes)]
     widths = [*vector_widths, *(w for one in written for w in one.widths.values())]
     # the routines only where a function calls one (an unused static function is a warning)

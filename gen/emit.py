@@ -480,6 +480,8 @@ def _public_function(plan: KernelPlan, oc) -> dict:
         y["check_runs"] = None if runs is None else [list(r) for r in runs]
         y["check_table"] = output_check.tabled(runs, plan.config.check_max_runs)
     fn["check_tables"] = any(y["check_table"] for y in fn["outputs"])
+    # the kernel's fills and constants apart: <symbol>_zero_outputs and <symbol>_update
+    fn["zero"] = None if batch or plan.driver is not None else plan.written[0].zero
     if batch:
         fn.update({"batch": batch, "stack_doubles": fn["stack_doubles"] * batch})
     # the stack bounds: a batched kernel's every statement is a vector of `batch` doubles
@@ -529,6 +531,8 @@ def _manifest(plan: KernelPlan, fn: dict, files: dict, sources: list, choice) ->
                        "stack_bytes": fn["stack_bytes"], "stack_bytes_o0": fn["stack_bytes_o0"],
                        **({"lane_status": f"{fn['symbol']}_status"} if batch else
                           {"casadi_external": casadi_name(prefix)}),
+                       **({"zero_outputs": f"{fn['symbol']}_zero_outputs", "update": f"{fn['symbol']}_update"}
+                          if fn["zero"] else {}),
                        "opcount": fn["opcount_raw"]}],
     }
 

@@ -28,6 +28,10 @@ renders ``harness.c.j2`` into one C program linking the specialised C of the bui
 Pinocchio is timed as its API call alone (results stay in ``pinocchio::Data``; its CRBA
 fills the upper triangle); the specialised and generic C write their outputs to caller
 memory (full symmetric ``M``).  That favours Pinocchio by at most one copy of the output.
+On the rows of :data:`UPDATE_ROWS` the specialised side is timed as Pinocchio is, on
+outputs kept across calls: ``<symbol>_update`` on outputs whose structural zeros
+``<symbol>_zero_outputs`` wrote once (where the kernel has them; the result's
+``implementations.specialized.entry`` names the function timed).
 """
 from __future__ import annotations
 
@@ -61,6 +65,11 @@ IMPLEMENTATIONS = ("specialized", *PEERS)
 #: outputs that are bookkeeping, not results: never compared across implementations
 NOT_COMPARED = ("iterations", "residual")
 DEFAULTS = {"n_states": 256, "rounds": 200, "batch": 100, "warmup": 2000, "seed": 0}
+#: rows whose specialised side is timed through ``<symbol>_update`` on outputs kept
+#: across calls (:mod:`gen.codegen.zero_fill`): Pinocchio's second-order tensors live in
+#: its Data, zeroed when the Data is made, and each call writes the tree's joint pairs
+#: only; rbdgen's full entry writes talos' 4 MB of them (94 % zeros) on every call
+UPDATE_ROWS = ("rnea_second_order",)
 TOLERANCE = 1e-8                 # relative, unconstrained
 TOLERANCE_CONSTRAINED = 1e-6     # relative, proximal solvers (Pinocchio iterates differently)
 
@@ -208,7 +217,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         "nq": model.nq, "nv": model.nv, "m": int(kernel.manifest.get("m") or 0),
         "iterations": kernel.manifest.get("iterations"), "opcount": (fn.get("opcount") or {}).get("total"),
         **({"route": kernel.manifest["route"]} if kernel.manifest.get("route") else {}),
-        **_statistics(raw, impls, plans, fn, rounds, batch),
+        **_statistics(raw, impls, plans, fn, rounds, batch, algorithm),
         "skipped": skipped, "verify": verify,
         "settings": {"n_states": n_states, "rounds": rounds, "batch": batch, "warmup": warmup, "seed": seed,
                      "flags": " ".join(pinshim.BENCH_FLAGS), "overhead_ns": raw["overhead_ns"],
@@ -242,11 +251,13 @@ def _program(bench: Bench, kernel, fn: dict, program: str, inputs, impls, plans,
     link it (cached by content); returns the executable, the C file and the compile time."""
     offsets = np.cumsum([0] + [n for _, n in inputs])[:-1].tolist()
     cset = bench.cset
+    entry = spec_entry(bench.algo.name, fn)
     ctx = {"program": program, "robot": bench.model.name, "algorithm": bench.algo.name,
            "constraints": getattr(cset, "spec", None) if cset is not None else None,
            "impls": impls, "inputs": [{"name": n, "size": s, "offset": o} for (n, s), o in zip(inputs, offsets)],
            "outputs": bench.outputs, "n_states": n_states, "stride": int(sum(n for _, n in inputs)),
-           "has_spec": True, "spec": {"header": bench.manifest["header"], "symbol": fn["symbol"]}}
+           "has_spec": True, "spec": {"header": bench.manifest["header"], "symbol": fn["symbol"], "entry": entry,
+                                      "zero_outputs": None if entry == fn["symbol"] else fn["zero_outputs"]}}
     for block in ("generic", "pin", "mj", "adam"):
         plan = next((p for p in plans.values() if p.block == block), None)
         ctx[f"has_{block}"], ctx[block] = plan is not None, plan.context if plan else {}
@@ -262,6 +273,12 @@ def _program(bench: Bench, kernel, fn: dict, program: str, inputs, impls, plans,
     exe, seconds = _compile_program(bench.root, sources, include_dirs, shim is not None, shim and shim[0],
                                     shim and shim[1], bench.progress, link)
     return exe, harness_c, seconds
+
+
+def spec_entry(algorithm: str, fn: dict) -> str:
+    """The specialised C function timed: ``<symbol>_update`` on the rows of
+    :data:`UPDATE_ROWS` where the kernel has it, else ``<symbol>``."""
+    return fn["update"] if algorithm in UPDATE_ROWS and "update" in fn else fn["symbol"]
 
 
 def _run_program(exe: Path, states: np.ndarray, plans, rounds: int, batch: int, warmup: int):
@@ -328,7 +345,7 @@ def _verify(bench: Bench, raw: dict, dump, states, inputs, impls, plans, tol: fl
     return verify
 
 
-def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int) -> dict:
+def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int, algorithm: str) -> dict:
     """Per implementation: median, p10, p90, mean, min of the per-call samples and what its
     plan reports; ratios of medians to the specialised C's and medians of paired ratios."""
     timing = {t["name"]: t for t in raw["timing"]}
@@ -337,7 +354,8 @@ def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int) -> d
         t = timing[im["name"]]
         st = _stats(t["samples_ns"])
         st.update({"trials": rounds * batch, "samples": rounds, "rc": t["rc"]})
-        st.update({"symbol": fn["symbol"]} if im["name"] == "specialized" else plans[im["name"]].report)
+        st.update({"symbol": fn["symbol"], "entry": spec_entry(algorithm, fn)} if im["name"] == "specialized"
+                  else plans[im["name"]].report)
         result[im["name"]] = st
     spec_med = result["specialized"]["median_ns"]
     spec_samples = np.asarray(timing["specialized"]["samples_ns"])

@@ -19,10 +19,13 @@ from .plan import KernelPlan
 
 def scalar(plan: KernelPlan) -> tuple[str, list]:
     """:func:`gen.cwriter.write_functions`: one C function per written function, with
-    the zero-fill, schedule and split passes and the trig pass's routine."""
+    the zero-fill, schedule and split passes and the trig pass's routine; a kernel's one
+    function (not a driver's) writes its fills and constants apart, in ``<kernel>_zero``
+    (:mod:`gen.codegen.zero_fill`: the ``_zero_outputs`` and ``_update`` entry points)."""
     c = plan.config
     return write_functions(plan.written_funcs, avoid_stack=c.avoid_stack, split_above=c.split_above,
-                           order=c.order, lanes=plan.lane_plans, config=c, **plan.trig_code)
+                           order=c.order, lanes=plan.lane_plans, config=c, zero_apart=plan.driver is None,
+                           **plan.trig_code)
 
 
 def lanes(plan: KernelPlan) -> tuple[str, list]:

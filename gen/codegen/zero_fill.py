@@ -3,7 +3,15 @@ an output whose ``+0.0`` stores are at least ``config.zero_fill_fraction`` of it
 entries is zero-filled by one loop at the top of the entry point and loses those stores
 (a ``-0.0`` keeps its store); the derivative outputs are zero off the tree's
 ancestor-descendant pairs, the products' bases entirely.  The decision is recorded in
-:attr:`gen.cwriter.Written.fills`."""
+:attr:`gen.cwriter.Written.filled`.
+
+A kernel's entry point (not a driver's functions, not a product kernel's head) gets its
+fills and every store of a constant in a function of their own, ``<kernel>_zero(res)``
+(:func:`constant_stores`): what does not depend on the inputs, written once by the
+public ``<symbol>_zero_outputs`` and before each call of the full ``<symbol>``; the
+kernel then writes only the entries that depend on the inputs, which is what
+``<symbol>_update`` calls on outputs that already hold the rest (as Pinocchio's Data
+keeps its tensors; talos ``rnea_second_order``: 4 MB of outputs, 94 % zeros)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -39,3 +47,14 @@ def zero_fills(steps: list, f: ca.Function, config: CodegenConfig) -> tuple[list
     fills = [f"    for (int k = 0; k < {f.nnz_out(o)}; ++k)   /* {f.name_out(o)}: mostly zero, filled first */\n"
              f"        res[{o}][k] = 0.0;" for o in filled]
     return kept, fills
+
+
+def constant_stores(steps: list) -> tuple[list, list]:
+    """``(steps, stores)``: the stores of a constant into an output (no work slot or
+    input read) moved out of ``steps``, in their order; with the fill loops they are the
+    kernel's ``_zero`` function (module docstring)."""
+    kept, stores = [], []
+    for st in steps:
+        constant = st.writes is None and not st.reads and "arg[" not in st.expr
+        (stores if constant else kept).append(st)
+    return kept, stores
