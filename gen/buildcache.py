@@ -308,3 +308,33 @@ def install(staged: Path, build_root: Path, files: dict[str, bytes]) -> Path:
     finally:
         shutil.rmtree(aside, ignore_errors=True)
     return target
+
+
+# --- the route counts of derivative rows ----------------------------------------------------
+
+def counts_path(root: Path, key: str) -> Path:
+    return root / "routes" / f"{key}.json"
+
+
+def read_counts(root: Path, key: str) -> dict | None:
+    """The route counts recorded under ``key`` (:func:`gen.trace.trace`: ``{"ops": {route:
+    n}, "cost": {route: n}}`` of both routes), or None: no record, or one that is not two
+    routes' integer counts (damaged)."""
+    try:
+        value = json.loads(counts_path(root, key).read_text(encoding="utf-8"))
+        ops, cost = value["ops"], value["cost"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (isinstance(ops, dict) and isinstance(cost, dict) and set(ops) == set(cost) == {"analytical", "ad"}
+            and all(type(v) is int for v in [*ops.values(), *cost.values()])):
+        return None
+    return {"ops": ops, "cost": cost}
+
+
+def write_counts(root: Path, key: str, ops: dict, cost: dict) -> None:
+    """Record both routes' counts under ``key`` (atomic, as the key files); a cache that
+    cannot be written is left alone (the counts are an optimisation, never needed)."""
+    try:
+        _write_json_atomic(counts_path(root, key), {"ops": ops, "cost": cost, "generator": f"rbdgen {__version__}"})
+    except OSError:
+        pass

@@ -22,12 +22,13 @@ solver for the early-exit C driver (docs/DESIGN.md §3.3) as three functions, se
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 import casadi as ca
 import numpy as np
 
+from . import buildcache
 from .algorithms import Algorithm
 from .algorithms.proximal import ProximalSolver, norm_inf, returned
 from .api import get_algorithm
@@ -371,34 +372,113 @@ def trace(model: Model, algorithm: str | Algorithm, cset=None, *, config: Codege
           **options) -> Trace:
     """Trace ``algorithm`` on SX symbols for code generation under ``config`` (its
     products-as-loops thresholds).  For a derivative row, ``route`` (option) picks the
-    analytical algorithm or :func:`trace_ad`; both are traced to record their operation
-    counts, and without ``route`` the one of lower :func:`estimated_cost` is returned
-    (ties: analytical).  A Hessian row (``ADRoute.hessian``) traces only the route asked
-    for, analytical by default (:class:`~gen.algorithms.registry.ADRoute`)."""
+    analytical algorithm or :func:`trace_ad`; both routes' operation counts are recorded,
+    and without ``route`` the one of lower :func:`estimated_cost` is returned (ties:
+    analytical).  Both routes are traced unless their counts are in the kernel cache
+    (:func:`route_counts`): then only the route returned is.  A Hessian row
+    (``ADRoute.hessian``) traces only the route asked for, analytical by default
+    (:class:`~gen.algorithms.registry.ADRoute`)."""
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     requested = options.get("route")
     given, given_cset = model, cset
     model, cset, frames = _frames(model, cset, config.canonical_frames)
-    if algo.ad is None:
-        routes = {None: _trace_fn(model, algo, cset, options)}
-    elif algo.ad.hessian:
-        asked = requested or "analytical"
-        routes = {asked: trace_ad(model, algo, cset, **options) if asked == "ad"
-                  else _trace_fn(model, algo, cset, options)}
-    else:
-        routes = {"analytical": _trace_fn(model, algo, cset, options), "ad": trace_ad(model, algo, cset, **options)}
-    for tr in routes.values():
+
+    def one(route):
+        tr = trace_ad(model, algo, cset, **options) if route == "ad" else _trace_fn(model, algo, cset, options)
         tr.config, tr.model, tr.cset, tr.frames = config, given, given_cset, frames
         tr.framed_model = model if frames is not None else None
+        return tr
+
     if algo.ad is None:
-        return routes[None]
-    ops = {name: operations(tr) for name, tr in routes.items()}
-    cost = {name: round(estimated_cost(tr)) for name, tr in routes.items()}
-    used = requested or min(routes, key=lambda r: (cost[r], r != "analytical"))
+        return one(None)
+    if algo.ad.hessian:
+        used = requested or "analytical"
+        tr = one(used)
+        ops, cost = {used: operations(tr)}, {used: round(estimated_cost(tr))}
+    else:
+        used, tr, ops, cost = _both_routes(one, requested, route_counts(given, algo, given_cset, options, config))
     chosen = "requested" if requested else "default" if algo.ad.hessian else "lower estimated cost"
-    tr = routes[used]
     tr.route = {"used": used, "chosen": chosen, "ops": ops, "cost": cost, "ad_of": algo.ad.value}
     return tr
+
+
+def _both_routes(one, requested: str | None, counts: RouteCounts):
+    """``(used, trace of used, ops, cost)`` of a derivative row with two routes: the route
+    ``requested``, else the one of lower estimated cost (ties: analytical).  ``one(route)``
+    traces a route.  With both routes' counts cached in ``counts`` only the used route is
+    traced (and its fresh counts must equal the cached ones, else both are traced); both
+    traced, their counts are recorded there."""
+    def pick(cost):
+        return requested or min(cost, key=lambda r: (cost[r], r != "analytical"))
+
+    cached = counts.read()
+    if cached is not None:
+        used = pick(cached["cost"])
+        tr = one(used)
+        if operations(tr) == cached["ops"][used] and round(estimated_cost(tr)) == cached["cost"][used]:
+            # in the order both traces record them (the header's comment lists them so)
+            return used, tr, *({r: cached[k][r] for r in ("analytical", "ad")} for k in ("ops", "cost"))
+    routes = {"analytical": one("analytical"), "ad": one("ad")}
+    ops = {name: operations(t) for name, t in routes.items()}
+    cost = {name: round(estimated_cost(t)) for name, t in routes.items()}
+    counts.write(ops, cost)
+    used = pick(cost)
+    return used, routes[used], ops, cost
+
+
+#: the fields of :class:`~gen.codegen.config.CodegenConfig` that are the build's request
+#: for the C (prefix, storage, batching, trig, lanes, order): :func:`trace` does not read
+#: them (only ``canonical_frames`` and the ``loop_*`` thresholds), so they stay out of the
+#: route counts' key and builds that differ only in them share the counts
+WRITE_OPTIONS = ("prefix", "avoid_stack", "batch", "batch_trig", "scalar_trig", "lanes", "order")
+
+
+@dataclass
+class RouteCounts:
+    """Both routes' operation counts and costs of one trace request in the kernel cache
+    (``<cache>/routes/<key>.json``, :func:`gen.buildcache.read_counts`); ``key`` None: not
+    cached (nothing read, nothing written)."""
+
+    key: str | None
+
+    def read(self) -> dict | None:
+        if self.key is None:
+            return None
+        from .build import cache_dir         # gen.build imports gen.emit, which imports this module
+        try:
+            return buildcache.read_counts(cache_dir(), self.key)
+        except OSError:
+            return None
+
+    def write(self, ops: dict, cost: dict) -> None:
+        if self.key is not None:
+            from .build import cache_dir
+            try:
+                buildcache.write_counts(cache_dir(), self.key, ops, cost)
+            except OSError:
+                pass
+
+
+def route_counts(model: Model, algo: Algorithm, cset, options: dict, config: CodegenConfig) -> RouteCounts:
+    """The cached route counts of tracing ``algo`` on ``model`` (as given, before the body
+    frames) with ``cset``: keyed by everything that decides the two traces, the model's
+    content, the registry row's name, the constraint set, the options but ``route``, the
+    config's thresholds (not :data:`WRITE_OPTIONS`) and the generator
+    (:func:`gen.buildcache.generator_identity`: its sources and CasADi's version).  Not
+    cached (key None) for an algorithm that is not the registry's row of its name or a
+    request without a canonical form (:func:`gen.buildcache.canonical`)."""
+    from .algorithms import ALGORITHMS
+    if ALGORITHMS.get(algo.name) is not algo:
+        return RouteCounts(None)
+    thresholds = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in WRITE_OPTIONS}
+    try:
+        request = {"model": buildcache.canonical(model), "algorithm": algo.name,
+                   "constraints": buildcache.canonical(cset, model),
+                   "options": buildcache.canonical({k: v for k, v in options.items() if k != "route"}),
+                   "config": buildcache.canonical(thresholds), "generator": buildcache.generator_identity()}
+    except buildcache.Uncacheable:
+        return RouteCounts(None)
+    return RouteCounts(buildcache.digest(request))
 
 
 def _frames(model: Model, cset, on: bool) -> tuple[Model, object, Choice | None]:

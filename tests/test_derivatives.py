@@ -115,7 +115,9 @@ def test_values_equal_the_plain_rows(name):
     rng = np.random.default_rng(30)
     for algo, (plain, names) in VALUES.items():
         assert [n for n, _, _ in gen.api.get_algorithm(algo).outputs(model, None)] == names
-        graphs = {r: trace(model, algo, route=r).function() for r in ("analytical", "ad")} \
+        # AD first: its trace records both routes' counts, the analytical one then traces
+        # its own route only (gen.trace.route_counts)
+        graphs = {r: trace(model, algo, route=r).function() for r in ("ad", "analytical")} \
             if name in ("panda", "solo12") else {}
         for _ in range(2):
             q, v, x = _state(model, rng)
@@ -135,7 +137,7 @@ def test_compiled_values_equal_the_plain_kernels(name):
     to compile of this file, the AD one ~450k operations)."""
     model = load_or_skip(name)
     rng = np.random.default_rng(31)
-    routes = ("analytical",) if name == "talos" else ("analytical", "ad")
+    routes = ("analytical",) if name == "talos" else ("ad", "analytical")     # AD first: as above
     for algo, (plain, names) in VALUES.items():
         kernels = {r: gen.build(model, algo, route=r) for r in routes}
         value_kernel = gen.build(model, plain)
@@ -174,7 +176,9 @@ def test_ad_route_equals_analytical_and_pinocchio(name):
     rng = np.random.default_rng(31)
     pm = pinref.pin_model(model) if pinref.available() else None
     for algo in ("rnea_derivatives", "aba_derivatives"):
-        kernels = {r: gen.build(model, algo, route=r) for r in ("analytical", "ad")}
+        # AD first: its build records both routes' counts, so the analytical and default
+        # builds trace one route each (gen.trace.route_counts)
+        kernels = {r: gen.build(model, algo, route=r) for r in ("ad", "analytical")}
         default = gen.build(model, algo)
         ops = {r: k.manifest["route"]["ops"][r] for r, k in kernels.items()}
         cost = {r: k.manifest["route"]["cost"][r] for r, k in kernels.items()}
@@ -210,3 +214,48 @@ def test_route_option_is_checked(tmp_path):
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["route"]["used"] == "ad" and manifest["options"] == {"route": "ad"}
     assert "route: automatic differentiation" in (tmp_path / "b" / manifest["header"]).read_text()
+
+
+def test_route_counts_are_cached(tmp_path, monkeypatch):
+    """Both routes' counts of a derivative row's trace are recorded in the kernel cache
+    (gen.trace.route_counts): a later trace of the same request, with a route or without,
+    traces only the route it returns and records the route exactly as tracing both does
+    (the manifest and the header's comment print it); a damaged record is traced again;
+    the key ignores ``route`` and the C-only options, not the thresholds."""
+    import dataclasses
+    import gen.trace as T
+    from gen.codegen.config import CodegenConfig
+    model = load_or_skip("panda")
+    traced = []                                   # the rows traced: aba_derivatives (analytical), aba (AD)
+    real = T._trace_fn
+    monkeypatch.setattr(T, "_trace_fn", lambda m, algo, *a: traced.append(algo.name) or real(m, algo, *a))
+
+    def routes_traced(cache, **options):
+        monkeypatch.setenv("RBDGEN_CACHE", str(tmp_path / cache))
+        traced.clear()
+        tr = T.trace(model, "aba_derivatives", **options)
+        return tr, {"analytical": "aba_derivatives" in traced, "ad": "aba" in traced}
+
+    first, both = routes_traced("c", route="ad")
+    assert both == {"analytical": True, "ad": True}
+    assert len(list((tmp_path / "c" / "routes").glob("*.json"))) == 1
+    cached, one = routes_traced("c", route="analytical")
+    assert one == {"analytical": True, "ad": False}
+    uncached, both = routes_traced("fresh", route="analytical")
+    assert both == {"analytical": True, "ad": True}
+    assert list(cached.route.items()) == list(uncached.route.items())
+    assert [list(cached.route[k]) for k in ("ops", "cost")] == [["analytical", "ad"]] * 2
+    auto, one = routes_traced("c")
+    assert one == {r: r == auto.route["used"] for r in ("analytical", "ad")}
+    assert auto.route["chosen"] == "lower estimated cost" and auto.route["ops"] == first.route["ops"]
+
+    record, = (tmp_path / "c" / "routes").glob("*.json")
+    record.write_text('{"ops": {"ad": 1}}')
+    _, both = routes_traced("c", route="analytical")
+    assert both == {"analytical": True, "ad": True}
+
+    algo, config = gen.api.get_algorithm("aba_derivatives"), CodegenConfig()
+    key = T.route_counts(model, algo, None, {}, config).key
+    assert T.route_counts(model, algo, None, {"route": "ad"}, dataclasses.replace(config, prefix="p", batch=4)).key == key
+    assert T.route_counts(model, algo, None, {}, dataclasses.replace(config, loop_rows=17)).key != key
+    assert T.route_counts(model, gen.api.get_algorithm("rnea_derivatives"), None, {}, config).key != key
