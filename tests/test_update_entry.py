@@ -140,3 +140,16 @@ def test_a_batched_kernel_refuses_zero_outputs():
     kernel = gen.build(load_or_skip("ur5"), "rnea", batch=4)
     with pytest.raises(RbdgenError, match="batched kernel has no update entry"):
         kernel.zero_outputs()
+
+
+@pytest.mark.parametrize("robot,entry", [("solo12", "_update"), ("panda", "")])
+def test_the_benchmark_times_the_update_entry_and_checks_it(robot, entry):
+    """The harness times <symbol>_update on rnea_second_order where the kernel has it (the
+    outputs zeroed once, as Pinocchio's Data), names it in the result, and its outputs on
+    consecutive states equal NumPy's (the harness's own check)."""
+    from gen.bench.harness import benchmark
+    res = benchmark(robot, "rnea_second_order", against=(), n_states=4, rounds=1, batch=1, warmup=0,
+                    numpy_states=4)
+    spec = res["implementations"]["specialized"]
+    assert spec["entry"] == spec["symbol"] + entry
+    assert res["verify"]["ok"] and res["verify"]["numpy_states"] == 4
