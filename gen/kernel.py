@@ -241,6 +241,8 @@ class Kernel:
         Returns ``out`` (its one array for a one-output kernel).  A refused call raises
         as ``kernel(...)`` does, after writing the structural entries back (the C filled
         the outputs with NaN), so ``out`` may be passed again."""
+        if out is None:
+            raise RbdgenError(f"{self.symbol}: update writes into out=, the arrays zero_outputs() made")
         if self._update_c is None:
             return self.call(*inputs, out=out)
         if self._fast_update is not None:

@@ -136,6 +136,14 @@ def test_a_kernel_without_zero_fill_updates_by_its_full_call():
     assert same_bits(out, kernel(q, v, a))
 
 
+def test_update_refuses_to_allocate_its_outputs(kernel):
+    """update without out= would write into new arrays whose structural entries hold
+    nothing: refused in one line."""
+    q, v, a = states(kernel.model, 1, 13)[0]
+    with pytest.raises(RbdgenError, match="update writes into out="):
+        kernel.update(q, v, a, out=None)
+
+
 def test_a_batched_kernel_refuses_zero_outputs():
     kernel = gen.build(load_or_skip("ur5"), "rnea", batch=4)
     with pytest.raises(RbdgenError, match="batched kernel has no update entry"):
