@@ -204,8 +204,8 @@ def test_compiled_constrained_values_equal_the_plain_kernels(setname):
              ("impulse_derivatives", None, "impulse", 2, 4))
     for algo, exact_row, ad_row, nin, first in cases:
         # the AD route first: its build traces both routes and records their counts, so the
-    # analytical build traces its own route only (gen.trace.route_counts)
-    kernels = {r: gen.build(model, algo, spec, route=r, **opts) for r in ("ad", "analytical")}
+        # analytical build traces its own route only (gen.trace.route_counts)
+        kernels = {r: gen.build(model, algo, spec, route=r, **opts) for r in ("ad", "analytical")}
         plain = {r: gen.build(model, row, spec, **opts) for r, row in (("analytical", exact_row), ("ad", ad_row))
                  if row is not None}
         for _ in range(2):
