@@ -30,12 +30,15 @@ SYSROOT = Path("/usr/aarch64-linux-gnu")
 #: the Debian packages that provide the three
 PACKAGES = "gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 #: the cross compiler's flags: -O2 (GNU C mode, see the module docstring), the level at
-#: which gcc contracts multiply-adds into FMAs (its tree pass, before any RTL pass runs),
-#: with the RTL combiner limited to pairs of instructions: the combiner took 67% of the
-#: -O2 compile of talos's rnea_derivatives (37 of 55 s); with pairs the compile takes 26 s
-#: and the object holds the same floating-point instructions, kind by kind (5965 fmla,
-#: 2449 fmls, 482 fmadd, 5237 fmul, ... in both), so the rounding checked is -O2's
-CROSS_FLAGS = ("-O2", "--param=max-combine-insns=2")
+#: which gcc contracts multiply-adds into FMAs (a GIMPLE pass, before the RTL passes), with
+#: two RTL passes made cheaper: the combiner limited to pairs of instructions and no
+#: scheduling before register allocation.  The contraction is decided before either runs;
+#: on every case of tests/test_portability.py the executables' outputs on the test's 16
+#: states are bit for bit those of plain -O2 (compared when these flags were chosen); gcc's
+#: time on the big straight-line kernels
+#: is mostly these two passes (talos rnea_derivatives: the combiner 67 % of 55 s; panda
+#: aba_hessian_product: register assignment 74 % of 32 s after the early scheduling)
+CROSS_FLAGS = ("-O2", "--param=max-combine-insns=2", "-fno-schedule-insns")
 
 
 def missing_tools() -> str | None:
