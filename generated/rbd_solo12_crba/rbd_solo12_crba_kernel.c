@@ -8,6 +8,10 @@
  */
 #include <math.h>
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX__)
+#pragma GCC optimize ("schedule-insns", "sched-pressure")
+#endif
+
 typedef double rbd_solo12_crba_cg_v __attribute__((vector_size(32)));
 typedef unsigned long long rbd_solo12_crba_cg_u64 __attribute__((vector_size(32)));
 typedef long long rbd_solo12_crba_cg_i64 __attribute__((vector_size(32)));

@@ -11,6 +11,7 @@
 
 /* ---- kernels (rbd_talos_crba_kernel.c) ----------------------------------- */
 void rbd_talos_crba_kernel(const double **arg, double **res);
+void rbd_talos_crba_kernel_zero(double **res);
 
 /* ---- helpers ------------------------------------------------------------- */
 /* 1 if no x[i] is inf or NaN (all exponent bits set).  An OR over the whole array, with
@@ -34,8 +35,10 @@ static void fill_nan(double *x, int n)
     for (i = 0; i < n; ++i) x[i] = NAN;
 }
 
-/* ---- rbd_talos_crba ------------------------------------------------------ */
-int rbd_talos_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, double *RBDGEN_RESTRICT work)
+/* ---- rbd_talos_crba, rbd_talos_crba_update ------------------------------- */
+/* the call of both: zero = 1 writes the entries that do not depend on the inputs
+ * first (rbd_talos_crba_kernel_zero), zero = 0 leaves them as the outputs hold them */
+static int rbd_talos_crba_call(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, double *RBDGEN_RESTRICT work, int zero)
 {
     const double *arg[1];
     double *res[1];
@@ -46,6 +49,8 @@ int rbd_talos_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, d
     }
     arg[0] = q;
     res[0] = M;
+    if (zero)
+        rbd_talos_crba_kernel_zero(res);
     rbd_talos_crba_kernel(arg, res);
     if (!all_finite(M + 4, 46)
         || !all_finite(M + 53, 1)
@@ -89,4 +94,22 @@ int rbd_talos_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, d
         || !all_finite(M + 2448, 2))
         return RBDGEN_ERR_NONFINITE_OUTPUT;
     return RBDGEN_OK;
+}
+
+int rbd_talos_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, double *RBDGEN_RESTRICT work)
+{
+    return rbd_talos_crba_call(q, M, work, 1);
+}
+
+int rbd_talos_crba_update(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, double *RBDGEN_RESTRICT work)
+{
+    return rbd_talos_crba_call(q, M, work, 0);
+}
+
+/* ---- rbd_talos_crba_zero_outputs ----------------------------------------- */
+void rbd_talos_crba_zero_outputs(double *RBDGEN_RESTRICT M)
+{
+    double *res[1];
+    res[0] = M;
+    rbd_talos_crba_kernel_zero(res);
 }

@@ -111,6 +111,21 @@ extern "C" {
  * Returns RBDGEN_OK, RBDGEN_ERR_NONFINITE_INPUT or RBDGEN_ERR_NONFINITE_OUTPUT. */
 int rbd_talos_crba(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, double *RBDGEN_RESTRICT work);
 
+/* rbd_talos_crba_zero_outputs: writes the output entries that do not depend on the
+ * inputs (the structural zeros and constants), once, as Pinocchio's Data keeps its
+ * tensors between calls.  rbd_talos_crba writes them on every call. */
+void rbd_talos_crba_zero_outputs(double *RBDGEN_RESTRICT M);
+
+/* rbd_talos_crba_update: rbd_talos_crba writing only the output entries that depend on
+ * the inputs, and checking only those for inf and NaN.  Contract: the outputs passed
+ * hold what rbd_talos_crba_zero_outputs, rbd_talos_crba or a call of rbd_talos_crba_update
+ * that returned RBDGEN_OK or RBDGEN_ERR_NONFINITE_OUTPUT wrote into them; then they
+ * end equal to rbd_talos_crba's, to the bit.  Returns as rbd_talos_crba; on
+ * RBDGEN_ERR_NONFINITE_INPUT every output is filled with NaN
+ * (the structural zeros too): call rbd_talos_crba_zero_outputs before the next
+ * rbd_talos_crba_update on them. */
+int rbd_talos_crba_update(const double *RBDGEN_RESTRICT q, double *RBDGEN_RESTRICT M, double *RBDGEN_RESTRICT work);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

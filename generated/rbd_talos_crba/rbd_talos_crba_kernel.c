@@ -3,10 +3,14 @@
  * The math of rbd_talos_crba: the instruction tape of the traced SX graph (crba on
  * talos, CasADi 3.8.2) written by rbdgen (gen/cwriter.py) as straight-line
  * C, one statement per instruction.  The only global symbols are the entry points
- * rbd_talos_crba_kernel; arg[i] and res[j]
+ * rbd_talos_crba_kernel, rbd_talos_crba_kernel_zero; arg[i] and res[j]
  * point to the i-th input and the j-th output.
  */
 #include <math.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX__)
+#pragma GCC optimize ("schedule-insns", "sched-pressure")
+#endif
 
 typedef double rbd_talos_crba_cg_v __attribute__((vector_size(32)));
 typedef unsigned long long rbd_talos_crba_cg_u64 __attribute__((vector_size(32)));
@@ -64,6 +68,29 @@ static inline void rbd_talos_crba_cg_cos(rbd_talos_crba_cg_v *x)
     rbd_talos_crba_cg_trig(x, x, 1);
 }
 
+/* rbd_talos_crba_kernel_zero: the output entries that do not depend on the inputs (structural zeros, constants); rbd_talos_crba_kernel writes the others */
+void rbd_talos_crba_kernel_zero(double **res)
+{
+    for (int k = 0; k < 2500; ++k)   /* M: mostly zero, filled first */
+        res[0][k] = 0.0;
+    res[0][0] = 0x1.7557c80841edep+6;
+    res[0][51] = 0x1.7557c80841edep+6;
+    res[0][102] = 0x1.7557c80841edep+6;
+    res[0][561] = 0x1.52983dfb5b9a3p-7;
+    res[0][867] = 0x1.52983dfb5b9a3p-7;
+    res[0][1428] = 0x1.24d2790af52e6p-17;
+    res[0][1479] = 0x1.24d2790af52e6p-17;
+    res[0][1581] = 0x1.24d2790af52e6p-17;
+    res[0][1632] = 0x1.a470efc7d02bep-13;
+    res[0][1683] = 0x1.cf9af65f65a7fp-14;
+    res[0][2142] = 0x1.24d2790af52e6p-17;
+    res[0][2193] = 0x1.24d2790af52e6p-17;
+    res[0][2295] = 0x1.24d2790af52e6p-17;
+    res[0][2346] = 0x1.a470efc7d02bep-13;
+    res[0][2397] = 0x1.cf9af65f65a7fp-14;
+    res[0][2499] = 0x1.87db9180bddcfp-8;
+}
+
 /* rbd_talos_crba_kernel: (q[51]) -> (M[2500]), 9937 instructions */
 __attribute__((flatten)) void rbd_talos_crba_kernel(const double **arg, double **res)
 {
@@ -96,8 +123,6 @@ __attribute__((flatten)) void rbd_talos_crba_kernel(const double **arg, double *
     rbdgen_v2 w330, w331, w332, w333, w334, w335, w336, w337, w338, w339;
     rbdgen_v4 w44, w45, w46, w47, w48, w49, w50, w51, w52, w53, w54, w55;
     rbdgen_v4 w56, w57, w58, w59, w60, w61, w62, w63, w64, w65;
-    for (int k = 0; k < 2500; ++k)   /* M: mostly zero, filled first */
-        res[0][k] = 0.0;
     w0 = arg[0][20];
     w1 = arg[0][49];
     w2 = arg[0][50];
@@ -164,22 +189,6 @@ __attribute__((flatten)) void rbd_talos_crba_kernel(const double **arg, double *
     w63 = __extension__ ({ rbd_talos_crba_cg_v t_ = {w33, w39, w34, w40}; rbd_talos_crba_cg_cos(&t_); t_; });
     w64 = __extension__ ({ rbd_talos_crba_cg_v t_ = {w35, w41, w43, w42}; rbd_talos_crba_cg_sin(&t_); t_; });
     w65 = __extension__ ({ rbd_talos_crba_cg_v t_ = {w35, w41, w43, w42}; rbd_talos_crba_cg_cos(&t_); t_; });
-    res[0][0] = 0x1.7557c80841edep+6;
-    res[0][51] = 0x1.7557c80841edep+6;
-    res[0][102] = 0x1.7557c80841edep+6;
-    res[0][561] = 0x1.52983dfb5b9a3p-7;
-    res[0][867] = 0x1.52983dfb5b9a3p-7;
-    res[0][1428] = 0x1.24d2790af52e6p-17;
-    res[0][1479] = 0x1.24d2790af52e6p-17;
-    res[0][1581] = 0x1.24d2790af52e6p-17;
-    res[0][1632] = 0x1.a470efc7d02bep-13;
-    res[0][1683] = 0x1.cf9af65f65a7fp-14;
-    res[0][2142] = 0x1.24d2790af52e6p-17;
-    res[0][2193] = 0x1.24d2790af52e6p-17;
-    res[0][2295] = 0x1.24d2790af52e6p-17;
-    res[0][2346] = 0x1.a470efc7d02bep-13;
-    res[0][2397] = 0x1.cf9af65f65a7fp-14;
-    res[0][2499] = 0x1.87db9180bddcfp-8;
     w0 = w45[0];
     w1 = w44[0];
     w2 = w45[1];
