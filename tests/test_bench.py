@@ -196,7 +196,7 @@ FEET = "3D:FL_FOOT,3D:FR_FOOT,3D:HL_FOOT,3D:HR_FOOT"
 
 @needs_pin
 @pytest.mark.skipif(not shim_part_ready("constrained"),
-                    reason="the shim's constrained part is not compiled yet (~5 min of g++); "
+                    reason="the shim's constrained part is not compiled yet (~1 min of g++); "
                            "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_constrained_shim_equals_pin_python():
     """prox_ltl vs the generic C and Pinocchio's constraintDynamics (same iterates) in the
@@ -302,8 +302,8 @@ DELASSUS_SHIM_TOL = 1e-7      # its frame form vs the exact (J M^-1 J^T + mu)^-1
 
 
 @needs_pin
-@pytest.mark.skipif(not shim_part_ready("constrained"),
-                    reason="the shim's constrained part is not compiled yet (~5 min of g++); "
+@pytest.mark.skipif(not shim_part_ready("contact"),
+                    reason="the shim's contact part is not compiled yet (~2 min of g++); "
                            "set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_damped_delassus_inverse_vs_pinocchio():
     """caba_osim on solo12's feet vs the generic C and computeDampedDelassusMatrixInverse

@@ -341,7 +341,7 @@ def shim_driver(tmp_path_factory):
     """A C program linking the shim's objects that prints computeDampedDelassusMatrixInverse."""
     from gen.bench import pinshim
 
-    parts = ("core", "constrained")
+    parts = ("core", "contact")
     build = pinshim.build_shim(parts)
     d = tmp_path_factory.mktemp("shim")
     (d / "driver.c").write_text(SHIM_DRIVER)
@@ -366,7 +366,7 @@ def shim_damped_inverse(driver, model, cset, qs, mu):
     return np.fromfile(d / "out.bin").reshape(len(qs), cset.m, cset.m)
 
 
-@pytest.mark.skipif(not shim_part_ready("constrained"), reason="the Pinocchio shim's constrained part is not compiled "
+@pytest.mark.skipif(not shim_part_ready("contact"), reason="the Pinocchio shim's contact part is not compiled "
                     "(~5 min of g++); set RBDGEN_TEST_CONSTRAINED_SHIM=1 to build it here")
 def test_damped_inverse_equals_pinocchio_shim(case, shim_driver):
     """computeDampedDelassusMatrixInverse (PV-OSIMr) at the same mu.  Pinocchio 4.1 fills

@@ -13,8 +13,10 @@
  *   PINSHIM_PART_RNEA         rnea, nonLinearEffects
  *   PINSHIM_PART_CRBA         crba, crba + cholesky decompose/solve
  *   PINSHIM_PART_ABA          aba
- *   PINSHIM_PART_CONSTRAINED  constraintDynamics, contactABA, lcaba,
- *                             computeDampedDelassusMatrixInverse
+ *   PINSHIM_PART_CONSTRAINED  constraintDynamics
+ *   PINSHIM_PART_CONTACT      contactABA, lcaba, computeDampedDelassusMatrixInverse
+ *                             (apart: 116 s of g++ at -O0 against constraintDynamics'
+ *                             41 s, which the constrained solvers' benchmarks need alone)
  *   PINSHIM_PART_IMPULSE      impulseDynamics
  *   PINSHIM_PART_DERIVATIVES  computeRNEADerivatives, computeABADerivatives
  *   PINSHIM_PART_CONSTRAINED_DERIVATIVES
@@ -60,8 +62,10 @@
 #if defined(PINSHIM_PART_ABA)
 #include "pinocchio/algorithm/aba.hpp"
 #endif
-#if defined(PINSHIM_PART_CONSTRAINED)
+#if defined(PINSHIM_PART_CONSTRAINED) || defined(PINSHIM_PART_CONTACT)
 #include "pinocchio/algorithm/constrained-dynamics.hpp"
+#endif
+#if defined(PINSHIM_PART_CONTACT)
 #include "pinocchio/algorithm/delassus.hpp"
 #include "pinocchio/algorithm/loop-constrained-aba.hpp"
 #endif
@@ -551,6 +555,9 @@ int pinshim_constraint_dynamics(pinshim *s, const double *q, const double *v, co
     return 0;
     PINSHIM_CATCH
 }
+#endif /* PINSHIM_PART_CONSTRAINED */
+
+#if defined(PINSHIM_PART_CONTACT)
 
 /* contactABA: ABA with the contacts as penalty inertias (mu_S = 1 / mu), iterated.
  * contactABA warm-starts from the forces of its previous call; they are zeroed first so
@@ -606,7 +613,7 @@ int pinshim_delassus_inv(pinshim *s, const double *q, double *out)
     return 0;
     PINSHIM_CATCH
 }
-#endif /* PINSHIM_PART_CONSTRAINED */
+#endif /* PINSHIM_PART_CONTACT */
 
 #if defined(PINSHIM_PART_IMPULSE)
 /* (v_plus, impulse) = impulseDynamics(q, v_minus): ONE solve of the damped KKT system

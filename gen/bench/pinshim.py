@@ -88,12 +88,12 @@ CXX_EXTRA = ("-std=c++17", "-fPIC", "-g0", "-w")
 PIN_DEFINES = ("-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
                "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12")
 
-PARTS = ("core", "rnea", "crba", "aba", "constrained", "impulse", "derivatives", "constrained_derivatives",
-         "second_order")
+PARTS = ("core", "rnea", "crba", "aba", "constrained", "contact", "impulse", "derivatives",
+         "constrained_derivatives", "second_order")
 #: shim function -> the part that defines it
 FUNCTION_PART = {"rnea": "rnea", "nle": "rnea", "crba": "crba", "crba_solve": "crba", "aba": "aba",
-                 "constraint_dynamics": "constrained", "contact_aba": "constrained",
-                 "lcaba": "constrained", "delassus_inv": "constrained", "impulse_dynamics": "impulse",
+                 "constraint_dynamics": "constrained", "contact_aba": "contact",
+                 "lcaba": "contact", "delassus_inv": "contact", "impulse_dynamics": "impulse",
                  "rnea_derivatives": "derivatives", "aba_derivatives": "derivatives",
                  "constraint_dynamics_derivatives": "constrained_derivatives",
                  "impulse_dynamics_derivatives": "constrained_derivatives",
