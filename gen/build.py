@@ -43,7 +43,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -54,23 +53,17 @@ from typing import Callable, Sequence
 import cffi
 
 from . import buildcache
+from .buildcache import cache_dir
 from .api import get_algorithm
 from .choose import is_auto, resolve
 from .codegen.config import CodegenConfig
 from .emit import BuildFolder, emit_trace, log, timed, trace_for, write
-from .errors import RbdgenError
+from .errors import RbdgenError, run_tool
 from .kernel import Kernel  # noqa: F401  (gen.build.Kernel)
 from .model import Model
 from .robots import load_robot
 
 DEFAULT_FLAGS = ("-O3", "-march=native")
-
-
-def cache_dir(path=None) -> Path:
-    """``path``, else ``$RBDGEN_CACHE``, else ``~/.cache/rbdgen``."""
-    p = Path(path or os.environ.get("RBDGEN_CACHE") or Path.home() / ".cache" / "rbdgen")
-    p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 def compile_flags(flags=None) -> list[str]:
@@ -138,27 +131,6 @@ def compile_cached(name: str, files: dict[str, bytes], cdef: str, header: str, s
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return _import(modname, target)
-
-
-def tool_message(output: str) -> str:
-    """The line of a compiler's (or program's) output a one-line error shows: the first
-    naming an error, else the last non-empty one."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    return next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "(no output)")
-
-
-def run_tool(cmd: Sequence[str], what: str, cwd=None) -> str:
-    """Run ``cmd`` (a compiler, or a program rbdgen built) and return its stdout; a
-    missing program or a non-zero exit is one :class:`RbdgenError` line: ``what``, the
-    program, its exit status and :func:`tool_message` of its stderr (else stdout)."""
-    try:
-        done = subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd)
-    except OSError as e:
-        raise RbdgenError(f"{what} failed: cannot run {cmd[0]} ({e.strerror or e})") from None
-    if done.returncode != 0:
-        raise RbdgenError(f"{what} failed: {Path(cmd[0]).name} exited with {done.returncode}: "
-                          f"{tool_message(done.stderr or done.stdout)}")
-    return done.stdout
 
 
 def compile_shared(name: str, files: dict[str, bytes], sources: Sequence[str], flags: Sequence[str], *,

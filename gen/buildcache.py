@@ -78,6 +78,13 @@ class Uncacheable(Exception):
     """A value in the request has no canonical form (the build goes uncached)."""
 
 
+def cache_dir(path=None) -> Path:
+    """``path``, else ``$RBDGEN_CACHE``, else ``~/.cache/rbdgen``."""
+    p = Path(path or os.environ.get("RBDGEN_CACHE") or Path.home() / ".cache" / "rbdgen")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
 def canonical(x, model: Model | None = None):
     """``x`` as a JSON-ready value that two equal requests share and two different ones
     do not: floats as ``{"f": float.hex}`` (exact, -0.0 and 0.0 apart), arrays with their

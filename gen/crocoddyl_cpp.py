@@ -52,7 +52,7 @@ from . import buildcache
 from .api import get_algorithm
 from .build import _import, cache_dir, compile_flags
 from .emit import STAMP, TEMPLATES_DIR, log
-from .errors import RbdgenError
+from .errors import RbdgenError, run_tool
 
 CLASSES = {"aba_derivatives": ("DifferentialActionModelFreeFwdDynamics", "DifferentialActionDataFreeFwdDynamics"),
            "constrained_derivatives": ("DifferentialActionModelContactFwdDynamics",
@@ -287,13 +287,6 @@ def extension(kernel, *, flags=None, cache=None, progress=None):
     return _import(module, target)
 
 
-def _run(cmd: list[str], what: str) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        errors = [ln for ln in done.stderr.splitlines() if "error" in ln] or done.stderr.strip().splitlines()
-        raise RbdgenError(f"{what} failed: {cmd[0]} said: {(errors or ['(nothing)'])[0].strip()}")
-
-
 def _compile(files: dict, c_sources: list, cpp: str, target: Path, cflags: list, defs: list, cxx: list, cc: list,
              prefix: Path, say) -> None:
     """Compile the kernel's C (``cflags``) and the module's C++ (:data:`CXX_FLAGS`, the
@@ -311,13 +304,13 @@ def _compile(files: dict, c_sources: list, cpp: str, target: Path, cflags: list,
         steps.append(([*cxx, *CXX_FLAGS, *defs, "-I", str(work), "-isystem", include,
                        "-c", str(work / cpp), "-o", str(work / f"{cpp}.o")], f"compiling {cpp}"))
         with ThreadPoolExecutor(max_workers=2) as pool:
-            for f in [pool.submit(_run, cmd, what) for cmd, what in steps]:
+            for f in [pool.submit(run_tool, cmd, what) for cmd, what in steps]:
                 f.result()
         lib = prefix / "lib"
         out = work / target.name
-        _run([*cxx, "-shared", "-fopenmp", *(str(work / f"{s}.o") for s in [*c_sources, cpp]), "-o", str(out),
-              "-L", str(lib), f"-Wl,-rpath,{lib}", *(f"-l{n}" for n in (*LIBRARIES, boost_python_name())), "-lm"],
-             f"linking {target.name}")
+        run_tool([*cxx, "-shared", "-fopenmp", *(str(work / f"{s}.o") for s in [*c_sources, cpp]), "-o", str(out),
+                  "-L", str(lib), f"-Wl,-rpath,{lib}", *(f"-l{n}" for n in (*LIBRARIES, boost_python_name())),
+                  "-lm"], f"linking {target.name}")
         os.replace(out, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import tool_message
+
 SOURCE = Path(__file__).with_name("fastcall.c")
 NAME = "rbdgen_fastcall"
 
@@ -53,7 +55,7 @@ def module():
             reason = f"no C compiler ({e})"
             return None
         if res.returncode != 0:
-            reason = f"compile failed: {(res.stderr or res.stdout).strip()[-300:]}"
+            reason = f"compile failed: {tool_message(res.stderr or res.stdout)}"
             return None
         os.replace(tmp, path)                      # atomic: concurrent builders agree
     spec = importlib.util.spec_from_file_location(NAME, path)

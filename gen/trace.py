@@ -29,7 +29,7 @@ import casadi as ca
 import numpy as np
 
 from . import buildcache
-from .algorithms import Algorithm
+from .algorithms import ALGORITHMS, Algorithm
 from .algorithms.proximal import ProximalSolver, norm_inf, returned
 from .api import get_algorithm
 from .backend import SXBackend
@@ -444,17 +444,15 @@ class RouteCounts:
     def read(self) -> dict | None:
         if self.key is None:
             return None
-        from .build import cache_dir         # gen.build imports gen.emit, which imports this module
         try:
-            return buildcache.read_counts(cache_dir(), self.key)
+            return buildcache.read_counts(buildcache.cache_dir(), self.key)
         except OSError:
             return None
 
     def write(self, ops: dict, cost: dict) -> None:
         if self.key is not None:
-            from .build import cache_dir
             try:
-                buildcache.write_counts(cache_dir(), self.key, ops, cost)
+                buildcache.write_counts(buildcache.cache_dir(), self.key, ops, cost)
             except OSError:
                 pass
 
@@ -467,7 +465,6 @@ def route_counts(model: Model, algo: Algorithm, cset, options: dict, config: Cod
     (:func:`gen.buildcache.generator_identity`: its sources and CasADi's version).  Not
     cached (key None) for an algorithm that is not the registry's row of its name or a
     request without a canonical form (:func:`gen.buildcache.canonical`)."""
-    from .algorithms import ALGORITHMS
     if ALGORITHMS.get(algo.name) is not algo:
         return RouteCounts(None)
     thresholds = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in WRITE_OPTIONS}

@@ -243,7 +243,7 @@ def test_a_long_build_reports_its_progress_unless_quiet(capsys, monkeypatch, tmp
 
 
 def test_a_failing_compiler_is_one_line_naming_the_error(tmp_path):
-    from gen.build import run_tool
+    from gen.errors import run_tool
     bad = tmp_path / "bad.c"
     bad.write_text("int f(void) { return undeclared_name; }\n")
     with pytest.raises(RbdgenError) as e:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the stages of the flow, earliest first; a module may import its own stage or earlier
 STAGES = [
     ("gen.errors", "gen.portable", "gen.version", "gen.table", "gen.backend", "gen.codegen.config", "opcount.counter"),
-    ("gen.model",),
+    ("gen.model", "gen.buildcache"),
     ("gen.spatial", "gen.canonical_frames", "gen.urdf", "gen.mjcf", "gen.pinmodel", "gen.robots"),
     ("gen.kinematics",),
     ("gen.constraints",),
@@ -38,7 +38,7 @@ STAGES = [
     ("gen.choose",),
     ("gen.lanes", "gen.cwriter", "gen.products", "gen.codegen", "gen.emit"),
     ("gen.fastcall", "gen.kernel"),
-    ("gen.build", "gen.buildcache"),
+    ("gen.build",),
     ("gen.generic", "gen.pinref", "gen.casadi_api", "gen.mujocoref", "gen.verify", "gen.crocoddyl",
      "gen.crocoddyl_cpp"),
     ("gen.bench",),

@@ -25,14 +25,13 @@ from pathlib import Path
 
 from ..api import get_algorithm
 from ..build import build, compile_flags
-from ..errors import RbdgenError
+from ..errors import RbdgenError, run_tool
 from ..model import Model
 from ..robots import load_robot
 from . import pinshim
 from .harness import (
     _compile_program,
     _env,
-    _run,
     _stats,
     benchmark,
     cache_root,
@@ -102,7 +101,7 @@ def batch_benchmark(robot, algorithm: str, constraints=None, *, lanes=(4, 8), n_
         path = Path(tmp) / "states.bin"
         path.write_bytes(states.tobytes())
         say(f"running {program}")
-        raw = json.loads(_run([str(exe), str(path), str(rounds), str(per_sample), str(warmup)], f"running {program}"))
+        raw = json.loads(run_tool([str(exe), str(path), str(rounds), str(per_sample), str(warmup)], f"running {program}"))
     impls = {t["name"]: {**_stats(t["samples_ns"]), "rc": t["rc"]} for t in raw["timing"]}
     med = impls["scalar"]["median_ns"]
     verify = {name: {**v, "max_rel_diff": (v["max_abs_diff"] if v["max_abs_diff"] >= 0 else float("nan"))

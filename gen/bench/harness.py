@@ -39,7 +39,6 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +49,7 @@ import numpy as np
 
 from ..api import get_algorithm, run
 from ..build import build
-from ..errors import RbdgenError
+from ..errors import RbdgenError, run_tool
 from ..model import Model
 from ..robots import load_robot
 from ..version import __version__
@@ -105,13 +104,6 @@ def _stats(samples) -> dict:
             "p90_ns": float(np.percentile(a, 90)), "mean_ns": float(a.mean()), "min_ns": float(a.min())}
 
 
-def _run(cmd, what: str, cwd=None) -> str:
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    if res.returncode != 0:
-        raise RbdgenError(f"{what} failed ({res.returncode}): {(res.stderr or res.stdout)[-1500:]}")
-    return res.stdout
-
-
 def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Path], link_with_pin: bool,
                      shim: pinshim.ShimBuild | None, shim_parts, progress,
                      extra_link: tuple[str, ...] = (), flags=None) -> tuple[Path, float]:
@@ -137,7 +129,7 @@ def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Pa
         def one(indexed):
             k, src = indexed
             obj = Path(objdir) / f"{k}-{src.stem}.o"
-            _run([cc, "-c", *flags, "-g0", *incs, str(src), "-o", str(obj)], f"compiling {src.name}")
+            run_tool([cc, "-c", *flags, "-g0", *incs, str(src), "-o", str(obj)], f"compiling {src.name}")
             return obj
 
         with ThreadPoolExecutor(max(1, min(len(c_sources), os.cpu_count() or 1))) as pool:
@@ -147,7 +139,7 @@ def _compile_program(workdir: Path, c_sources: list[Path], include_dirs: list[Pa
             cmd = [pinshim.cxx(), *flags, *map(str, objs), *shim.link_args(shim_parts), *extra_link, "-o", str(tmp)]
         else:
             cmd = [cc, *flags, *map(str, objs), *extra_link, "-lm", "-o", str(tmp)]
-        _run(cmd, "linking the benchmark")
+        run_tool(cmd, "linking the benchmark")
         os.replace(tmp, exe)                 # atomic: concurrent builders agree
     for old in workdir.glob("bench-*"):      # earlier builds of this program are stale
         if old != exe:
@@ -296,7 +288,7 @@ def _run_program(exe: Path, states: np.ndarray, plans, rounds: int, batch: int, 
                 args.append(a)
         args += [str(rounds), str(batch), str(warmup), str(tmp / "dump.bin")]
         t0 = time.perf_counter()
-        raw = json.loads(_run(args, f"running {exe.name}"))
+        raw = json.loads(run_tool(args, f"running {exe.name}"))
         t_run = time.perf_counter() - t0
         dump = np.fromfile(tmp / "dump.bin", dtype=np.float64)
     return raw, dump, t_run

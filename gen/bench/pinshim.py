@@ -64,8 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import RbdgenError
-from ..build import run_tool
+from ..errors import RbdgenError, run_tool
 from ..buildcache import file_lock
 from ..pinref import pin_model as _pm
 
