@@ -6,7 +6,7 @@ boost.python extension; crocoddyl's solver calls it in C++) where it can be buil
 the Python model; the Python model (``gen.crocoddyl.Python*``, whose calc and calcDiff
 crocoddyl calls per node through boost.python) is measured beside it.
 
-    python examples/crocoddyl/report.py -o bench/reports/2026-11-28-crocoddyl.md [--repeat 11] [--no-cpp]
+    python examples/crocoddyl/report.py -o bench/reports/<date>-crocoddyl.md [--repeat 11] [--no-cpp]
 
 The C++ numbers come from ``cpp/run.sh`` (built into ``$WORK``, default
 /tmp/rbdgen-crocoddyl, on the Python examples' kernels: ``problems.cpp_kernel_folders``),
