@@ -13,6 +13,7 @@ from conftest import load_or_skip
 from random_trees import random_state
 
 import gen
+from gen.codegen.config import CodegenConfig
 from gen.errors import RbdgenError
 
 #: a guard of this many doubles on each side of every output buffer (the C must leave it)
@@ -29,9 +30,16 @@ def same_bits(a, b) -> bool:
     return all(np.array_equal(bits(x), bits(y)) for x, y in zip(a, b))
 
 
-@pytest.fixture(scope="module", params=["solo12", "talos"])
+#: the kernel split into parts (talos' is, in 48: the fills leave the entry point that
+#: calls the parts), on solo12, whose build costs seconds where talos' costs two minutes
+SPLIT = CodegenConfig(split_above=3000, part_size=1500)
+
+
+@pytest.fixture(scope="module", params=["solo12", "solo12 in parts"])
 def kernel(request):
-    return gen.build(load_or_skip(request.param), "rnea_second_order")
+    k = gen.build(load_or_skip("solo12"), "rnea_second_order", config=SPLIT if "parts" in request.param else None)
+    assert (k.manifest["codegen"]["parts"][0] > 1) == ("parts" in request.param)
+    return k
 
 
 def states(model, n, seed):
@@ -71,7 +79,8 @@ def test_update_through_cffi_equals_the_full_call(kernel):
 
 def test_update_writes_only_the_entries_that_depend_on_the_inputs(kernel):
     """On outputs holding a sentinel, update leaves every entry the full call gets from
-    _zero_outputs (the point of the entry: talos' tensors are 94 % structural zeros)."""
+    _zero_outputs (the point of the entry: solo12's tensors are 91 % structural zeros,
+    talos' 94 %)."""
     q, v, a = states(kernel.model, 1, 9)[0]
     full = kernel(q, v, a)
     marked = tuple(np.full_like(y, SENTINEL) for y in full)
@@ -82,7 +91,7 @@ def test_update_writes_only_the_entries_that_depend_on_the_inputs(kernel):
         assert np.array_equal(bits(m[~untouched]), bits(f[~untouched]))
         # an entry update leaves is one _zero_outputs writes, with the full call's value
         assert np.array_equal(bits(z[untouched]), bits(f[untouched]))
-        assert untouched.mean() > 0.8          # solo12 91 %, talos 94 % structural
+        assert untouched.mean() > 0.8          # solo12 91 % structural
 
 
 def test_non_finite_input_is_reported_and_out_stays_usable(kernel):
