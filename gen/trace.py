@@ -406,19 +406,19 @@ def _both_routes(one, requested: str | None, counts: RouteCounts):
     """``(used, trace of used, ops, cost)`` of a derivative row with two routes: the route
     ``requested``, else the one of lower estimated cost (ties: analytical).  ``one(route)``
     traces a route.  With both routes' counts cached in ``counts`` only the used route is
-    traced (and its fresh counts must equal the cached ones, else both are traced); both
-    traced, their counts are recorded there."""
+    traced (and its fresh counts must equal the cached ones, else the other is traced
+    too); both traced, their counts are recorded there."""
     def pick(cost):
         return requested or min(cost, key=lambda r: (cost[r], r != "analytical"))
 
-    cached = counts.read()
+    cached, traced = counts.read(), {}
     if cached is not None:
         used = pick(cached["cost"])
-        tr = one(used)
+        tr = traced[used] = one(used)
         if operations(tr) == cached["ops"][used] and round(estimated_cost(tr)) == cached["cost"][used]:
             # in the order both traces record them (the header's comment lists them so)
             return used, tr, *({r: cached[k][r] for r in ("analytical", "ad")} for k in ("ops", "cost"))
-    routes = {"analytical": one("analytical"), "ad": one("ad")}
+    routes = {r: traced.get(r) or one(r) for r in ("analytical", "ad")}   # a stale record: the other route too
     ops = {name: operations(t) for name, t in routes.items()}
     cost = {name: round(estimated_cost(t)) for name, t in routes.items()}
     counts.write(ops, cost)

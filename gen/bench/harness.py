@@ -191,7 +191,8 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         plan = PEERS[name](bench)
         (skipped if isinstance(plan, str) else plans)[name] = plan
     spec = {"name": "specialized", "key": "spec", "kind": "spec", "work_size": int(fn["work_size"]),
-            "colmajor": kernel.manifest.get("layout", "column-major") == "column-major"}
+            "colmajor": kernel.manifest.get("layout", "column-major") == "column-major",
+            "entry": spec_entry(algo.name, fn)}
     impls = [spec] + [p.impl for p in plans.values()]
     exe, harness_c, t_compile = _program(bench, kernel, fn, program, inputs, impls, plans, n_states)
     states = make_states(model, inputs, n_states, seed)
@@ -209,7 +210,7 @@ def benchmark(robot, algorithm: str, constraints=None, *, against=("generic", "p
         "nq": model.nq, "nv": model.nv, "m": int(kernel.manifest.get("m") or 0),
         "iterations": kernel.manifest.get("iterations"), "opcount": (fn.get("opcount") or {}).get("total"),
         **({"route": kernel.manifest["route"]} if kernel.manifest.get("route") else {}),
-        **_statistics(raw, impls, plans, fn, rounds, batch, algorithm),
+        **_statistics(raw, impls, plans, fn, rounds, batch),
         "skipped": skipped, "verify": verify,
         "settings": {"n_states": n_states, "rounds": rounds, "batch": batch, "warmup": warmup, "seed": seed,
                      "flags": " ".join(pinshim.BENCH_FLAGS), "overhead_ns": raw["overhead_ns"],
@@ -243,7 +244,7 @@ def _program(bench: Bench, kernel, fn: dict, program: str, inputs, impls, plans,
     link it (cached by content); returns the executable, the C file and the compile time."""
     offsets = np.cumsum([0] + [n for _, n in inputs])[:-1].tolist()
     cset = bench.cset
-    entry = spec_entry(bench.algo.name, fn)
+    entry = impls[0]["entry"]
     ctx = {"program": program, "robot": bench.model.name, "algorithm": bench.algo.name,
            "constraints": getattr(cset, "spec", None) if cset is not None else None,
            "impls": impls, "inputs": [{"name": n, "size": s, "offset": o} for (n, s), o in zip(inputs, offsets)],
@@ -337,7 +338,7 @@ def _verify(bench: Bench, raw: dict, dump, states, inputs, impls, plans, tol: fl
     return verify
 
 
-def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int, algorithm: str) -> dict:
+def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int) -> dict:
     """Per implementation: median, p10, p90, mean, min of the per-call samples and what its
     plan reports; ratios of medians to the specialised C's and medians of paired ratios."""
     timing = {t["name"]: t for t in raw["timing"]}
@@ -346,7 +347,7 @@ def _statistics(raw: dict, impls, plans, fn: dict, rounds: int, batch: int, algo
         t = timing[im["name"]]
         st = _stats(t["samples_ns"])
         st.update({"trials": rounds * batch, "samples": rounds, "rc": t["rc"]})
-        st.update({"symbol": fn["symbol"], "entry": spec_entry(algorithm, fn)} if im["name"] == "specialized"
+        st.update({"symbol": fn["symbol"], "entry": im["entry"]} if im["name"] == "specialized"
                   else plans[im["name"]].report)
         result[im["name"]] = st
     spec_med = result["specialized"]["median_ns"]
