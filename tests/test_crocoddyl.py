@@ -389,10 +389,16 @@ def _cmeel_prefix() -> Path | None:
     return prefix if ok else None
 
 
-#: the C++ examples and their kernels compiled at -O1 (the test compares values; neither
-#: level reassociates, so the values are -O3's; -O1 compiles talos' 1.8 MB kernel and
-#: crocoddyl's templates several times faster)
-CPP_TEST_BUILD = "-DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1"
+#: the C++ examples and their kernels compiled at -O0 (the test compares values): gcc
+#: neither reassociates nor contracts multiply-adds below -O2 (tests/conftest.py's
+#: RBDGEN_CFLAGS), so the values are -O1's, and the examples print the same differences at
+#: -O0 and -O1.  The kernels' C compiles about 9 times faster at -O0 (2.5 s of CPU for the
+#: three, 22 s at -O1: talos' 1.8 MB kernel 1.8 s against 8 s, solo12's 0.5 s against
+#: 13 s); the examples' C++ is mostly parsing and instantiating crocoddyl's and
+#: Pinocchio's templates (58 s at -O0, 64 s at -O1)
+CPP_TEST_BUILD = "-DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O0 -DCMAKE_CXX_FLAGS=-O0"
+#: compile jobs of run.sh's build: the three examples' C++ (about 1.8 GB each) on two cores
+CPP_TEST_JOBS = 2
 #: the C++ examples' horizon: at T = 10 talos' FDDP solution is sensitive to rounding (6
 #: iterations, the Python and C++ models' torques 2.5e-7 from the built-in's, 1.4e-9 of
 #: max |u| = 179 N m; the costs agree to 2e-14); at T = 20, 2e-11 (bench/reports/2026-11-28-crocoddyl.md)
@@ -413,7 +419,7 @@ def test_cpp_examples_build_and_agree(tmp_path):
     test_cli_crocoddyl_writes_the_header covers rbdgen build --crocoddyl."""
     P.cpp_kernel_folders(tmp_path / "kernels")
     env = dict(os.environ, WORK=str(tmp_path), PYTHON=sys.executable, CMAKE_ARGS=CPP_TEST_BUILD,
-               RBDGEN_KERNELS=str(tmp_path / "kernels"))
+               CMAKE_BUILD_PARALLEL_LEVEL=str(CPP_TEST_JOBS), RBDGEN_KERNELS=str(tmp_path / "kernels"))
     r = subprocess.run(["sh", str(EXAMPLES / "cpp" / "run.sh"), "--T", str(CPP_T), "--repeat", "1"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=1800)
     log = tmp_path / "build.log"

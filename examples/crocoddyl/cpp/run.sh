@@ -3,7 +3,8 @@
 # the examples against crocoddyl's and Pinocchio's wheels (cmeel.prefix), and run them.
 #   sh examples/crocoddyl/cpp/run.sh [--T N] [--repeat N]
 # WORK: build folder (default /tmp/rbdgen-crocoddyl); CMAKE_ARGS: more cmake configure arguments
-# (the tests build at -O1: -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1);
+# (the tests build at -O0: -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O0 -DCMAKE_CXX_FLAGS=-O0);
+# CMAKE_BUILD_PARALLEL_LEVEL: compile jobs (default 1: an example's C++ takes about 1.8 GB);
 # RBDGEN_KERNELS: a folder of kernel folders panda/, solo12/, talos/ already made
 # (problems.cpp_kernel_folders: the Python examples' Pinocchio models), not rebuilt here.
 set -e
@@ -26,7 +27,7 @@ fi
 cmake -S "$HERE" -B "$WORK/build" -DCMAKE_PREFIX_PATH="$PREFIX" -DRBDGEN_PANDA="$K/panda" \
     -DRBDGEN_SOLO12="$K/solo12" -DRBDGEN_TALOS="$K/talos" -DROBOTS_DIR="$PREFIX/share/example-robot-data/robots" \
     ${CMAKE_ARGS:-} > "$WORK/build.log" 2>&1
-cmake --build "$WORK/build" -j 1 >> "$WORK/build.log" 2>&1
+cmake --build "$WORK/build" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-1}" >> "$WORK/build.log" 2>&1
 export LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$WORK/build/panda" "$@"
