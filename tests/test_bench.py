@@ -143,15 +143,50 @@ def _pin_reference(pm, pd, algorithm, q, rest, nv):
 @pytest.mark.parametrize("algorithm", ["rnea", "nle", "crba", "aba"])
 @pytest.mark.parametrize("robot", ["ur5", "solo12"])
 def test_pin_shim_equals_pin_python(robot, algorithm):
-    """The shim (header-only Pinocchio compiled with -march=native, model passed as a text
-    archive) gives pin's Python results on every state, for rnea, nle, crba and aba (one
-    test each: the shim's parts they need build on both workers at once)."""
+    """The shim (in the tests' mode, $RBDGEN_PINSHIM_MODE; model passed as a text archive)
+    gives pin's Python results on every state, for rnea, nle, crba and aba (one test each:
+    the shim's parts they need build on both workers at once)."""
+    _check_shim_vs_pin_python(robot, algorithm)
+
+
+@needs_pin
+def test_header_only_pin_shim_equals_pin_python(monkeypatch, tmp_path):
+    """The benchmarks' own build of the shim (header-only Pinocchio compiled with the
+    benchmark flags, -march=native: the Eigen ABI the module docstring of gen.bench.pinshim
+    guards) gives pin's Python rnea on ur5, whatever mode the other tests use (its program
+    in a folder of its own: the harness keeps one build per program folder)."""
+    monkeypatch.setenv(pinshim.MODE_ENV, "header-only")
+    _check_shim_vs_pin_python("ur5", "rnea", keep_dir=tmp_path)
+
+
+@needs_pin
+def test_library_mode_flags_folder_and_link(monkeypatch):
+    """Library mode (gen.bench.pinshim.MODES) compiles the parts without the machine
+    options (the wheel's baseline Eigen ABI) and with PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION,
+    into a cache folder of its own, and links libpinocchio_default; header-only keeps the
+    benchmark flags and links no Pinocchio library; an unknown mode is refused."""
+    from gen.errors import RbdgenError
+
+    flags = ("-O0", "-march=native", "-mavx2", "-DNDEBUG")
+    assert pinshim.shim_flags(flags, "header-only") == flags
+    assert pinshim.shim_flags(flags, "library") == ("-O0", "-DNDEBUG", "-DPINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION")
+    assert pinshim.shim_folder(flags, "library") != pinshim.shim_folder(flags, "header-only")
+    assert "-lpinocchio_default" in pinshim.link_flags(mode="library")
+    assert "-lpinocchio_default" not in pinshim.link_flags(mode="header-only")
+    monkeypatch.setenv(pinshim.MODE_ENV, "library")
+    assert pinshim.shim_flags(flags) == pinshim.shim_flags(flags, "library")
+    monkeypatch.setenv(pinshim.MODE_ENV, "fast")
+    with pytest.raises(RbdgenError, match="RBDGEN_PINSHIM_MODE='fast' is not a shim mode"):
+        pinshim.build_shim(("rnea",))
+
+
+def _check_shim_vs_pin_python(robot, algorithm, keep_dir=None):
     from gen.pinref import pin_model
 
     model = gen.load_robot(robot)
     pm = pin_model(model)
     pd = pm.createData()
-    r = harness.benchmark(model, algorithm, keep_outputs=True, **SMALL)
+    r = harness.benchmark(model, algorithm, keep_outputs=True, keep_dir=keep_dir, **SMALL)
     _check_result(r, ("specialized", "generic", "pinocchio"))
     assert r["implementations"]["pinocchio"]["function"] == ALGORITHMS[algorithm].pin_peer
     got_all = next(iter(r["outputs"]["pinocchio"].values()))

@@ -27,12 +27,34 @@ Eigen types) is linked.  Loading through serialisation rather than re-assembling
 model joint by joint keeps every detail Pinocchio's loader produced (joint types, axes,
 armature, frames) without a conversion table that could drift.
 
+**Library mode, for the tests.**  ``$RBDGEN_PINSHIM_MODE=library`` (tests/conftest.py sets
+it; the default ``header-only`` is what the benchmarks and reports time) builds the shim
+the way the wheel's CMake target ``pinocchio::pinocchio_default`` is meant to be used:
+with ``PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION``, linking ``libpinocchio_default.so``, whose
+explicit instantiations for ``double`` (``Model``/``Data``, rnea, crba, aba,
+constraintDynamics, contactABA, impulseDynamics, the first-order derivatives of rnea, aba
+and constraintDynamics) the headers then declare ``extern`` instead of instantiating; in
+this mode ``pin_shim.cpp`` passes its arguments in the instantiations' types
+(``Eigen::Ref``, ``VectorXd``, ``std::vector`` constraint lists), else g++ instantiates the
+algorithm again.  Hazard 1 is avoided by dropping the machine options (``-m...``, e.g.
+``-march=native``) from the shim's flags: all its objects then have the wheel's baseline
+x86-64 Eigen ABI (16-byte alignment; the library's code has no AVX instruction), and the
+benchmark programs reach the shim through its C interface only (an opaque handle and
+``double`` arrays), so their ``-march=native`` never meets a Pinocchio or Eigen object.
+Hazard 2 is what the tests accept: they check the shim's values (model loading, argument
+and output handling), not its speed, and pin's Python, their reference, calls the same
+library.  g++ 12 at -O0 then takes 6-9 s of CPU on the parts rnea, crba, aba, impulse and
+derivatives (28-134 s header-only), 17 s on core (25 s), 27 s on constrained (45 s);
+contact, constrained_derivatives and second_order cost the same in both modes (lcaba, the
+damped Delassus inverse, the impulse-dynamics and second-order derivatives are not in
+the library).
+
 **Build.**  ``pin_shim.cpp`` is compiled once per *part* (``-DPINSHIM_PART_<P>``; the
 instantiations are slow -- about 30-170 s of CPU per part with g++ 12 -- so parts build
 in parallel and only the ones needed are built) into objects cached under
 ``$RBDGEN_CACHE/pinshim/<key>/`` (default ``~/.cache/rbdgen``), ``key`` hashing the
-source (comments stripped), the flags, the compiler's version, the prefix and the
-Pinocchio version.  The objects
+source (comments stripped), the mode, the flags, the compiler's version, the prefix and
+the Pinocchio version.  The objects
 are linked into the C benchmark programs of :mod:`gen.bench.harness`.
 
 **Why no in-process Python binding.**  Loading the shim into a Python process that has
@@ -86,6 +108,17 @@ CXX_EXTRA = ("-std=c++17", "-fPIC", "-g0", "-w")
 #: instantiation switch (see the module docstring).
 PIN_DEFINES = ("-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
                "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12")
+
+#: how the shim gets Pinocchio's algorithms (``$RBDGEN_PINSHIM_MODE``; module docstring):
+#: instantiated in its own objects with the benchmark flags, or taken from the wheel's
+#: ``libpinocchio_default.so`` (the tests)
+MODES = ("header-only", "library")
+MODE_ENV = "RBDGEN_PINSHIM_MODE"
+#: what library mode adds: the library's interface definition (the wheel's CMake config
+#: of ``pinocchio::pinocchio_default``; its ``PINOCCHIO_WITH_COLLISION`` only adds the
+#: geometry code, which the shim does not use) and the library
+LIBRARY_DEFINES = ("-DPINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION",)
+LIBRARY_LINK = ("-lpinocchio_default",)
 
 PARTS = ("core", "rnea", "crba", "aba", "constrained", "contact", "impulse", "derivatives",
          "constrained_derivatives", "second_order")
@@ -159,11 +192,31 @@ def include_flags(prefix: Path | None = None) -> list[str]:
     return [f"-I{prefix / 'include'}", f"-I{prefix / 'include' / 'eigen3'}"]
 
 
-def link_flags(prefix: Path | None = None) -> list[str]:
-    """What a program linking the shim's objects needs after them."""
+def link_flags(prefix: Path | None = None, mode: str = "header-only") -> list[str]:
+    """What a program linking the shim's objects (built in ``mode``) needs after them."""
     prefix = prefix or pin_prefix()
     lib = prefix / "lib"
-    return [f"-L{lib}", "-lboost_serialization", f"-Wl,-rpath,{lib}", "-lstdc++", "-lm"]
+    pin_lib = list(LIBRARY_LINK) if mode == "library" else []
+    return [f"-L{lib}", *pin_lib, "-lboost_serialization", f"-Wl,-rpath,{lib}", "-lstdc++", "-lm"]
+
+
+def shim_mode(mode: str | None = None) -> str:
+    """``mode``, else ``$RBDGEN_PINSHIM_MODE``, else ``header-only``; one of :data:`MODES`."""
+    mode = mode or os.environ.get(MODE_ENV) or "header-only"
+    if mode not in MODES:
+        raise RbdgenError(f"{MODE_ENV}={mode!r} is not a shim mode (choose from {', '.join(MODES)})")
+    return mode
+
+
+def shim_flags(flags=None, mode: str | None = None) -> tuple:
+    """The flags the shim's parts compile with: ``flags`` (default :data:`BENCH_FLAGS`),
+    and in library mode without the machine options (``-m...``: the wheel's library is
+    built for baseline x86-64, and Eigen's ABI follows the instruction set) and with
+    :data:`LIBRARY_DEFINES`."""
+    flags = tuple(BENCH_FLAGS if flags is None else flags)
+    if shim_mode(mode) == "header-only":
+        return flags
+    return (*(f for f in flags if not f.startswith("-m")), *LIBRARY_DEFINES)
 
 
 def cache_root() -> Path:
@@ -177,17 +230,18 @@ def cache_root() -> Path:
 class ShimBuild:
     """Compiled shim objects: ``objects`` (part -> .o), the ``flags`` they were built with,
     ``compile_seconds`` (part -> wall seconds of the build that produced the object, as
-    recorded when it was built), ``folder`` (the cache folder)."""
+    recorded when it was built), ``folder`` (the cache folder), ``mode`` (:data:`MODES`)."""
 
     folder: Path
     objects: dict
     flags: tuple
     compiler: str
     compile_seconds: dict
+    mode: str = "header-only"
 
     def link_args(self, parts=None) -> list[str]:
         parts = self.objects if parts is None else parts
-        return [str(self.objects[p]) for p in parts] + link_flags()
+        return [str(self.objects[p]) for p in parts] + link_flags(mode=self.mode)
 
 
 def _code_only(text: str) -> bytes:
@@ -199,25 +253,27 @@ def _code_only(text: str) -> bytes:
     return " ".join(text.split()).encode()
 
 
-def _key(flags, compiler_id: str, prefix: Path) -> str:
+def _key(mode: str, flags, compiler_id: str, prefix: Path) -> str:
+    """The cache folder's name; header-only keys hash no mode, so they stay those of the
+    caches built before library mode existed."""
     h = hashlib.sha256()
-    for part in (_code_only(SOURCE.read_text()), json.dumps(list(flags)).encode(), compiler_id.encode(),
-                 str(prefix).encode(), pin_version().encode()):
+    tag = () if mode == "header-only" else (mode.encode(),)
+    for part in (_code_only(SOURCE.read_text()), *tag, json.dumps(list(flags)).encode(),
+                 compiler_id.encode(), str(prefix).encode(), pin_version().encode()):
         h.update(part)
         h.update(b"\0")
     return h.hexdigest()[:16]
 
 
-def shim_folder(flags=None) -> Path:
-    """The cache folder of the shim's objects for these flags (may not exist yet)."""
-    flags = tuple(BENCH_FLAGS if flags is None else flags)
-    prefix = pin_prefix()
-    return cache_root() / _key(flags, compiler_version(cxx()), prefix)
+def shim_folder(flags=None, mode: str | None = None) -> Path:
+    """The cache folder of the shim's objects for these flags and mode (may not exist yet)."""
+    mode = shim_mode(mode)
+    return cache_root() / _key(mode, shim_flags(flags, mode), compiler_version(cxx()), pin_prefix())
 
 
-def is_built(parts, flags=None) -> bool:
+def is_built(parts, flags=None, mode: str | None = None) -> bool:
     """Whether the objects of ``parts`` (and the core) are already compiled and cached."""
-    folder = shim_folder(flags)
+    folder = shim_folder(flags, mode)
     return all((folder / f"{p}.o").exists() for p in ("core", *parts))
 
 
@@ -261,25 +317,28 @@ def _part_lock(folder: Path, part: str):
     return file_lock(folder / f".{part}.lock")
 
 
-def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=None) -> ShimBuild:
+def build_shim(parts=PARTS, *, flags=None, mode: str | None = None, jobs: int | None = None,
+               progress=None) -> ShimBuild:
     """Compile the requested parts of the shim (cached; missing parts in parallel, at most
-    ``jobs`` at a time, default the CPU count).  ``flags`` default to :data:`BENCH_FLAGS`."""
+    ``jobs`` at a time, default the CPU count).  ``flags`` default to :data:`BENCH_FLAGS`,
+    ``mode`` to ``$RBDGEN_PINSHIM_MODE`` (:func:`shim_mode`, :func:`shim_flags`)."""
     parts = tuple(dict.fromkeys(("core", *parts)))
     bad = [p for p in parts if p not in PARTS]
     if bad:
         raise RbdgenError(f"unknown shim part(s) {', '.join(bad)} (choose from {', '.join(PARTS)})")
-    flags = tuple(BENCH_FLAGS if flags is None else flags)
+    mode = shim_mode(mode)
+    flags = shim_flags(flags, mode)
     prefix = pin_prefix()
     compiler = cxx()
     cid = compiler_version(compiler)
-    folder = cache_root() / _key(flags, cid, prefix)
+    folder = cache_root() / _key(mode, flags, cid, prefix)
     folder.mkdir(parents=True, exist_ok=True)
     times_path = folder / "compile_seconds.json"
     objects = {p: folder / f"{p}.o" for p in parts}
     missing = [p for p in parts if not objects[p].exists()]
     if missing:
         say = progress or (lambda s: None)
-        say(f"compiling the Pinocchio shim ({', '.join(missing)}) with {compiler} "
+        say(f"compiling the Pinocchio shim ({', '.join(missing)}; {mode}) with {compiler} "
             f"{' '.join(flags)}; this takes minutes once, then it is cached in {folder}")
         base = [compiler, "-c", *flags, *CXX_EXTRA, *PIN_DEFINES, *include_flags(prefix)]
 
@@ -297,7 +356,7 @@ def build_shim(parts=PARTS, *, flags=None, jobs: int | None = None, progress=Non
     times = json.loads(times_path.read_text()) if times_path.exists() else {}
     secs = {p: times.get(p) for p in parts}
     secs["_jobs"] = times.get("_jobs")
-    return ShimBuild(folder, objects, flags, cid, secs)
+    return ShimBuild(folder, objects, flags, cid, secs, mode)
 
 
 # --- models and constraints --------------------------------------------------------------------
