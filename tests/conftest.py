@@ -32,9 +32,17 @@ os.environ.setdefault("RBDGEN_CFLAGS", "-O0 -march=native")
 #: the benchmark harness's programs and the Pinocchio shim (gen.bench.pinshim.BENCH_FLAGS)
 #: likewise at -O0 (unless $RBDGEN_BENCH_FLAGS says otherwise): the tests check the
 #: peers' values, never their times, and every benchmark program compiles the kernel and
-#: the generic C (3.6 s of CPU at -O3, 0.36 s at -O0); -march=native stays, as it sets
-#: Eigen's alignment (the ABI hazard gen.bench.pinshim's docstring describes)
+#: the generic C (3.6 s of CPU at -O3, 0.36 s at -O0); -march=native stays: the benchmark
+#: programs and the header-only shim keep the benchmarks' instruction set (the
+#: library-mode shim drops it, below)
 os.environ.setdefault("RBDGEN_BENCH_FLAGS", "-O0 -march=native -DNDEBUG")
+#: the Pinocchio shim in library mode (unless $RBDGEN_PINSHIM_MODE says otherwise;
+#: gen.bench.pinshim): its parts take Pinocchio's algorithms from the pin wheel's
+#: libpinocchio_default.so, compiled without the machine options (the wheel's Eigen ABI),
+#: instead of instantiating them: g++ spends 6-9 s of CPU on rnea, crba, aba, impulse and
+#: derivatives (28-134 s header-only), 17 s on core (25), 27 s on constrained (45); the
+#: benchmarks' header-only build is tested by test_bench.py::test_header_only_pin_shim_equals_pin_python
+os.environ.setdefault("RBDGEN_PINSHIM_MODE", "library")
 
 #: pinocchio can be imported (found without importing it here: the tests that load the
 #: Pinocchio shim must do so in a process that has not imported pinocchio)

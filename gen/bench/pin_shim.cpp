@@ -94,8 +94,18 @@ namespace pin = pinocchio;
 
 typedef pin::RigidConstraintModel CModel;
 typedef pin::RigidConstraintData CData;
+#if defined(PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION)
+/* Library mode (gen/bench/pinshim.py, the tests' shim): the argument types of the wheel's
+ * explicit instantiations (libpinocchio_default.so), so that the headers' extern template
+ * declarations apply and g++ does not instantiate the algorithms again: Pinocchio's own
+ * constraint vectors (std::allocator), Ref<const VectorXd> for rnea, crba, aba and their
+ * derivatives, VectorXd for the constrained and impulse dynamics (a copy per call). */
+typedef pin::RigidConstraintModelVector CModels;
+typedef pin::RigidConstraintDataVector CDatas;
+#else
 typedef std::vector<CModel, Eigen::aligned_allocator<CModel>> CModels;
 typedef std::vector<CData, Eigen::aligned_allocator<CData>> CDatas;
+#endif
 
 /* One Data (and one constraint-data vector) per algorithm family: each family's
  * init routine shapes its Data, so sharing one could let one family disturb another. */
@@ -129,7 +139,17 @@ void pinshim_set_error(const char *msg);
     catch (const std::exception &e) { pinshim_set_error(e.what()); return 1; } \
     catch (...) { pinshim_set_error("unknown C++ exception"); return 1; }
 
+#if defined(PINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION)   /* library mode: see CModels */
+struct CVec : Eigen::Ref<const Eigen::VectorXd> {
+    CVec(const double *p, Eigen::Index n) : Eigen::Ref<const Eigen::VectorXd>(Eigen::Map<const Eigen::VectorXd>(p, n)) {}
+};
+struct KVec : Eigen::VectorXd {
+    KVec(const double *p, Eigen::Index n) : Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(p, n)) {}
+};
+#else
 typedef Eigen::Map<const Eigen::VectorXd> CVec;
+typedef Eigen::Map<const Eigen::VectorXd> KVec;   /* the constrained and impulse dynamics' vectors */
+#endif
 
 /* ===================================================================== */
 /*  Core: model, sizes, constraints, fetchers                            */
@@ -548,7 +568,7 @@ int pinshim_constraint_dynamics(pinshim *s, const double *q, const double *v, co
     PINSHIM_TRY
     PINSHIM_NEED_CONSTRAINTS
     const int nq = s->model.nq, nv = s->model.nv;
-    pin::constraintDynamics(s->model, *s->cdata_fam[FAM_CD], CVec(q, nq), CVec(v, nv), CVec(tau, nv),
+    pin::constraintDynamics(s->model, *s->cdata_fam[FAM_CD], KVec(q, nq), KVec(v, nv), KVec(tau, nv),
                             s->cmodels, s->cdatas[FAM_CD], s->settings[FAM_CD]);
     if (ddq || lam)
         pinshim_detail_fetch_constrained(s, FAM_CD, ddq, lam);
@@ -570,7 +590,7 @@ int pinshim_contact_aba(pinshim *s, const double *q, const double *v, const doub
     const int nq = s->model.nq, nv = s->model.nv;
     for (CData &cd : s->cdatas[FAM_CABA])
         cd.contact_force.setZero();
-    pin::contactABA(s->model, *s->cdata_fam[FAM_CABA], CVec(q, nq), CVec(v, nv), CVec(tau, nv),
+    pin::contactABA(s->model, *s->cdata_fam[FAM_CABA], KVec(q, nq), KVec(v, nv), KVec(tau, nv),
                     s->cmodels, s->cdatas[FAM_CABA], s->settings[FAM_CABA]);
     if (ddq || lam)
         pinshim_detail_fetch_constrained(s, FAM_CABA, ddq, lam);
@@ -626,7 +646,7 @@ int pinshim_impulse_dynamics(pinshim *s, const double *q, const double *v_minus,
     PINSHIM_TRY
     PINSHIM_NEED_CONSTRAINTS
     const int nq = s->model.nq, nv = s->model.nv;
-    pin::impulseDynamics(s->model, *s->cdata_fam[FAM_IMP], CVec(q, nq), CVec(v_minus, nv), s->cmodels,
+    pin::impulseDynamics(s->model, *s->cdata_fam[FAM_IMP], KVec(q, nq), KVec(v_minus, nv), s->cmodels,
                          s->cdatas[FAM_IMP], s->restitution, s->settings[FAM_IMP]);
     if (v_plus || impulse)
         pinshim_detail_fetch_impulse(s, v_plus, impulse);
@@ -648,7 +668,7 @@ int pinshim_constraint_dynamics_derivatives(pinshim *s, const double *q, const d
     PINSHIM_NEED_CONSTRAINTS
     const int nq = s->model.nq, nv = s->model.nv;
     pin::Data &d = *s->cdata_fam[FAM_CDD];
-    pin::constraintDynamics(s->model, d, CVec(q, nq), CVec(v, nv), CVec(tau, nv), s->cmodels, s->cdatas[FAM_CDD],
+    pin::constraintDynamics(s->model, d, KVec(q, nq), KVec(v, nv), KVec(tau, nv), s->cmodels, s->cdatas[FAM_CDD],
                             s->settings[FAM_CDD]);
     pin::computeConstraintDynamicsDerivatives(s->model, d, s->cmodels, s->cdatas[FAM_CDD], s->settings[FAM_CDD]);
     double *out[8] = {ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv, dlam_dtau, ddq, lam};
@@ -667,7 +687,7 @@ int pinshim_impulse_dynamics_derivatives(pinshim *s, const double *q, const doub
     PINSHIM_NEED_CONSTRAINTS
     const int nq = s->model.nq, nv = s->model.nv;
     pin::Data &d = *s->cdata_fam[FAM_IMPD];
-    pin::impulseDynamics(s->model, d, CVec(q, nq), CVec(v_minus, nv), s->cmodels, s->cdatas[FAM_IMPD],
+    pin::impulseDynamics(s->model, d, KVec(q, nq), KVec(v_minus, nv), s->cmodels, s->cdatas[FAM_IMPD],
                          s->restitution, s->settings[FAM_IMPD]);
     /* pin 4.1 writes data.dvc_dq only in the columns of each contact's supporting joints and
        then subtracts J M^-1 dtau/dq from all of it: the other columns keep the previous
