@@ -249,6 +249,8 @@ def test_suite_report_is_well_formed(tmp_path):
     md = paths["md"].read_text()
     assert "Pinocchio / specialized" in md and "generic / specialized" in md and m["cpu"] in md
     assert "ADAM / specialized" in md and "| ur5 | rnea |" in md.split("## Operations: rbdgen vs ADAM")[1]
+    assert data["shim"]["mode"] == pinshim.shim_mode()      # the shim's build is named as it was made
+    assert ("Library-mode build" if pinshim.shim_mode() == "library" else "Header-only build") in md
     if "png" in paths:
         assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

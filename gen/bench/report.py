@@ -204,9 +204,11 @@ def suite_markdown(suite: dict, targets_md: tuple[str, str] = ("", "")) -> str:
     if suite.get("shim"):
         sh = suite["shim"]
         times = ", ".join(f"{k} {v} s" for k, v in sh.get("compile_seconds", {}).items() if v is not None)
+        build = ("Library-mode build of `gen/bench/pin_shim.cpp` (the pin wheel's libpinocchio_default "
+                 "linked, without the machine options" if sh.get("mode") == "library" else
+                 "Header-only build of `gen/bench/pin_shim.cpp` (no Pinocchio library linked")
         out += ["## Pinocchio shim", "",
-                f"Header-only build of `gen/bench/pin_shim.cpp` (no Pinocchio library linked; model passed "
-                f"as `pin.Model.saveToString()`), compiler `{sh.get('compiler')}`, Eigen alignment "
+                f"{build}; model passed as `pin.Model.saveToString()`), compiler `{sh.get('compiler')}`, Eigen alignment "
                 f"{sh.get('eigen_align', 'n/a')} bytes. Compile time per part (wall, parts built "
                 f"{sh.get('jobs', '?')} at a time, when first built): {times or 'cached'}.", ""]
     if suite.get("chart"):

@@ -44,7 +44,8 @@ def run_suite(robots=None, algorithms=SUITE_ALGORITHMS, *, against=("generic", "
             b = pinshim.build_shim(parts, progress=progress)      # all parts at once, in parallel
             times = {k: v for k, v in b.compile_seconds.items() if not k.startswith("_")}
             jobs = b.compile_seconds.get("_jobs")
-            shim_info = {"compiler": b.compiler, "compile_seconds": times, "jobs": jobs, "folder": str(b.folder)}
+            shim_info = {"compiler": b.compiler, "compile_seconds": times, "jobs": jobs, "folder": str(b.folder),
+                         "mode": b.mode}
     results = []
     for rb in robots:
         for algo in algorithms:
