@@ -39,9 +39,9 @@ os.environ.setdefault("RBDGEN_BENCH_FLAGS", "-O0 -march=native -DNDEBUG")
 #: the Pinocchio shim in library mode (unless $RBDGEN_PINSHIM_MODE says otherwise;
 #: gen.bench.pinshim): its parts take Pinocchio's algorithms from the pin wheel's
 #: libpinocchio_default.so, compiled without the machine options (the wheel's Eigen ABI),
-#: instead of instantiating them: g++ spends 6-9 s of CPU on rnea, crba, aba, impulse and
-#: derivatives (28-134 s header-only), 17 s on core (25), 27 s on constrained (45); the
-#: benchmarks' header-only build is tested by test_bench.py::test_header_only_pin_shim_equals_pin_python
+#: instead of instantiating them (seconds of g++ per part instead of minutes: the module's
+#: docstring); the benchmarks' header-only build is tested by
+#: test_bench.py::test_header_only_pin_shim_equals_pin_python
 os.environ.setdefault("RBDGEN_PINSHIM_MODE", "library")
 
 #: pinocchio can be imported (found without importing it here: the tests that load the

@@ -119,6 +119,10 @@ MODE_ENV = "RBDGEN_PINSHIM_MODE"
 #: geometry code, which the shim does not use) and the library
 LIBRARY_DEFINES = ("-DPINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION",)
 LIBRARY_LINK = ("-lpinocchio_default",)
+#: the parts whose algorithms the library holds, so that library mode compiles them in
+#: seconds (module docstring); contact, constrained_derivatives and second_order call
+#: algorithms it lacks and cost the same in both modes
+LIBRARY_PARTS = frozenset({"core", "rnea", "crba", "aba", "constrained", "impulse", "derivatives"})
 
 PARTS = ("core", "rnea", "crba", "aba", "constrained", "contact", "impulse", "derivatives",
          "constrained_derivatives", "second_order")
@@ -254,11 +258,9 @@ def _code_only(text: str) -> bytes:
 
 
 def _key(mode: str, flags, compiler_id: str, prefix: Path) -> str:
-    """The cache folder's name; header-only keys hash no mode, so they stay those of the
-    caches built before library mode existed."""
+    """The cache folder's name."""
     h = hashlib.sha256()
-    tag = () if mode == "header-only" else (mode.encode(),)
-    for part in (_code_only(SOURCE.read_text()), *tag, json.dumps(list(flags)).encode(),
+    for part in (_code_only(SOURCE.read_text()), mode.encode(), json.dumps(list(flags)).encode(),
                  compiler_id.encode(), str(prefix).encode(), pin_version().encode()):
         h.update(part)
         h.update(b"\0")
