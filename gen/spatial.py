@@ -280,6 +280,18 @@ def skew3(p, be):
 # (Featherstone 2008 eq. 2.63).  Keeping (m, h, Ib) instead of the 6x6 matrix makes sums
 # linear and lets transforms skip the ``m 1`` block, which stays ``m 1``.
 
+def _rigid_parts(I6: np.ndarray):
+    """``(m, h, Ib)`` of a constant 6x6 inertia as NumPy values; it must have the
+    rigid-body form."""
+    m, B = I6[0, 0], I6[3:6, 0:3]
+    h = np.array([B[2, 1], B[0, 2], B[1, 0]])
+    rigid = np.allclose(I6[0:3, 0:3], m * np.eye(3), rtol=0, atol=1e-12 * max(1.0, abs(m))) and \
+        np.allclose(B, skew(h), rtol=0, atol=1e-12 * max(1.0, np.abs(B).max())) and np.allclose(I6[0:3, 3:6], B.T)
+    if not rigid:
+        raise ValueError("rigid_inertia: the 6x6 inertia is not of rigid-body form")
+    return m, h, I6[3:6, 3:6]
+
+
 def rigid_inertia(inertia: Inertia, be):
     """(m, h, Ib) of a body's constant 6x6 inertia (read from ``inertia.matrix()`` so
     augmented inertias, e.g. proxLTLs' constraint terms, are included), as backend
@@ -288,13 +300,36 @@ def rigid_inertia(inertia: Inertia, be):
     if not isinstance(I6, np.ndarray):   # proxLTLs' terms scaled by a run-time 1/rho: rigid by construction
         B = I6[3:6, 0:3]
         return I6[0, 0], be.vcat([B[2, 1], B[0, 2], B[1, 0]]), I6[3:6, 3:6]
-    m, B = I6[0, 0], I6[3:6, 0:3]
-    h = np.array([B[2, 1], B[0, 2], B[1, 0]])
-    rigid = np.allclose(I6[0:3, 0:3], m * np.eye(3), rtol=0, atol=1e-12 * max(1.0, abs(m))) and \
-        np.allclose(B, skew(h), rtol=0, atol=1e-12 * max(1.0, np.abs(B).max())) and np.allclose(I6[0:3, 3:6], B.T)
-    if not rigid:
-        raise ValueError("rigid_inertia: the 6x6 inertia is not of rigid-body form")
-    return be.asarray([[m]])[0, 0], be.asarray(h), be.asarray(I6[3:6, 3:6])
+    m, h, Ib = _rigid_parts(I6)
+    return be.asarray([[m]])[0, 0], be.asarray(h), be.asarray(Ib)
+
+
+def placed_inertia(M, inertia: Inertia, be):
+    """(m, h, Ib) of a body's constant inertia placed by ``M = (R, p)`` (``oMi``), in the
+    centre-of-mass form: with ``c = h / m`` and the rotational inertia about the centre of
+    mass ``Ic = Ib - m (|c|^2 1 - c c^T)`` folded at trace time, ``c_w = R c + p``,
+    ``h' = m c_w`` and ``Ib' = R Ic R^T + m (|c_w|^2 1 - c_w c_w^T)`` (parallel axes:
+    diagonal ``Ir_ii + m (c_j^2 + c_k^2)``, off-diagonal ``Ir_ij - m c_i c_j``), about a
+    fifth fewer operations than :func:`rigid_transform` of ``(m, h, Ib)``, which a massless
+    or run-time inertia keeps."""
+    I6 = inertia.matrix()
+    if not isinstance(I6, np.ndarray) or I6[0, 0] <= 0.0:
+        return rigid_transform(M, rigid_inertia(inertia, be), be)
+    m, h, Ib = _rigid_parts(I6)
+    c = h / m
+    Ic = Ib - m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    R, p = M
+    cw = R @ be.asarray(c) + p
+    Ir = _rotate_sym(R, be.asarray(Ic), be)
+    mc = m * cw
+    out = be.zeros(3, 3)
+    for i in range(3):
+        j, k = (i + 1) % 3, (i + 2) % 3
+        out[i, i] = Ir[i, i] + (mc[j, 0] * cw[j, 0] + mc[k, 0] * cw[k, 0])
+        for jj in range(i + 1, 3):
+            out[i, jj] = Ir[i, jj] - mc[i, 0] * cw[jj, 0]
+            out[jj, i] = out[i, jj]
+    return be.asarray([[m]])[0, 0], mc, out
 
 
 def rigid_add(A, B):

@@ -67,10 +67,10 @@ from ..spatial import (
     inv_motion,
     lin,
     parent_transform,
+    placed_inertia,
     rigid_add,
     rigid_apply,
     rigid_inertia,
-    rigid_transform,
     skew3,
 )
 
@@ -172,14 +172,14 @@ def world_pass(model: Model, q, v, a, be, gravity: bool = True, coriolis: bool =
     dVdq, dAdq, dAdv = [], [], []
     for i, b in enumerate(model.bodies):
         X = parent_transform(b, qslice(model, i, q), be)
-        Y = rigid_inertia(b.inertia, be)
         if base and i == 0:             # reference axes = the base's: oM_0 = 1, J_0 = 1_6
             a0 = inv_motion(X, a0, be)
             M, Ji = (be.eye(3), be.zeros(3, 1)), S[0]
+            Y = rigid_inertia(b.inertia, be)
         else:
             M = X if b.parent == -1 or (base and b.parent == 0) else compose(oM[b.parent], X)
             Ji = be.hcat([act_motion(M, s, be) for s in colsof(S[i])])   # J_i = oMi S_i
-            Y = rigid_transform(M, Y, be)                                # oI_i = oMi^* I_i oMi^-1
+            Y = placed_inertia(M, b.inertia, be)                         # oI_i = oMi^* I_i oMi^-1
         vJ = Ji @ vslice(model, i, v)
         aJ = Ji @ vslice(model, i, a)
         if b.parent == -1:              # ov_p = 0: dVdq = 0, dAdq = a_0 x u, dAdv = ov_i x u
