@@ -1,5 +1,6 @@
-"""minv: M(q)^-1 by the ABA-based algorithm of Carpentier & Mansard (RSS 2018, §IV),
-against Pinocchio's computeMinverse, the identity minv . crba = I, the traced SX graph
+"""minv: M(q)^-1 through CRBA's M factored L^T D L on the tree pattern (Featherstone 2005),
+against Pinocchio's computeMinverse (the ABA-based algorithm of Carpentier & Mansard, RSS
+2018 §IV: an independent route), the identity minv . crba = I, the traced SX graph
 and the compiled C; and through the CLI (opcount, build, verify) by its registry row alone."""
 import numpy as np
 import pytest

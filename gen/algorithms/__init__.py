@@ -205,8 +205,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               generic=GenericC("rbg_aba", _work(79, 1)), pin_peer="aba", adam_peer="aba", mujoco_ref="qacc",
               reports=frozenset({"opcount", "suite", "callgrind", "golden"}), jacobian=ABA_JAC),
     Algorithm("minv", minv, _q, lambda m, c: [("Minv", m.nv, m.nv)], "dynamics",
-              "inverse joint-space inertia M(q)^-1 without forming M: ABA's sweeps on nv unit torques",
-              "Carpentier & Mansard, RSS 2018, §IV", docs={"Minv": "inverse joint-space inertia (full, symmetric)"},
+              "inverse joint-space inertia M(q)^-1: CRBA's M factored L^T D L on the tree pattern, "
+              "inverted through the tree-sparse L^-1", "Featherstone, IJRR 2005, §4-5", docs={"Minv": "inverse joint-space inertia (full, symmetric)"},
               pinocchio=PinocchioRef(pinocchio_minv, "computeMinverse (upper triangle symmetrised)",
                                      depth_first=False, mimic=True),
               generic_note="not in the generic C library yet", mujoco_ref="solveM_identity",

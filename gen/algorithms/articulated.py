@@ -1,4 +1,4 @@
-"""The articulated-body passes, written once for ``aba``, ``minv``, constrainedABA, proxPV,
+"""The articulated-body passes, written once for ``aba``, constrainedABA, proxPV,
 the impact map and cABA-OSIM (Featherstone 2008 Table 7.1 in LOCAL frames; Sathya 2024
 Alg. 1 and 4):
 
