@@ -209,7 +209,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in [
               "inverted through the tree-sparse L^-1", "Featherstone, IJRR 2005, §4-5", docs={"Minv": "inverse joint-space inertia (full, symmetric)"},
               pinocchio=PinocchioRef(pinocchio_minv, "computeMinverse (upper triangle symmetrised)",
                                      depth_first=False, mimic=True),
-              generic_note="not in the generic C library yet", mujoco_ref="solveM_identity",
+              generic_note="not in the generic C library yet", pin_peer="minv", mujoco_ref="solveM_identity",
               reports=frozenset({"opcount", "suite"})),
     Algorithm("rnea_derivatives", rnea_derivatives, _qvx("a"), _square("dtau_dq", "dtau_dv", "M", value="tau"),
               "dynamics", "partial derivatives of inverse dynamics (dtau/dq, dtau/dv, M) and tau, world-frame "

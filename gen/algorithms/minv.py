@@ -4,15 +4,22 @@
 expanded parent array (Featherstone, "Efficient Factorization of the Joint-Space Inertia
 Matrix for Branched Kinematic Trees", IJRR 2005, §4-5: ``L`` has the pattern of the
 ancestor chains, no fill-in) and inverted as ``M^-1 = W D^-1 W^T`` with ``W = L^-1``,
-which has the same pattern (:func:`~gen.algorithms.sparse_ldl.inverse_from_ltdl`): entry
-``(i, j)`` is one multiply-add per common ancestor of dofs ``i`` and ``j``, upper triangle
-computed and mirrored, so the result is exactly symmetric.  Traced operations against
-the ABA-based algorithm of Carpentier & Mansard (RSS 2018, §IV; Pinocchio's
-``computeMinverse``, the reference), rbdgen's earlier form of this row: ur5 428 / 1083,
-panda 850 / 1568, solo12 3858 / 5420, anymal_c 4441 / 7004, talos 36646 / 46653, icub
-19968 / 29026 (docs/ARCHITECTURE.md).  With mimic joints ``M^-1`` is the dense LDL^T
-solve of CRBA's ``M`` against the identity (:func:`~gen.algorithms.aba.mimic_solve`).
-Shapes: q (nq,1) -> Minv (nv,nv).
+which has the same pattern: entry ``(i, j)`` sums one product per common ancestor of dofs
+``i`` and ``j``.  Two forms of that last step, by the size measured to suit each
+(interleaved, ns: solo12 307 / 371, anymal_c 316 / 405, g1 2322 / 1670, icub 2676 / 2233,
+talos 5014 / 3767, straight-line / loops; docs/ARCHITECTURE.md):
+
+* below :data:`LOOP_NV` dofs, straight-line sums over the common ancestors, upper
+  triangle mirrored (:func:`~gen.algorithms.sparse_ldl.inverse_from_ltdl`);
+* from :data:`LOOP_NV` dofs, ``M^-1 = V V^T`` with ``V = W D^-1/2``, a symmetric product
+  the C forms in vectorised loops (``be.product``, :mod:`gen.products`).
+
+Either way the result is exactly symmetric.  Traced operations against the ABA-based
+algorithm of Carpentier & Mansard (RSS 2018, §IV; Pinocchio's ``computeMinverse``, the
+reference and the benchmark peer), rbdgen's earlier form of this row: ur5 428 / 1083,
+panda 850 / 1568, solo12 3858 / 5420, anymal_c 4441 / 7004 (straight-line form).  With
+mimic joints ``M^-1`` is the dense LDL^T solve of CRBA's ``M`` against the identity
+(:func:`~gen.algorithms.aba.mimic_solve`).  Shapes: q (nq,1) -> Minv (nv,nv).
 """
 from __future__ import annotations
 
@@ -21,7 +28,10 @@ import numpy as np
 from ..model import Model
 from .aba import mimic_solve
 from .crba import crba
-from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor, tree_lower
+from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor, tree_lower, unit_lower_inverse
+
+#: the dofs from which ``M^-1`` is formed as a product in loops (module docstring)
+LOOP_NV = 32
 
 
 def minv(model: Model, q, *, be):
@@ -34,7 +44,15 @@ def minv(model: Model, q, *, be):
     dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
                          {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
     be.mark("factorisation", *dinv, *L.values())
-    Minv, _ = inverse_from_ltdl(pattern, dinv, L, be)
+    if nv < LOOP_NV:
+        Minv, _ = inverse_from_ltdl(pattern, dinv, L, be)
+    else:
+        root = [be.sqrt(d) for d in dinv]
+        V = be.zeros(nv, nv)
+        for k, row in enumerate(unit_lower_inverse(pattern, L)):
+            for j, wkj in row.items():
+                V[k, j] = wkj * root[j]
+        Minv = be.product(be.zeros(nv, nv), [(1.0, V, V.T)])
     be.mark("inverse", Minv)
     return (Minv,)
 

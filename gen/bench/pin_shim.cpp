@@ -12,7 +12,7 @@
  *                             constraint set-up, output fetchers
  *   PINSHIM_PART_RNEA         rnea, nonLinearEffects
  *   PINSHIM_PART_CRBA         crba, crba + cholesky decompose/solve
- *   PINSHIM_PART_ABA          aba
+ *   PINSHIM_PART_ABA          aba, computeMinverse
  *   PINSHIM_PART_CONSTRAINED  constraintDynamics
  *   PINSHIM_PART_CONTACT      contactABA, lcaba, computeDampedDelassusMatrixInverse
  *                             (apart: 116 s of g++ at -O0 against constraintDynamics'
@@ -302,6 +302,7 @@ void pinshim_detail_fetch_tau(const pinshim *s, double *out) { copy_vec(s->data-
 void pinshim_detail_fetch_nle(const pinshim *s, double *out) { copy_vec(s->data->nle, out); }
 void pinshim_detail_fetch_M(const pinshim *s, double *out) { copy_sym_upper(s->data->M, out); }
 void pinshim_detail_fetch_ddq(const pinshim *s, double *out) { copy_vec(s->data->ddq, out); }
+void pinshim_detail_fetch_Minv(const pinshim *s, double *out) { copy_sym_upper(s->data->Minv, out); }
 
 void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq, double *lam)
 {
@@ -405,6 +406,7 @@ extern "C" {
 void pinshim_detail_fetch_tau(const pinshim *s, double *out);
 void pinshim_detail_fetch_nle(const pinshim *s, double *out);
 void pinshim_detail_fetch_M(const pinshim *s, double *out);
+void pinshim_detail_fetch_Minv(const pinshim *s, double *out);
 void pinshim_detail_fetch_ddq(const pinshim *s, double *out);
 void pinshim_detail_fetch_constrained(const pinshim *s, int family, double *ddq, double *lam);
 void pinshim_detail_fetch_delassus_inv(const pinshim *s, double *out);
@@ -483,6 +485,18 @@ int pinshim_aba(pinshim *s, const double *q, const double *v, const double *tau,
     pin::aba(s->model, *s->data, CVec(q, nq), CVec(v, nv), CVec(tau, nv));
     if (ddq)
         pinshim_detail_fetch_ddq(s, ddq);
+    return 0;
+    PINSHIM_CATCH
+}
+
+/* Minv = computeMinverse(q)  (the ABA-based algorithm of Carpentier & Mansard, RSS 2018
+ * §IV; upper triangle in data.Minv, mirrored here). */
+int pinshim_minv(pinshim *s, const double *q, double *Minv)
+{
+    PINSHIM_TRY
+    pin::computeMinverse(s->model, *s->data, CVec(q, s->model.nq));
+    if (Minv)
+        pinshim_detail_fetch_Minv(s, Minv);
     return 0;
     PINSHIM_CATCH
 }

@@ -127,7 +127,7 @@ LIBRARY_PARTS = frozenset({"core", "rnea", "crba", "aba", "constrained", "impuls
 PARTS = ("core", "rnea", "crba", "aba", "constrained", "contact", "impulse", "derivatives",
          "constrained_derivatives", "second_order")
 #: shim function -> the part that defines it
-FUNCTION_PART = {"rnea": "rnea", "nle": "rnea", "crba": "crba", "crba_solve": "crba", "aba": "aba",
+FUNCTION_PART = {"rnea": "rnea", "nle": "rnea", "crba": "crba", "crba_solve": "crba", "aba": "aba", "minv": "aba",
                  "constraint_dynamics": "constrained", "contact_aba": "contact",
                  "lcaba": "contact", "delassus_inv": "contact", "impulse_dynamics": "impulse",
                  "rnea_derivatives": "derivatives", "aba_derivatives": "derivatives",
