@@ -106,3 +106,30 @@ def test_expanded_parent_array_of_free_flyer():
     lam = humanoid30().dof_parents()
     assert lam[:7] == [-1, 0, 1, 2, 3, 4, 5], "free-flyer dofs must form a chain"
     assert lam.count(5) == 4, "the four limbs hang from the base's last dof"
+
+
+@pytest.mark.parametrize("name", ["talos", "solo12", "bintree:12"])
+def test_placed_inertia_equals_the_transformed_6x6_inertia(name):
+    """``spatial.placed_inertia`` (the centre-of-mass form the world pass uses) equals
+    ``X^* I X^-1`` formed from 6x6 matrices (``X`` the motion transform ``(v, w) -> (R v +
+    p x R w, R w)``, ``X^* = X^-T``: an independent route) at a random placement of every
+    body, and of a massless one (``rigid_transform``'s route)."""
+    from gen.model import Inertia
+    from gen.spatial import inertia_matrix, placed_inertia, skew3
+
+    model = gen.load_robot(name)
+    rng = np.random.default_rng(3)
+    inertias = [b.inertia for b in model.bodies] + [Inertia(0.0, np.zeros(3), np.diag([0.1, 0.2, 0.3]))]
+    for inertia in inertias:
+        R, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+        R *= np.sign(np.linalg.det(R))
+        p = rng.standard_normal((3, 1))
+        X = np.zeros((6, 6))
+        X[0:3, 0:3] = X[3:6, 3:6] = R
+        X[0:3, 3:6] = skew3(p, NUMPY) @ R
+        Xi = np.linalg.inv(X)
+        ref = Xi.T @ np.asarray(inertia_matrix(inertia, NUMPY)) @ Xi
+        m, h, Ib = placed_inertia((R, p), inertia, NUMPY)
+        H = skew3(np.asarray(h).reshape(3, 1), NUMPY)
+        got = np.block([[m * np.eye(3), H.T], [H, Ib]])
+        assert np.abs(got - ref).max() <= 1e-13 * max(1.0, np.abs(ref).max()), f"{name}: mass {inertia.mass}"
