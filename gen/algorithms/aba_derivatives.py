@@ -48,7 +48,7 @@ from .aba import aba
 from .minv import minv
 from .proximal import Unmarked
 from .rnea_derivatives import tau_derivatives
-from .sparse_ldl import fill_pattern, ldl_factor, ldl_solve, tree_lower, unit_lower_inverse
+from .sparse_ldl import dense_lower_inverse, inverse_as_product, ldl_solve, tree_ldl
 from .world import base_coordinates, bias_torques, tau_partials, world_pass
 
 
@@ -56,10 +56,7 @@ def aba_derivatives(model: Model, q, v, tau, *, be):
     if model.has_mimic:
         return _mimic_aba_derivatives(model, q, v, tau, be)
     ddq, W, d = forward_ltdl(model, q, v, tau, be)
-    # M^-1 = V V^T: entries (i, j) and (j, i) sum the same products V_ik V_jk = V_jk V_ik in
-    # the same k order, so it is exactly symmetric (NumPy: matmul's syrk for V @ V.T)
-    V = be.hcat([W[:, k:k + 1] * be.sqrt(d[k]) for k in range(model.nv)])
-    Minv = be.product(be.zeros(model.nv, model.nv), [(1.0, V, V.T)])
+    Minv = inverse_as_product(W, d, be)
     be.mark("aba_minv", ddq, Minv)
     w = world_pass(model, q, v, ddq, be)
     dq, dv, _ = tau_partials(model, w, w.of, be)
@@ -108,16 +105,9 @@ def minv_factor(model: Model, q, be):
 def _tree_ltdl(model: Model, w0, be):
     """``(pattern, d, L, W)``: ``M = L^T D L`` on the tree pattern (``M`` the world-frame
     CRBA of the pass ``w0``), ``d = 1/D`` and ``W = L^-1`` as an nv x nv matrix."""
-    nv = model.nv
     _, _, M = tau_partials(model, w0, w0.of, be, want_q=False, want_v=False, want_M=True)
-    pattern = fill_pattern(tree_lower(model))
-    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
-                         {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
-    W = be.zeros(nv, nv)
-    for k, row in enumerate(unit_lower_inverse(pattern, L)):
-        for j, wkj in row.items():
-            W[k, j] = wkj
-    return pattern, dinv, L, W
+    pattern, dinv, L = tree_ldl(model, M, be)
+    return pattern, dinv, L, dense_lower_inverse(pattern, L, be)
 
 
 def _mimic_aba_derivatives(model: Model, q, v, tau, be):

@@ -28,7 +28,7 @@ import numpy as np
 from ..model import Model
 from .aba import mimic_solve
 from .crba import crba
-from .sparse_ldl import fill_pattern, inverse_from_ltdl, ldl_factor, tree_lower, unit_lower_inverse
+from .sparse_ldl import dense_lower_inverse, inverse_as_product, inverse_from_ltdl, tree_ldl
 
 #: the dofs from which ``M^-1`` is formed as a product in loops (module docstring)
 LOOP_NV = 32
@@ -40,19 +40,12 @@ def minv(model: Model, q, *, be):
         Minv = mimic_solve(model, q, be.eye(nv), be)
         return (0.5 * (Minv + Minv.T),)
     (M,) = crba(model, q, be=be)
-    pattern = fill_pattern(tree_lower(model))
-    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(nv)],
-                         {(k, i): M[k, i] for k in range(nv) for i in pattern[k]}, be)
+    pattern, dinv, L = tree_ldl(model, M, be)
     be.mark("factorisation", *dinv, *L.values())
     if nv < LOOP_NV:
         Minv, _ = inverse_from_ltdl(pattern, dinv, L, be)
     else:
-        root = [be.sqrt(d) for d in dinv]
-        V = be.zeros(nv, nv)
-        for k, row in enumerate(unit_lower_inverse(pattern, L)):
-            for j, wkj in row.items():
-                V[k, j] = wkj * root[j]
-        Minv = be.product(be.zeros(nv, nv), [(1.0, V, V.T)])
+        Minv = inverse_as_product(dense_lower_inverse(pattern, L, be), dinv, be)
     be.mark("inverse", Minv)
     return (Minv,)
 

@@ -97,6 +97,34 @@ def tree_lower(model: Model) -> list[set[int]]:
     return out
 
 
+def tree_ldl(model: Model, M, be):
+    """``(pattern, 1/D, L)`` of ``M = L^T D L`` (``M`` the joint-space inertia, an nv x nv
+    backend matrix) on the tree pattern: no fill-in (Featherstone 2005 §4)."""
+    pattern = fill_pattern(tree_lower(model))
+    dinv, L = ldl_factor(pattern, [M[k, k] for k in range(model.nv)],
+                         {(k, i): M[k, i] for k in range(model.nv) for i in pattern[k]}, be)
+    return pattern, dinv, L
+
+
+def dense_lower_inverse(pattern, L, be):
+    """``W = L^-1`` (:func:`unit_lower_inverse`) as an n x n backend matrix."""
+    W = be.zeros(len(pattern), len(pattern))
+    for k, row in enumerate(unit_lower_inverse(pattern, L)):
+        for j, wkj in row.items():
+            W[k, j] = wkj
+    return W
+
+
+def inverse_as_product(W, dinv, be):
+    """``W D^-1 W^T = V V^T`` with ``V = W D^-1/2``, formed by ``be.product`` (the C's
+    vectorised loops, :mod:`gen.products`): entries (i, j) and (j, i) sum the same products
+    ``V_ik V_jk = V_jk V_ik`` in the same k order, so it is exactly symmetric (NumPy:
+    matmul's syrk for ``V @ V.T``)."""
+    n = len(dinv)
+    V = be.hcat([W[:, k:k + 1] * be.sqrt(dinv[k]) for k in range(n)])
+    return be.product(be.zeros(n, n), [(1.0, V, V.T)])
+
+
 def inverse_from_ltdl(pattern, dinv, L, be):
     """``M^-1 = W D^-1 W^T`` with ``W = L^-1`` (:func:`unit_lower_inverse`) for
     ``M = L^T D L``: ``M^-1_ij = sum_k W_ik W_jk / D_k`` over the common ancestors k of i
